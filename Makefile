@@ -1,0 +1,118 @@
+# vitals: `make` builds everything, `make test` runs every test,
+# `make bench` runs the benchmarks (never part of `make test`).
+# SANITIZER=address|undefined builds into its own folder (make asan/ubsan).
+
+CC       ?= cc
+WERROR   ?= -Werror
+OPT      ?= -O2 -g
+WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+            -Wcast-qual -Wwrite-strings -Wformat=2 -Wundef
+CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(WERROR) -fPIC -pthread \
+            -Iinclude -I. -MMD -MP $(CFLAGS)
+LDLIBS_ALL = -pthread $(LDLIBS)
+
+ifeq ($(SANITIZER),)
+B := build
+else
+B := build-$(SANITIZER)
+CFLAGS_ALL += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDLIBS_ALL += -fsanitize=$(SANITIZER)
+endif
+
+ZMQ_LIBS  = -lzmq
+LMDB_LIBS = -llmdb
+PCRE_LIBS = -lpcre2-8
+
+WIRE_SRC    = wire/wire.c
+EMITTER_SRC = $(wildcard emitter/*.c)
+STORE_SRC   = $(wildcard store/*.c)
+COLLECT_SRC = $(filter-out collector/main.c,$(wildcard collector/*.c))
+CLI_SRC     = $(filter-out cli/main.c,$(wildcard cli/*.c))
+
+obj = $(patsubst %.c,$(B)/%.o,$(1))
+
+LIB_OBJ     = $(call obj,$(EMITTER_SRC) $(WIRE_SRC))
+STORE_OBJ   = $(call obj,$(STORE_SRC))
+COLLECT_OBJ = $(call obj,$(COLLECT_SRC))
+CLI_OBJ     = $(call obj,$(CLI_SRC))
+
+BINS = $(B)/vitalsd $(B)/vitals $(B)/libvitals.a $(B)/libvitals.so \
+       $(B)/vt-simtrainer
+
+all: $(BINS)
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(B)/libvitals.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(B)/libvitals.so: $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libvitals.so.0 -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL)
+
+$(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(STORE_OBJ) $(call obj,$(WIRE_SRC))
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(LDLIBS_ALL)
+
+$(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(STORE_OBJ) $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(LDLIBS_ALL) -lm
+
+$(B)/vt-simtrainer: $(B)/demo/simtrainer.o $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL) -lm
+
+# Tests: one program per module, tests/test_<module>.c, each linked with
+# everything it may need; tests/run.sh runs them and the integration
+# scripts and prints the closing `N passed, N failed` line.
+TEST_SRC  = $(wildcard tests/test_*.c)
+TEST_BINS = $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
+TEST_HELPERS = $(patsubst tests/helpers/%.c,$(B)/tests/%,$(wildcard tests/helpers/*.c))
+
+$(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(CLI_OBJ) $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(LDLIBS_ALL) -lm
+
+$(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL) -lm
+
+BENCH_SRC  = $(wildcard bench/bench_*.c)
+BENCH_BINS = $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
+
+$(B)/bench/%: $(B)/bench/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(LDLIBS_ALL) -lm
+
+.PHONY: all deps test test-build bench bench-peers demo asan ubsan clean format
+
+# Installs what building and testing need, when run as root on Debian.
+deps:
+	@sh scripts/deps.sh
+
+test-build: all $(TEST_BINS) $(TEST_HELPERS)
+
+test: deps
+	@$(MAKE) --no-print-directory test-build
+	@B=$(B) sh tests/run.sh
+
+asan:
+	@$(MAKE) --no-print-directory SANITIZER=address test
+
+ubsan:
+	@$(MAKE) --no-print-directory SANITIZER=undefined test
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) OPT="-O2 -g -DNDEBUG"
+	@B=$(B) sh bench/run.sh
+
+bench-peers: deps
+	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@B=$(B) sh bench/peers.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@B=$(B) sh demo/demo.sh
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-address build-undefined
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

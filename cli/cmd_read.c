@@ -1,0 +1,323 @@
+/*
+ * The reading commands: runs, metrics, emitters, query, export. Each opens
+ * the store read-only and reads in one transaction, so it sees one
+ * consistent moment even while vitalsd writes.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "store/paths.h"
+#include "store/scan.h"
+
+typedef struct reader {
+	store   *st;
+	MDB_txn *txn;
+} reader;
+
+static int
+reader_open(const cli_args *a, reader *r)
+{
+	char        dbbuf[1024], err[1400];
+	const char *db = a->db;
+
+	r->st  = NULL;
+	r->txn = NULL;
+	if (db == NULL) {
+		if (paths_default_db(dbbuf, sizeof(dbbuf)) != 0) {
+			fprintf(stderr, "vitals: no --db, and neither "
+					"$VITALS_DB nor $HOME is set\n");
+			return -1;
+		}
+		db = dbbuf;
+	}
+	if (store_open(db, STORE_RDONLY, &r->st, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vitals: %s\n", err);
+		return -1;
+	}
+	if (store_read_begin(r->st, &r->txn) != 0) {
+		fprintf(stderr, "vitals: %s\n", r->st->err);
+		store_close(r->st);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+reader_close(reader *r)
+{
+	if (r->txn != NULL)
+		mdb_txn_abort(r->txn);
+	store_close(r->st);
+}
+
+/* Report a scan failure; callbacks never fail, so any code is the
+ * store's. */
+static int
+scan_done(reader *r, int rc)
+{
+	if (rc != 0)
+		fprintf(stderr, "vitals: %s\n", r->st->err);
+	reader_close(r);
+	return rc != 0;
+}
+
+static void
+put_i64_time(char *buf, size_t len, int64_t t, int valid)
+{
+	if (!valid)
+		snprintf(buf, len, "%s", "");
+	else
+		out_time(buf, len, t);
+}
+
+typedef struct ctx_runs {
+	const cli_args *a;
+	size_t          n;
+} ctx_runs;
+
+static int
+each_run(void *vctx, const char *run, size_t runlen, const run_rec *r)
+{
+	ctx_runs *c = vctx;
+	char      t0[40], t1[40];
+	int       valid = r->samples > 0;
+
+	c->n++;
+	put_i64_time(t0, sizeof(t0), r->first_time, valid);
+	put_i64_time(t1, sizeof(t1), r->last_time, valid);
+	if (c->a->format == OUT_CSV) {
+		out_csv_str(stdout, run, runlen);
+		printf(",%" PRIu64 ",%" PRIu64 ",%s,%s,%" PRIu64 ",%u,%u,%" PRIu64
+		       "\n",
+		    valid ? r->first_step : 0, valid ? r->last_step : 0, t0,
+		    t1, r->samples, r->series, r->emitters, r->dropped);
+		return 0;
+	}
+	fputs("{\"run\":", stdout);
+	out_json_str(stdout, run, runlen);
+	printf(",\"first_step\":%" PRIu64 ",\"last_step\":%" PRIu64
+	       ",\"first_time\":%s,\"last_time\":%s,\"samples\":%" PRIu64
+	       ",\"series\":%u,\"emitters\":%u,\"dropped\":%" PRIu64 "}\n",
+	    valid ? r->first_step : 0, valid ? r->last_step : 0,
+	    valid ? t0 : "null", valid ? t1 : "null", r->samples, r->series,
+	    r->emitters, r->dropped);
+	return 0;
+}
+
+int
+cmd_runs(const cli_args *a)
+{
+	reader   r;
+	ctx_runs c = { a, 0 };
+
+	if (reader_open(a, &r) != 0)
+		return 1;
+	if (a->format == OUT_CSV)
+		puts("run,first_step,last_step,first_time,last_time,samples,"
+		     "series,emitters,dropped");
+	return scan_done(&r, scan_runs(r.st, r.txn, each_run, &c));
+}
+
+static int
+each_metric(void *vctx, const scan_series *s)
+{
+	const cli_args *a = vctx;
+	char            v[40], t[40];
+
+	out_double(v, sizeof(v), s->rec.last_value, a->format);
+	out_time(t, sizeof(t), s->rec.last_time);
+	if (a->format == OUT_CSV) {
+		out_csv_str(stdout, s->metric, s->mlen);
+		printf(",%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%s\n",
+		    s->rank, s->rec.samples, s->rec.first_step,
+		    s->rec.last_step, t, v);
+		return 0;
+	}
+	fputs("{\"metric\":", stdout);
+	out_json_str(stdout, s->metric, s->mlen);
+	printf(",\"rank\":%d,\"samples\":%" PRIu64 ",\"first_step\":%" PRIu64
+	       ",\"last_step\":%" PRIu64 ",\"last_time\":%s,\"last_value\":%s}"
+	       "\n",
+	    s->rank, s->rec.samples, s->rec.first_step, s->rec.last_step, t,
+	    v);
+	return 0;
+}
+
+static int
+require_run(reader *r, const cli_args *a)
+{
+	run_rec rr;
+	int     rc = scan_run_get(r->st, r->txn, a->run, &rr);
+
+	if (rc == STORE_ENOTFOUND) {
+		fprintf(stderr, "vitals: no run '%s' in %s (see vitals runs)\n",
+		    a->run, r->st->dir);
+		return -1;
+	}
+	if (rc != 0) {
+		fprintf(stderr, "vitals: %s\n", r->st->err);
+		return -1;
+	}
+	return 0;
+}
+
+int
+cmd_metrics(const cli_args *a)
+{
+	reader r;
+
+	if (a->run == NULL) {
+		fprintf(stderr, "vitals metrics: --run R is required\n");
+		return 2;
+	}
+	if (reader_open(a, &r) != 0)
+		return 1;
+	if (require_run(&r, a) != 0) {
+		reader_close(&r);
+		return 1;
+	}
+	if (a->format == OUT_CSV)
+		puts("metric,rank,samples,first_step,last_step,last_time,"
+		     "last_value");
+	return scan_done(&r, scan_series_of(r.st, r.txn, a->run,
+				  each_metric, (void *) (uintptr_t) a));
+}
+
+static int
+each_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
+{
+	const cli_args *a = vctx;
+	char            t0[40], t1[40];
+
+	out_time(t0, sizeof(t0), e->first_seen);
+	out_time(t1, sizeof(t1), e->last_seen);
+	if (a->format == OUT_CSV) {
+		out_csv_str(stdout, run, runlen);
+		printf(",%016" PRIx64 ",", e->incarnation);
+		out_csv_str(stdout, e->host, strlen(e->host));
+		printf(",%u,%d,%d,%d,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		       ",%" PRIu64 "\n",
+		    e->pid, e->rank, e->local_rank, e->world_size, t0, t1,
+		    e->batches, e->samples, e->duplicates, e->dropped);
+		return 0;
+	}
+	fputs("{\"run\":", stdout);
+	out_json_str(stdout, run, runlen);
+	printf(",\"incarnation\":\"%016" PRIx64 "\",\"host\":", e->incarnation);
+	out_json_str(stdout, e->host, strlen(e->host));
+	printf(",\"pid\":%u,\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
+	       "\"first_seen\":%s,\"last_seen\":%s,\"batches\":%" PRIu64
+	       ",\"samples\":%" PRIu64 ",\"duplicates\":%" PRIu64
+	       ",\"dropped\":%" PRIu64 "}\n",
+	    e->pid, e->rank, e->local_rank, e->world_size, t0, t1, e->batches,
+	    e->samples, e->duplicates, e->dropped);
+	return 0;
+}
+
+int
+cmd_emitters(const cli_args *a)
+{
+	reader r;
+
+	if (reader_open(a, &r) != 0)
+		return 1;
+	if (a->format == OUT_CSV)
+		puts("run,incarnation,host,pid,rank,local_rank,world_size,"
+		     "first_seen,last_seen,batches,samples,duplicates,dropped");
+	return scan_done(&r, scan_emitters(r.st, r.txn, a->run, each_emitter,
+				  (void *) (uintptr_t) a));
+}
+
+/* Samples of one series, written with the series' names. */
+typedef struct ctx_samples {
+	const cli_args    *a;
+	const scan_series *s;
+	uint64_t           n;
+} ctx_samples;
+
+static int
+each_sample(void *vctx, uint64_t step, int64_t t, double v)
+{
+	ctx_samples *c = vctx;
+
+	c->n++;
+	out_sample(stdout, c->a->format, c->s->run, c->s->runlen,
+	    c->s->metric, c->s->mlen, c->s->rank, step, t, v);
+	return 0;
+}
+
+typedef struct ctx_series {
+	const cli_args *a;
+	reader         *r;
+	uint64_t        matched, samples;
+} ctx_series;
+
+static int
+each_series(void *vctx, const scan_series *s)
+{
+	ctx_series *c  = vctx;
+	ctx_samples cs = { c->a, s, 0 };
+	int         rc;
+
+	if (c->a->metric != NULL && (strlen(c->a->metric) != s->mlen ||
+					memcmp(c->a->metric, s->metric, s->mlen)))
+		return 0;
+	if (c->a->has_rank && c->a->rank != s->rank)
+		return 0;
+	c->matched++;
+	rc = scan_samples(c->r->st, c->r->txn, s->rec.sid, c->a->step_from,
+	    c->a->step_to, each_sample, &cs);
+	c->samples += cs.n;
+	return rc;
+}
+
+int
+cmd_query(const cli_args *a)
+{
+	reader     r;
+	ctx_series c = { a, &r, 0, 0 };
+	int        rc;
+
+	if (a->run == NULL || a->metric == NULL) {
+		fprintf(stderr, "vitals query: --run R and --metric M are "
+				"required\n");
+		return 2;
+	}
+	if (reader_open(a, &r) != 0)
+		return 1;
+	if (require_run(&r, a) != 0) {
+		reader_close(&r);
+		return 1;
+	}
+	out_sample_header(stdout, a->format);
+	rc = scan_series_of(r.st, r.txn, a->run, each_series, &c);
+	if (rc == 0 && c.matched == 0) {
+		fprintf(stderr,
+		    "vitals: run '%s' has no metric '%s'%s (see vitals "
+		    "metrics --run %s)\n",
+		    a->run, a->metric, a->has_rank ? " at that rank" : "",
+		    a->run);
+		reader_close(&r);
+		return 1;
+	}
+	return scan_done(&r, rc);
+}
+
+int
+cmd_export(const cli_args *a)
+{
+	reader     r;
+	ctx_series c = { a, &r, 0, 0 };
+
+	if (reader_open(a, &r) != 0)
+		return 1;
+	if (a->run != NULL && require_run(&r, a) != 0) {
+		reader_close(&r);
+		return 1;
+	}
+	out_sample_header(stdout, a->format);
+	return scan_done(
+	    &r, scan_series_of(r.st, r.txn, a->run, each_series, &c));
+}

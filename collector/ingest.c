@@ -1,0 +1,690 @@
+#include "collector/ingest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/table.h"
+#include "store/block.h"
+
+/* A series in the cache: its record and the block being appended to. */
+typedef struct ser {
+	series_rec rec;
+	uint8_t    key[STORE_KEY_MAX];
+	size_t     keylen;
+	block_enc *enc; /* NULL until the tail is loaded */
+	int        dirty;
+	struct ser *next_dirty;
+} ser;
+
+typedef struct emi {
+	emitter_rec rec;
+	uint8_t     key[STORE_KEY_MAX];
+	size_t      keylen;
+	int         dirty;
+	struct emi *next_dirty;
+} emi;
+
+typedef struct run {
+	run_rec     rec;
+	char        name[WIRE_RUN_MAX + 1];
+	size_t      len;
+	int         dirty;
+	struct run *next_dirty;
+} run;
+
+struct ingest {
+	store      *st;
+	ingest_opts opts;
+	MDB_txn    *txn;
+	table      *series, *emitters, *runs;
+	ser        *dirty_series;
+	emi        *dirty_emitters;
+	run        *dirty_runs;
+	uint32_t    next_sid;
+	int         next_sid_dirty;
+	ser       **names; /* per batch: name index -> series */
+	ingest_stats stats, tentative;
+};
+
+void
+ingest_opts_init(ingest_opts *o)
+{
+	o->time_quantum_ns = 1;
+}
+
+static void
+drop_caches(ingest *in)
+{
+	size_t pos = 0;
+	void  *v;
+
+	if (in->series != NULL) {
+		while ((v = table_next(in->series, &pos)) != NULL) {
+			free(((ser *) v)->enc);
+			free(v);
+		}
+	}
+	pos = 0;
+	while (in->emitters != NULL &&
+	    (v = table_next(in->emitters, &pos)) != NULL)
+		free(v);
+	pos = 0;
+	while (in->runs != NULL && (v = table_next(in->runs, &pos)) != NULL)
+		free(v);
+	table_free(in->series);
+	table_free(in->emitters);
+	table_free(in->runs);
+	in->series = in->emitters = in->runs = NULL;
+	in->dirty_series                     = NULL;
+	in->dirty_emitters                   = NULL;
+	in->dirty_runs                       = NULL;
+	in->next_sid                         = 0;
+	in->next_sid_dirty                   = 0;
+}
+
+static int
+make_caches(ingest *in)
+{
+	in->series   = table_new();
+	in->emitters = table_new();
+	in->runs     = table_new();
+	if (in->series == NULL || in->emitters == NULL || in->runs == NULL) {
+		drop_caches(in);
+		return STORE_ENOMEM;
+	}
+	return 0;
+}
+
+int
+ingest_open(store *st, const ingest_opts *o, ingest **out)
+{
+	ingest *in = calloc(1, sizeof(*in));
+
+	*out = NULL;
+	if (in == NULL)
+		return STORE_ENOMEM;
+	in->st = st;
+	if (o != NULL)
+		in->opts = *o;
+	else
+		ingest_opts_init(&in->opts);
+	if (in->opts.time_quantum_ns < 1)
+		in->opts.time_quantum_ns = 1;
+	in->names = calloc(65536, sizeof(ser *));
+	if (in->names == NULL || make_caches(in) != 0) {
+		free(in->names);
+		free(in);
+		return STORE_ENOMEM;
+	}
+	*out = in;
+	return 0;
+}
+
+void
+ingest_close(ingest *in)
+{
+	if (in == NULL)
+		return;
+	if (in->txn != NULL)
+		mdb_txn_abort(in->txn);
+	drop_caches(in);
+	free(in->names);
+	free(in);
+}
+
+int
+ingest_begin(ingest *in)
+{
+	int rc;
+
+	if (in->series == NULL && (rc = make_caches(in)) != 0)
+		return rc;
+	rc = mdb_txn_begin(in->st->env, NULL, 0, &in->txn);
+	if (rc != 0) {
+		in->txn = NULL;
+		return store_fail(in->st, rc, "starting a write transaction");
+	}
+	memset(&in->tentative, 0, sizeof(in->tentative));
+	return 0;
+}
+
+void
+ingest_abort(ingest *in)
+{
+	if (in->txn != NULL)
+		mdb_txn_abort(in->txn);
+	in->txn = NULL;
+	drop_caches(in);
+}
+
+/* Load the next series id from the store the first time it is needed. */
+static int
+alloc_sid(ingest *in, uint32_t *sid)
+{
+	MDB_val k, v;
+	int     rc;
+
+	if (in->next_sid == 0) {
+		k.mv_data = (void *) (uintptr_t) "next_sid";
+		k.mv_size = 8;
+		rc        = mdb_get(in->txn, in->st->meta, &k, &v);
+		if (rc == MDB_NOTFOUND)
+			in->next_sid = 1;
+		else if (rc != 0)
+			return store_fail(in->st, rc, "reading next_sid");
+		else if (v.mv_size != 4)
+			return STORE_ECORRUPT;
+		else
+			in->next_sid = wire_get32(v.mv_data);
+	}
+	*sid                = in->next_sid++;
+	in->next_sid_dirty = 1;
+	return 0;
+}
+
+static int
+get_run(ingest *in, const char *name, size_t len, run **out)
+{
+	run    *r = table_get(in->runs, name, len);
+	MDB_val k, v;
+	int     rc;
+
+	if (r != NULL) {
+		*out = r;
+		return 0;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return STORE_ENOMEM;
+	memcpy(r->name, name, len);
+	r->len    = len;
+	k.mv_data = r->name;
+	k.mv_size = len;
+	rc        = mdb_get(in->txn, in->st->runs, &k, &v);
+	if (rc == 0) {
+		if (store_run_get(v.mv_data, v.mv_size, &r->rec) != 0) {
+			free(r);
+			return STORE_ECORRUPT;
+		}
+	} else if (rc == MDB_NOTFOUND) {
+		r->rec.first_step = UINT64_MAX;
+		r->rec.first_time = INT64_MAX;
+		r->rec.last_time  = INT64_MIN;
+	} else {
+		free(r);
+		return store_fail(in->st, rc, "reading a run");
+	}
+	if (table_put(in->runs, name, len, r) != 0) {
+		free(r);
+		return STORE_ENOMEM;
+	}
+	*out = r;
+	return 0;
+}
+
+static void
+mark_run(ingest *in, run *r)
+{
+	if (!r->dirty) {
+		r->dirty       = 1;
+		r->next_dirty  = in->dirty_runs;
+		in->dirty_runs = r;
+	}
+}
+
+static void
+mark_emitter(ingest *in, emi *e)
+{
+	if (!e->dirty) {
+		e->dirty           = 1;
+		e->next_dirty      = in->dirty_emitters;
+		in->dirty_emitters = e;
+	}
+}
+
+static void
+mark_series(ingest *in, ser *s)
+{
+	if (!s->dirty) {
+		s->dirty         = 1;
+		s->next_dirty    = in->dirty_series;
+		in->dirty_series = s;
+	}
+}
+
+static int
+get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
+    int *is_new)
+{
+	uint8_t key[STORE_KEY_MAX];
+	size_t  kl = store_emitter_key(
+            key, b->id.run, b->id.run_len, b->id.incarnation);
+	emi    *e  = table_get(in->emitters, key, kl);
+	MDB_val k, v;
+	int     rc;
+
+	*is_new = 0;
+	if (e != NULL) {
+		*out = e;
+		return 0;
+	}
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return STORE_ENOMEM;
+	memcpy(e->key, key, kl);
+	e->keylen = kl;
+	k.mv_data = e->key;
+	k.mv_size = kl;
+	rc        = mdb_get(in->txn, in->st->emitters, &k, &v);
+	if (rc == 0) {
+		if (store_emitter_get(v.mv_data, v.mv_size, &e->rec) != 0) {
+			free(e);
+			return STORE_ECORRUPT;
+		}
+	} else if (rc == MDB_NOTFOUND) {
+		e->rec.incarnation = b->id.incarnation;
+		e->rec.first_seen  = now;
+		e->rec.first_step  = UINT64_MAX;
+		r->rec.emitters++;
+		mark_run(in, r);
+		*is_new = 1;
+	} else {
+		free(e);
+		return store_fail(in->st, rc, "reading an emitter");
+	}
+	if (table_put(in->emitters, key, kl, e) != 0) {
+		free(e);
+		return STORE_ENOMEM;
+	}
+	*out = e;
+	return 0;
+}
+
+/*
+ * The dedup window: every seq below floor is settled; bit i of window says
+ * whether seq floor + i is stored. The emitter's floor (its oldest
+ * unacknowledged batch) only moves up, so the window slides with it.
+ * Returns 1 if seq is new (and marks it), 0 if a duplicate, -1 if it lies
+ * beyond the window (a protocol violation).
+ */
+static int
+window_take(emitter_rec *r, uint64_t floor, uint64_t seq)
+{
+	uint64_t d, bit;
+
+	if (floor > r->floor) {
+		d = floor - r->floor;
+		if (d >= EMITTER_WINDOW) {
+			memset(r->window, 0, sizeof(r->window));
+		} else {
+			uint64_t w = d / 64, b = d % 64;
+
+			for (uint64_t i = 0; i < 16; i++) {
+				uint64_t lo = i + w < 16 ? r->window[i + w] : 0;
+				uint64_t hi = i + w + 1 < 16 ?
+				    r->window[i + w + 1] :
+				    0;
+
+				r->window[i] = b ? (lo >> b) | (hi << (64 - b)) :
+						   lo;
+			}
+		}
+		r->floor = floor;
+	}
+	if (seq < r->floor)
+		return 0;
+	bit = seq - r->floor;
+	if (bit >= EMITTER_WINDOW)
+		return -1;
+	if (r->window[bit / 64] & ((uint64_t) 1 << (bit % 64)))
+		return 0;
+	r->window[bit / 64] |= (uint64_t) 1 << (bit % 64);
+	return 1;
+}
+
+static int
+get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
+    run *r, ser **out)
+{
+	uint8_t key[STORE_KEY_MAX];
+	size_t  kl = store_series_key(
+            key, b->id.run, b->id.run_len, metric, mlen, b->id.rank);
+	ser    *s  = table_get(in->series, key, kl);
+	MDB_val k, v;
+	int     rc;
+
+	if (s != NULL) {
+		*out = s;
+		return 0;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return STORE_ENOMEM;
+	memcpy(s->key, key, kl);
+	s->keylen = kl;
+	k.mv_data = s->key;
+	k.mv_size = kl;
+	rc        = mdb_get(in->txn, in->st->series, &k, &v);
+	if (rc == 0) {
+		if (store_series_get(v.mv_data, v.mv_size, &s->rec) != 0) {
+			free(s);
+			return STORE_ECORRUPT;
+		}
+	} else if (rc == MDB_NOTFOUND) {
+		if ((rc = alloc_sid(in, &s->rec.sid)) != 0) {
+			free(s);
+			return rc;
+		}
+		s->rec.first_step = UINT64_MAX;
+		s->rec.first_time = INT64_MAX;
+		s->rec.last_time  = INT64_MIN;
+		r->rec.series++;
+		mark_run(in, r);
+		mark_series(in, s);
+		in->tentative.series++;
+	} else {
+		free(s);
+		return store_fail(in->st, rc, "reading a series");
+	}
+	if (table_put(in->series, key, kl, s) != 0) {
+		free(s);
+		return STORE_ENOMEM;
+	}
+	*out = s;
+	return 0;
+}
+
+/* Load the tail block of a series into its encoder (new series: empty). */
+static int
+load_tail(ingest *in, ser *s)
+{
+	uint8_t key[16];
+	MDB_val k, v;
+	int     rc;
+
+	s->enc = malloc(sizeof(*s->enc));
+	if (s->enc == NULL)
+		return STORE_ENOMEM;
+	block_enc_init(s->enc);
+	if (s->rec.nblocks == 0)
+		return 0;
+	store_block_key(key, s->rec.sid, s->rec.tail_first_step,
+	    s->rec.tail_no);
+	k.mv_data = key;
+	k.mv_size = 16;
+	rc        = mdb_get(in->txn, in->st->blocks, &k, &v);
+	if (rc != 0) {
+		free(s->enc);
+		s->enc = NULL;
+		return store_fail(in->st, rc, "reading a tail block");
+	}
+	if (block_enc_resume(s->enc, v.mv_data, v.mv_size) != BLOCK_OK) {
+		free(s->enc);
+		s->enc = NULL;
+		snprintf(in->st->err, sizeof(in->st->err),
+		    "%s: tail block of series %u is corrupt", in->st->dir,
+		    s->rec.sid);
+		return STORE_ECORRUPT;
+	}
+	return 0;
+}
+
+static int
+put_tail(ingest *in, ser *s)
+{
+	uint8_t key[16];
+	MDB_val k, v;
+	size_t  len;
+	int     rc;
+
+	if (s->enc == NULL || s->enc->count == 0)
+		return 0;
+	store_block_key(key, s->rec.sid, s->rec.tail_first_step,
+	    s->rec.tail_no);
+	k.mv_data = key;
+	k.mv_size = 16;
+	v.mv_data = (void *) (uintptr_t) block_enc_data(s->enc, &len);
+	v.mv_size = len;
+	rc        = mdb_put(in->txn, in->st->blocks, &k, &v, 0);
+	if (rc != 0)
+		return store_fail(in->st, rc, "writing a block");
+	return 0;
+}
+
+/*
+ * Append one sample to a series. A full block, or a step below the tail's
+ * last step (a restart rolled back), closes the tail and opens a new
+ * block, so every block is in step order.
+ */
+static int
+append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
+{
+	int rc;
+
+	if (s->enc == NULL && (rc = load_tail(in, s)) != 0)
+		return rc;
+	rc = s->enc->count ? block_enc_append(s->enc, step, t, value) :
+			     BLOCK_FULL;
+	if (rc != BLOCK_OK) {
+		if (s->enc->count > 0 && (rc = put_tail(in, s)) != 0)
+			return rc;
+		block_enc_init(s->enc);
+		s->rec.tail_first_step = step;
+		s->rec.tail_no         = s->rec.nblocks++;
+		if (block_enc_append(s->enc, step, t, value) != BLOCK_OK)
+			return STORE_ECORRUPT; /* cannot happen: empty */
+	}
+	if (s->rec.samples == 0 || step < s->rec.first_step)
+		s->rec.first_step = step;
+	if (s->rec.samples == 0 || step > s->rec.last_step)
+		s->rec.last_step = step;
+	if (t < s->rec.first_time)
+		s->rec.first_time = t;
+	if (t >= s->rec.last_time) {
+		s->rec.last_time  = t;
+		s->rec.last_value = value;
+	}
+	s->rec.samples++;
+	mark_series(in, s);
+	return 0;
+}
+
+static int64_t
+quantize(int64_t t, int64_t q)
+{
+	int64_t r;
+
+	if (q <= 1)
+		return t;
+	r = t % q;
+	if (r < 0)
+		r += q;
+	return t - r;
+}
+
+int
+ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
+    char *why, size_t whylen)
+{
+	run   *r = NULL;
+	emi   *e = NULL;
+	size_t off = 0, mlen;
+	int    rc, take;
+
+	*is_new = 0;
+	if ((rc = get_run(in, b->id.run, b->id.run_len, &r)) != 0)
+		return -rc;
+	if ((rc = get_emitter(in, b, r, now_ns, &e, is_new)) != 0)
+		return -rc;
+
+	take = window_take(&e->rec, b->floor, b->seq);
+	mark_emitter(in, e);
+	if (take < 0) {
+		snprintf(why, whylen,
+		    "batch %llu beyond the dedup window (floor %llu, %d "
+		    "batches)",
+		    (unsigned long long) b->seq,
+		    (unsigned long long) e->rec.floor, EMITTER_WINDOW);
+		in->tentative.rejected++;
+		return WIRE_ACK_REJECTED;
+	}
+	if (take == 0) {
+		e->rec.duplicates++;
+		in->tentative.duplicates++;
+		return WIRE_ACK_DUPLICATE;
+	}
+
+	/* The identity is refreshed by every batch; dropped is cumulative at
+	 * the emitter, and batches may arrive out of order. */
+	e->rec.start_ns   = b->id.start_ns;
+	e->rec.pid        = b->id.pid;
+	e->rec.rank       = b->id.rank;
+	e->rec.local_rank = b->id.local_rank;
+	e->rec.world_size = b->id.world_size;
+	memcpy(e->rec.host, b->id.host, b->id.host_len);
+	e->rec.host[b->id.host_len] = 0;
+	e->rec.last_seen            = now_ns;
+	e->rec.batches++;
+	e->rec.samples += b->nsamples;
+	if (b->dropped > e->rec.dropped) {
+		r->rec.dropped += b->dropped - e->rec.dropped;
+		e->rec.dropped = b->dropped;
+	}
+
+	for (uint32_t i = 0; i < b->nnames; i++) {
+		const char *m = wire_names_next(b, &off, &mlen);
+
+		if ((rc = get_series(in, b, m, mlen, r, &in->names[i])) != 0)
+			return -rc;
+	}
+	for (uint32_t i = 0; i < b->nsamples; i++) {
+		wire_sample ws;
+		int64_t     t;
+
+		wire_batch_sample(b, i, &ws);
+		t  = quantize(ws.time_ns, in->opts.time_quantum_ns);
+		rc = append(in, in->names[ws.name], ws.step, t, ws.value);
+		if (rc != 0)
+			return -rc;
+		if (ws.step < e->rec.first_step)
+			e->rec.first_step = ws.step;
+		if (ws.step > e->rec.last_step)
+			e->rec.last_step = ws.step;
+		if (ws.step < r->rec.first_step)
+			r->rec.first_step = ws.step;
+		if (ws.step > r->rec.last_step)
+			r->rec.last_step = ws.step;
+		if (t < r->rec.first_time)
+			r->rec.first_time = t;
+		if (t > r->rec.last_time)
+			r->rec.last_time = t;
+	}
+	r->rec.samples += b->nsamples;
+	in->tentative.batches++;
+	in->tentative.samples += b->nsamples;
+	if (*is_new)
+		in->tentative.emitters_new++;
+	return WIRE_ACK_STORED;
+}
+
+static int
+flush_dirty(ingest *in)
+{
+	uint8_t buf[EMITTER_REC_MAX];
+	MDB_val k, v;
+	int     rc;
+
+	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty) {
+		if ((rc = put_tail(in, s)) != 0)
+			return rc;
+		store_series_put(buf, &s->rec);
+		k.mv_data = s->key;
+		k.mv_size = s->keylen;
+		v.mv_data = buf;
+		v.mv_size = SERIES_REC_SIZE;
+		if ((rc = mdb_put(in->txn, in->st->series, &k, &v, 0)) != 0)
+			return store_fail(in->st, rc, "writing a series");
+	}
+	for (emi *e = in->dirty_emitters; e != NULL; e = e->next_dirty) {
+		k.mv_data = e->key;
+		k.mv_size = e->keylen;
+		v.mv_data = buf;
+		v.mv_size = store_emitter_put(buf, &e->rec);
+		if ((rc = mdb_put(in->txn, in->st->emitters, &k, &v, 0)) != 0)
+			return store_fail(in->st, rc, "writing an emitter");
+	}
+	for (run *r = in->dirty_runs; r != NULL; r = r->next_dirty) {
+		store_run_put(buf, &r->rec);
+		k.mv_data = r->name;
+		k.mv_size = r->len;
+		v.mv_data = buf;
+		v.mv_size = RUN_REC_SIZE;
+		if ((rc = mdb_put(in->txn, in->st->runs, &k, &v, 0)) != 0)
+			return store_fail(in->st, rc, "writing a run");
+	}
+	if (in->next_sid_dirty) {
+		wire_put32(buf, in->next_sid);
+		k.mv_data = (void *) (uintptr_t) "next_sid";
+		k.mv_size = 8;
+		v.mv_data = buf;
+		v.mv_size = 4;
+		if ((rc = mdb_put(in->txn, in->st->meta, &k, &v, 0)) != 0)
+			return store_fail(in->st, rc, "writing next_sid");
+	}
+	return 0;
+}
+
+int
+ingest_commit(ingest *in)
+{
+	int rc;
+
+	if (in->txn == NULL)
+		return 0;
+	if ((rc = flush_dirty(in)) != 0) {
+		ingest_abort(in);
+		return rc;
+	}
+	rc      = mdb_txn_commit(in->txn);
+	in->txn = NULL;
+	if (rc != 0) {
+		rc = store_fail(in->st, rc, "committing");
+		drop_caches(in);
+		return rc;
+	}
+	for (ser *s = in->dirty_series, *n; s != NULL; s = n) {
+		n             = s->next_dirty;
+		s->dirty      = 0;
+		s->next_dirty = NULL;
+	}
+	for (emi *e = in->dirty_emitters, *n; e != NULL; e = n) {
+		n             = e->next_dirty;
+		e->dirty      = 0;
+		e->next_dirty = NULL;
+	}
+	for (run *r = in->dirty_runs, *n; r != NULL; r = n) {
+		n             = r->next_dirty;
+		r->dirty      = 0;
+		r->next_dirty = NULL;
+	}
+	in->dirty_series   = NULL;
+	in->dirty_emitters = NULL;
+	in->dirty_runs     = NULL;
+	in->next_sid_dirty = 0;
+	in->stats.batches += in->tentative.batches;
+	in->stats.samples += in->tentative.samples;
+	in->stats.duplicates += in->tentative.duplicates;
+	in->stats.rejected += in->tentative.rejected;
+	in->stats.series += in->tentative.series;
+	in->stats.emitters_new += in->tentative.emitters_new;
+	in->stats.commits++;
+	memset(&in->tentative, 0, sizeof(in->tentative));
+	return 0;
+}
+
+void
+ingest_get_stats(const ingest *in, ingest_stats *out)
+{
+	*out = in->stats;
+}

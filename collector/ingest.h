@@ -1,0 +1,66 @@
+/*
+ * ingest: the collector's write path. Applies decoded batches to the
+ * store inside one LMDB write transaction: discards duplicates by the
+ * emitter's incarnation and batch sequence, appends samples to the tail
+ * block of their series, and keeps run and emitter records. Nothing is
+ * acknowledged by this module: the caller acknowledges a batch only after
+ * ingest_commit() succeeded.
+ *
+ * In-memory caches (series tails, emitter windows, runs) mirror what the
+ * transaction wrote; when a transaction is aborted they are dropped and
+ * reloaded from the store on demand, so an abort never leaves them ahead
+ * of the disk.
+ *
+ * Thread rule: one thread at a time.
+ */
+#ifndef COLLECTOR_INGEST_H
+#define COLLECTOR_INGEST_H
+
+#include <stdint.h>
+
+#include "store/store.h"
+#include "wire/wire.h"
+
+typedef struct ingest ingest;
+
+typedef struct ingest_opts {
+	/* Times are rounded down to a multiple of this many ns before they
+	 * are stored (1: exact). */
+	int64_t time_quantum_ns;
+} ingest_opts;
+
+/* Counters since the collector started. */
+typedef struct ingest_stats {
+	uint64_t batches, samples, duplicates, rejected, commits;
+	uint64_t series, emitters_new;
+} ingest_stats;
+
+void ingest_opts_init(ingest_opts *o);
+
+/* Returns 0 or STORE_ENOMEM. */
+int  ingest_open(store *st, const ingest_opts *o, ingest **out);
+void ingest_close(ingest *in);
+
+/* Begin a write transaction. Returns 0 or a store_err. */
+int ingest_begin(ingest *in);
+
+/*
+ * Apply one batch received at now_ns (collector clock). Returns
+ * WIRE_ACK_STORED, WIRE_ACK_DUPLICATE or WIRE_ACK_REJECTED (with the
+ * reason in why), or the negated store_err when the transaction failed
+ * (then the caller calls ingest_abort()). *is_new is set when this batch
+ * is the first seen of its emitter.
+ */
+int ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns,
+    int *is_new, char *why, size_t whylen);
+
+/* Commit. Returns 0 or a store_err; on failure the transaction is
+ * aborted and the caches dropped. */
+int ingest_commit(ingest *in);
+
+/* Abort the transaction and drop the caches. */
+void ingest_abort(ingest *in);
+
+void ingest_get_stats(const ingest *in, ingest_stats *out);
+
+#endif /* COLLECTOR_INGEST_H */

@@ -1,0 +1,170 @@
+/*
+ * vitalsd: the collector. Receives batches from emitters over ZeroMQ and
+ * stores them in LMDB. Runs in the foreground and logs to stderr.
+ *
+ *	vitalsd [--listen ENDPOINT] [--db DIR] [--rules FILE] ...
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/ingest.h"
+#include "collector/server.h"
+#include "store/paths.h"
+#include "store/store.h"
+#include "vitals.h"
+
+/* The stop flag set by SIGTERM and SIGINT: the one global of the daemon,
+ * written only by the signal handler. */
+static volatile sig_atomic_t stop_flag;
+
+static void
+on_stop(int sig)
+{
+	(void) sig;
+	stop_flag = 1;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: vitalsd [--listen ENDPOINT] [--db DIR] [--rules FILE]\n"
+	    "               [--commit-ms N] [--time-quantum-ns N] [--nosync] "
+	    "[--quiet]\n"
+	    "\n"
+	    "  --listen ENDPOINT  ZeroMQ endpoint (default %s)\n"
+	    "  --db DIR           database folder (default $VITALS_DB, else\n"
+	    "                     ~/.local/share/vitals)\n"
+	    "  --rules FILE       anomaly rules (detection is not built yet)\n"
+	    "  --commit-ms N      longest wait before committing a group of\n"
+	    "                     batches (default 20)\n"
+	    "  --time-quantum-ns N  store times rounded down to N ns "
+	    "(default 1000)\n"
+	    "  --nosync           do not fsync commits: survives a crash of\n"
+	    "                     vitalsd, not of the machine\n",
+	    VT_DEFAULT_ENDPOINT);
+}
+
+static int
+parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long  v;
+
+	errno = 0;
+	v     = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != 0 || v < lo || v > hi) {
+		fprintf(stderr, "vitalsd: %s: expected a number from %ld to "
+				"%ld, got '%s'\n",
+		    opt, lo, hi, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	server_opts      so;
+	ingest_opts      io;
+	const char      *db    = NULL;
+	const char      *rules = NULL;
+	char             dbbuf[1024], err[1400];
+	int              flags = 0, rc;
+	store           *st    = NULL;
+	ingest          *in    = NULL;
+	struct sigaction sa;
+	long             v;
+
+	server_opts_init(&so);
+	ingest_opts_init(&io);
+	io.time_quantum_ns = 1000;
+	so.listen          = VT_DEFAULT_ENDPOINT;
+	for (int i = 1; i < argc; i++) {
+		const char *a    = argv[i];
+		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(a, "--version") == 0) {
+			printf("vitalsd %s\n", VT_VERSION_STR);
+			return 0;
+		} else if (strcmp(a, "--nosync") == 0) {
+			flags |= STORE_NOSYNC;
+			continue;
+		} else if (strcmp(a, "--quiet") == 0) {
+			so.quiet = 1;
+			continue;
+		}
+		if (next == NULL) {
+			fprintf(stderr, "vitalsd: %s needs a value (see "
+					"--help)\n",
+			    a);
+			return 2;
+		}
+		if (strcmp(a, "--listen") == 0)
+			so.listen = next;
+		else if (strcmp(a, "--db") == 0)
+			db = next;
+		else if (strcmp(a, "--rules") == 0)
+			rules = next;
+		else if (strcmp(a, "--commit-ms") == 0) {
+			if (parse_long(a, next, 0, 60000, &v) != 0)
+				return 2;
+			so.commit_ms = (int) v;
+		} else if (strcmp(a, "--time-quantum-ns") == 0) {
+			if (parse_long(a, next, 1, 1000000000, &v) != 0)
+				return 2;
+			io.time_quantum_ns = v;
+		} else {
+			fprintf(stderr, "vitalsd: unknown option %s (see "
+					"--help)\n",
+			    a);
+			return 2;
+		}
+		i++;
+	}
+	if (db == NULL) {
+		if (paths_default_db(dbbuf, sizeof(dbbuf)) != 0) {
+			fprintf(stderr, "vitalsd: no --db, and neither "
+					"$VITALS_DB nor $HOME is set\n");
+			return 2;
+		}
+		db = dbbuf;
+	}
+	if (rules != NULL)
+		fprintf(stderr, "vitalsd: --rules %s: detection is not built "
+				"yet; samples are stored, rules ignored\n",
+		    rules);
+
+	if ((rc = store_open(db, flags, &st, err, sizeof(err))) != 0) {
+		fprintf(stderr, "vitalsd: %s\n", err);
+		return 1;
+	}
+	if (ingest_open(st, &io, &in) != 0) {
+		fprintf(stderr, "vitalsd: out of memory\n");
+		store_close(st);
+		return 1;
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	rc = server_run(&so, st, in, &stop_flag);
+	ingest_close(in);
+	store_close(st);
+	if (rc == 0)
+		fprintf(stderr, "vitalsd: stopped cleanly\n");
+	return rc;
+}

@@ -1,0 +1,387 @@
+#include "collector/server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "wire/wire.h"
+
+#define MAX_PENDING 8192 /* batches in one transaction */
+#define RETRY_MS 1000    /* after a disk error */
+#define STATS_EVERY_NS (10 * 1000000000ll)
+
+typedef struct pend {
+	zmq_msg_t  id, body;
+	wire_batch b;
+	int        status;
+	int        is_new;
+} pend;
+
+typedef struct srv {
+	const server_opts *o;
+	store             *st;
+	ingest            *in;
+	void              *sock;
+	pend              *p;
+	size_t             n;
+	uint64_t           samples; /* pending */
+	int64_t            first_ns; /* when the oldest pending arrived */
+	int                blocked;  /* a disk error: retry, read nothing */
+	uint64_t           malformed, malformed_logged;
+	int64_t            malformed_window;
+	int64_t            last_stats;
+	uint64_t           last_stats_samples;
+} srv;
+
+void
+server_opts_init(server_opts *o)
+{
+	o->listen         = NULL;
+	o->commit_ms      = 20;
+	o->commit_samples = 262144;
+	o->quiet          = 0;
+}
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t) ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void
+send_ack(srv *s, zmq_msg_t *id, uint64_t inc, uint64_t seq, int status)
+{
+	uint8_t  buf[WIRE_ACK_SIZE];
+	wire_ack a = { (uint32_t) status, inc, seq };
+
+	wire_ack_encode(buf, &a);
+	/* A peer that went away loses its ack; it resends and the batch is
+	 * then acknowledged as a duplicate. */
+	if (zmq_send(s->sock, zmq_msg_data(id), zmq_msg_size(id),
+		ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+		return;
+	zmq_send(s->sock, buf, sizeof(buf), ZMQ_DONTWAIT);
+}
+
+/*
+ * Log a malformed message with its sender, at most 10 lines a second so a
+ * flood cannot fill the disk with logs; the count is exact either way.
+ */
+static void
+log_malformed(srv *s, zmq_msg_t *body, const char *why)
+{
+	const char *peer = zmq_msg_gets(body, "Peer-Address");
+	int64_t     sec  = mono_ns() / 1000000000ll;
+
+	s->malformed++;
+	if (sec != s->malformed_window) {
+		if (s->malformed_logged > 10)
+			fprintf(stderr,
+			    "vitalsd: %llu more malformed messages not "
+			    "shown\n",
+			    (unsigned long long) (s->malformed_logged - 10));
+		s->malformed_window = sec;
+		s->malformed_logged = 0;
+	}
+	if (s->malformed_logged++ < 10)
+		fprintf(stderr,
+		    "vitalsd: malformed message from %s (%zu bytes): %s\n",
+		    peer ? peer : "unknown peer", zmq_msg_size(body), why);
+}
+
+static void
+free_pending(srv *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		zmq_msg_close(&s->p[i].id);
+		zmq_msg_close(&s->p[i].body);
+	}
+	s->n       = 0;
+	s->samples = 0;
+}
+
+static void
+log_emitter(const wire_batch *b)
+{
+	fprintf(stderr,
+	    "vitalsd: new emitter run=%.*s rank=%d/%d host=%.*s pid=%u "
+	    "incarnation=%016llx\n",
+	    (int) b->id.run_len, b->id.run, b->id.rank, b->id.world_size,
+	    (int) b->id.host_len, b->id.host, b->id.pid,
+	    (unsigned long long) b->id.incarnation);
+}
+
+/*
+ * Apply every pending batch in one transaction and commit; then, and only
+ * then, acknowledge them. A full map is grown and the group applied again
+ * from the messages (the caches were dropped with the aborted
+ * transaction). Any other store failure (disk full, I/O error) keeps the
+ * batches unacknowledged, so their emitters keep them, and sets blocked:
+ * the loop retries every RETRY_MS and reads nothing meanwhile, which
+ * pushes back on the emitters through ZeroMQ.
+ */
+static int
+commit_group(srv *s)
+{
+	char why[256];
+	int  rc;
+
+	for (;;) {
+		int64_t now = now_ns();
+
+		if ((rc = ingest_begin(s->in)) != 0)
+			break;
+		for (size_t i = 0; i < s->n && rc == 0; i++) {
+			pend *p   = &s->p[i];
+			p->status = ingest_batch(s->in, &p->b, now, &p->is_new,
+			    why, sizeof(why));
+			if (p->status < 0)
+				rc = -p->status;
+			else if (p->status == WIRE_ACK_REJECTED)
+				fprintf(stderr,
+				    "vitalsd: refused batch from run=%.*s "
+				    "incarnation=%016llx: %s\n",
+				    (int) p->b.id.run_len, p->b.id.run,
+				    (unsigned long long) p->b.id.incarnation,
+				    why);
+		}
+		if (rc != 0)
+			ingest_abort(s->in);
+		else
+			rc = ingest_commit(s->in);
+		if (rc != STORE_EMAPFULL)
+			break;
+		if ((rc = store_grow(s->st)) != 0)
+			break;
+	}
+	if (rc != 0) {
+		if (!s->blocked)
+			fprintf(stderr,
+			    "vitalsd: %s; holding %zu batches "
+			    "unacknowledged, retrying every %d ms\n",
+			    s->st->err, s->n, RETRY_MS);
+		s->blocked = 1;
+		return rc;
+	}
+	if (s->blocked)
+		fprintf(stderr, "vitalsd: store writable again; %zu batches "
+				"committed\n",
+		    s->n);
+	s->blocked = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		pend *p = &s->p[i];
+
+		if (p->is_new && !s->o->quiet)
+			log_emitter(&p->b);
+		send_ack(s, &p->id, p->b.id.incarnation, p->b.seq, p->status);
+	}
+	free_pending(s);
+	return 0;
+}
+
+/*
+ * Receive one message (routing id + body) without waiting. Returns 1 if a
+ * batch was queued, 0 if a message was handled otherwise, -1 if nothing
+ * was waiting.
+ */
+static int
+receive_one(srv *s)
+{
+	pend *p = &s->p[s->n];
+	char  why[256];
+	int   more;
+	size_t ml = sizeof(more);
+
+	zmq_msg_init(&p->id);
+	if (zmq_msg_recv(&p->id, s->sock, ZMQ_DONTWAIT) < 0) {
+		zmq_msg_close(&p->id);
+		return -1;
+	}
+	zmq_msg_init(&p->body);
+	if (!zmq_msg_more(&p->id) ||
+	    zmq_msg_recv(&p->body, s->sock, 0) < 0) {
+		zmq_msg_close(&p->id);
+		zmq_msg_close(&p->body);
+		return 0;
+	}
+	zmq_getsockopt(s->sock, ZMQ_RCVMORE, &more, &ml);
+	if (more) {
+		zmq_msg_t extra;
+
+		/* Batches are one frame; drop the rest of this message. */
+		zmq_msg_init(&extra);
+		while (more && zmq_msg_recv(&extra, s->sock, 0) >= 0)
+			zmq_getsockopt(s->sock, ZMQ_RCVMORE, &more, &ml);
+		zmq_msg_close(&extra);
+		snprintf(why, sizeof(why), "multi-frame message");
+		goto bad;
+	}
+	if (wire_batch_decode(zmq_msg_data(&p->body), zmq_msg_size(&p->body),
+		&p->b, why, sizeof(why)) != 0)
+		goto bad;
+	if (s->n == 0)
+		s->first_ns = mono_ns();
+	s->n++;
+	s->samples += p->b.nsamples;
+	return 1;
+bad:
+	log_malformed(s, &p->body, why);
+	{
+		const uint8_t *d = zmq_msg_data(&p->body);
+		size_t         n = zmq_msg_size(&p->body);
+
+		/* If it names a batch, refuse it so the sender stops
+		 * resending it. */
+		if (n >= 24 && d[0] == WIRE_MAGIC0 && d[1] == WIRE_MAGIC1 &&
+		    d[3] == WIRE_BATCH)
+			send_ack(s, &p->id, wire_get64(d + 8),
+			    wire_get64(d + 16), WIRE_ACK_REJECTED);
+	}
+	zmq_msg_close(&p->id);
+	zmq_msg_close(&p->body);
+	return 0;
+}
+
+static void
+log_stats(srv *s, int force)
+{
+	ingest_stats is;
+	int64_t      now = mono_ns();
+
+	if (!force && now - s->last_stats < STATS_EVERY_NS)
+		return;
+	ingest_get_stats(s->in, &is);
+	if (!force && is.samples == s->last_stats_samples) {
+		s->last_stats = now;
+		return;
+	}
+	if (!s->o->quiet || force)
+		fprintf(stderr,
+		    "vitalsd: stored %llu samples in %llu batches "
+		    "(%llu commits), %llu duplicate batches, %llu refused, "
+		    "%llu malformed messages, %llu series\n",
+		    (unsigned long long) is.samples,
+		    (unsigned long long) is.batches,
+		    (unsigned long long) is.commits,
+		    (unsigned long long) is.duplicates,
+		    (unsigned long long) is.rejected,
+		    (unsigned long long) s->malformed,
+		    (unsigned long long) is.series);
+	s->last_stats         = now;
+	s->last_stats_samples = is.samples;
+}
+
+static int
+open_socket(srv *s, void *ctx)
+{
+	int     hwm = 10000, linger = 1000;
+	int64_t maxmsg = WIRE_MAX_MESSAGE;
+
+	s->sock = zmq_socket(ctx, ZMQ_ROUTER);
+	if (s->sock == NULL)
+		return -1;
+	zmq_setsockopt(s->sock, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(s->sock, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(s->sock, ZMQ_LINGER, &linger, sizeof(linger));
+	/* A peer sending more than a batch can hold is disconnected by
+	 * ZeroMQ before the message is read into memory. */
+	zmq_setsockopt(s->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	if (zmq_bind(s->sock, s->o->listen) != 0) {
+		fprintf(stderr, "vitalsd: cannot listen on %s: %s\n",
+		    s->o->listen, zmq_strerror(zmq_errno()));
+		return -1;
+	}
+	return 0;
+}
+
+int
+server_run(const server_opts *o, store *st, ingest *in,
+    volatile sig_atomic_t *stop)
+{
+	srv   s   = { 0 };
+	void *ctx = zmq_ctx_new();
+	int   ret = 1;
+
+	s.o  = o;
+	s.st = st;
+	s.in = in;
+	s.p  = calloc(MAX_PENDING + 1, sizeof(pend));
+	if (ctx == NULL || s.p == NULL) {
+		fprintf(stderr, "vitalsd: out of memory\n");
+		goto out;
+	}
+	if (open_socket(&s, ctx) != 0)
+		goto out;
+	s.last_stats = mono_ns();
+	fprintf(stderr, "vitalsd: listening on %s, storing in %s\n",
+	    o->listen, st->dir);
+
+	while (!*stop) {
+		zmq_pollitem_t item = { s.sock, 0, ZMQ_POLLIN, 0 };
+		long           timeout;
+		int            got = 0, r;
+
+		if (s.blocked) {
+			/* Read nothing until the store takes writes again. */
+			zmq_poll(NULL, 0, RETRY_MS);
+			if (!*stop)
+				commit_group(&s);
+			continue;
+		}
+		if (s.n > 0) {
+			int64_t left = s.first_ns +
+			    (int64_t) o->commit_ms * 1000000 - mono_ns();
+			timeout = left > 0 ? left / 1000000 : 0;
+		} else {
+			timeout = 200;
+		}
+		if (zmq_poll(&item, 1, timeout) < 0 && zmq_errno() != EINTR)
+			break;
+		while (s.n < MAX_PENDING && s.samples < o->commit_samples &&
+		    (r = receive_one(&s)) >= 0)
+			got += r;
+		if (s.n > 0 &&
+		    (got == 0 || s.n >= MAX_PENDING ||
+			s.samples >= o->commit_samples ||
+			mono_ns() - s.first_ns >=
+			    (int64_t) o->commit_ms * 1000000))
+			commit_group(&s);
+		log_stats(&s, 0);
+	}
+	/* Stopping: take what already arrived, commit, acknowledge. */
+	while (s.n < MAX_PENDING && receive_one(&s) >= 0)
+		;
+	if (s.n > 0 && commit_group(&s) != 0) {
+		fprintf(stderr,
+		    "vitalsd: stopping with %zu batches not stored; their "
+		    "emitters still hold them\n",
+		    s.n);
+		free_pending(&s);
+		goto out;
+	}
+	log_stats(&s, 1);
+	ret = 0;
+out:
+	free_pending(&s);
+	free(s.p);
+	if (s.sock != NULL)
+		zmq_close(s.sock);
+	if (ctx != NULL)
+		zmq_ctx_term(ctx);
+	return ret;
+}

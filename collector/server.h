@@ -1,0 +1,35 @@
+/*
+ * server: the collector's ZeroMQ side. Receives batches on a ROUTER
+ * socket, validates them, hands them to ingest in groups (one LMDB
+ * transaction per group), and acknowledges each batch only after its
+ * transaction committed. Malformed messages are counted, logged with their
+ * sender and refused; they never reach the store.
+ */
+#ifndef COLLECTOR_SERVER_H
+#define COLLECTOR_SERVER_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "collector/ingest.h"
+#include "store/store.h"
+
+typedef struct server_opts {
+	const char *listen;
+	int         commit_ms;      /* longest wait before a commit */
+	uint32_t    commit_samples; /* commit once this many are pending */
+	int         quiet;
+} server_opts;
+
+void server_opts_init(server_opts *o);
+
+/*
+ * Serve until *stop becomes non-zero, then commit and acknowledge what was
+ * received and return 0. Returns 1 after logging the reason if the
+ * endpoint cannot be bound or the store fails in a way retrying cannot
+ * fix.
+ */
+int server_run(const server_opts *o, store *st, ingest *in,
+    volatile sig_atomic_t *stop);
+
+#endif /* COLLECTOR_SERVER_H */

@@ -1,0 +1,232 @@
+/**
+ * @file vitals.h
+ * @brief vitals emitter: push training metrics to a vitalsd collector.
+ *
+ * One line in a trainer:
+ *
+ *	vt_log("loss", step, loss);
+ *
+ * uses a process-wide default emitter created on first use and configured
+ * from the environment (VITALS_ENDPOINT, VITALS_RUN, RANK, ...). Programs
+ * that want explicit options or several emitters use vt_open().
+ *
+ * The logging calls never block on the network and never allocate after
+ * warm-up: a sample is copied into a bounded in-memory ring and a background
+ * I/O thread batches samples, sends them over ZeroMQ and keeps every batch
+ * until the collector acknowledges that it is committed to disk. When the
+ * memory cap is reached new samples are dropped and counted; the count is
+ * sent to the collector so the user sees it.
+ *
+ * All functions return 0 on success or a positive #vt_err code.
+ */
+#ifndef VITALS_H
+#define VITALS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VT_VERSION_MAJOR 0
+#define VT_VERSION_MINOR 1
+#define VT_VERSION_PATCH 0
+/** Packed version: 0xMMmmpp. */
+#define VT_VERSION_NUM                                                        \
+	((VT_VERSION_MAJOR << 16) | (VT_VERSION_MINOR << 8) | VT_VERSION_PATCH)
+#define VT_VERSION_STR "0.1.0"
+
+/** Endpoint used when neither the options nor VITALS_ENDPOINT name one.
+ * Loopback only: a collector listens beyond this machine only when asked. */
+#define VT_DEFAULT_ENDPOINT "tcp://127.0.0.1:7466"
+
+/** Longest metric name in bytes (UTF-8, without the terminating NUL). */
+#define VT_NAME_MAX 255
+/** Longest run name in bytes. */
+#define VT_RUN_MAX 128
+
+/**
+ * Error codes. Append-only: codes are never renumbered or removed.
+ */
+typedef enum vt_err {
+	VT_OK = 0,
+	VT_EINVAL,    /**< an argument is invalid (NULL, out of range) */
+	VT_ENOMEM,    /**< out of memory */
+	VT_ENAME,     /**< metric or run name empty, too long, not UTF-8 or
+			 containing control characters */
+	VT_EFULL,     /**< buffer full: the sample was dropped and counted */
+	VT_ETIMEDOUT, /**< a flush did not finish within its timeout */
+	VT_ETRANSPORT, /**< the ZeroMQ transport failed (bad endpoint, ...) */
+	VT_EFORKED,   /**< handle created in a parent process, used in a child */
+	VT_ETOOMANY,  /**< too many distinct metric names for one emitter */
+	VT_ETHREAD,   /**< the I/O thread could not be started */
+	VT_ECLOSED    /**< the emitter is shutting down */
+} vt_err;
+
+/**
+ * An emitter: one connection to a collector with one identity (run, rank,
+ * host, pid, incarnation).
+ *
+ * @note Thread rule: thread-safe. Any number of threads may call vt_emit()
+ * on the same emitter at once. vt_close() must not race with other calls on
+ * the same handle.
+ */
+typedef struct vt_emitter vt_emitter;
+
+/**
+ * Emitter options. Fill with vt_opts_init(), then change what you need.
+ * Strings are borrowed: they are copied by vt_open() and need to live only
+ * until it returns.
+ */
+typedef struct vt_opts {
+	/** ZeroMQ endpoint of the collector. NULL: $VITALS_ENDPOINT, else
+	 * #VT_DEFAULT_ENDPOINT. */
+	const char *endpoint;
+	/** Run name. NULL: $VITALS_RUN, else $TORCHELASTIC_RUN_ID, else
+	 * slurm-$SLURM_JOB_ID, else "<command>-<YYYYmmdd-HHMMSS>" from the
+	 * process start. */
+	const char *run;
+	/** Host name. NULL: gethostname(). */
+	const char *host;
+	/** Global rank, local rank, world size. -1: from $RANK, $LOCAL_RANK,
+	 * $WORLD_SIZE, else $SLURM_PROCID, $SLURM_LOCALID, $SLURM_NTASKS,
+	 * else 0, 0, 1. */
+	int rank;
+	int local_rank;
+	int world_size;
+	/** Cap on the memory held for samples not yet acknowledged by the
+	 * collector (ring plus unacknowledged batches). Default 64 MiB;
+	 * $VITALS_MAX_BUFFER (bytes) overrides the default. */
+	size_t max_buffer_bytes;
+	/** Longest time a sample waits in the ring before it is sent.
+	 * Default 50 ms. */
+	unsigned flush_interval_ms;
+	/** Longest time vt_close() (and process exit, for the default
+	 * emitter) waits for unacknowledged samples. Default 1000 ms;
+	 * $VITALS_CLOSE_TIMEOUT_MS overrides the default. */
+	unsigned close_timeout_ms;
+} vt_opts;
+
+/**
+ * Counters of one emitter, all since it was opened.
+ */
+typedef struct vt_stats {
+	uint64_t logged;   /**< samples accepted into the ring */
+	uint64_t dropped;  /**< samples dropped because the buffer was full */
+	uint64_t sent;     /**< samples sent at least once */
+	uint64_t acked;    /**< samples the collector acknowledged as stored */
+	uint64_t resent;   /**< batches sent again after no acknowledgement */
+	uint64_t rejected; /**< samples the collector refused as malformed */
+	uint64_t pending;  /**< samples held, not yet acknowledged */
+} vt_stats;
+
+/**
+ * Fill @p opts with defaults.
+ * @param[out] opts Options to initialise.
+ */
+void vt_opts_init(vt_opts *opts);
+
+/**
+ * Create an emitter and start its I/O thread. The collector need not be
+ * running: samples are kept (within the cap) until it is.
+ *
+ * @param[in] opts Options, or NULL for all defaults.
+ * @param[out] out The new emitter; caller frees with vt_close().
+ * @return 0, or VT_EINVAL, VT_ENAME (run name), VT_ENOMEM, VT_ETRANSPORT
+ *	(endpoint not understood by ZeroMQ), VT_ETHREAD.
+ */
+int vt_open(const vt_opts *opts, vt_emitter **out);
+
+/**
+ * Flush what is pending for at most the emitter's close timeout, stop the
+ * I/O thread and free the emitter. Samples not acknowledged by then are
+ * lost and were counted as pending. NULL is a no-op.
+ */
+void vt_close(vt_emitter *em);
+
+/**
+ * Record one sample, timestamped now (wall clock, ns). Never blocks on the
+ * network and does no system call on the common path.
+ *
+ * @param[in] em The emitter.
+ * @param[in] metric Metric name, borrowed for the call only.
+ * @param[in] step Training step (the x axis).
+ * @param[in] value Any double, NaN and infinities included.
+ * @return 0; VT_EFULL if the buffer was full (sample dropped and counted);
+ *	VT_ENAME, VT_ETOOMANY, VT_EFORKED, VT_EINVAL.
+ */
+int vt_emit(vt_emitter *em, const char *metric, uint64_t step, double value);
+
+/**
+ * Record one sample with an explicit wall time in ns since the epoch
+ * (for replaying a log, or a trainer with its own clock).
+ */
+int vt_emit_at(vt_emitter *em, const char *metric, uint64_t step,
+    int64_t time_ns, double value);
+
+/**
+ * Wait until every sample recorded before the call is acknowledged by the
+ * collector, or @p timeout_ms passes.
+ * @return 0, or VT_ETIMEDOUT.
+ */
+int vt_flush(vt_emitter *em, unsigned timeout_ms);
+
+/**
+ * Read the emitter's counters.
+ * @param[in] em The emitter.
+ * @param[out] out Counters.
+ */
+void vt_get_stats(const vt_emitter *em, vt_stats *out);
+
+/**
+ * The incarnation id of this emitter: random, unique per vt_open().
+ */
+uint64_t vt_incarnation(const vt_emitter *em);
+
+/**
+ * Detail on the last error of a call on @p em.
+ * @return A string borrowed from the handle, valid until the next call on
+ *	it.
+ */
+const char *vt_errmsg(const vt_emitter *em);
+
+/**
+ * Record one sample on the process-wide default emitter, creating it on
+ * first use from the environment. In a child after fork() a new default
+ * emitter (new incarnation) is created on first use.
+ *
+ * The default emitter is flushed (bounded by its close timeout) when the
+ * process exits normally or when vt_shutdown() is called.
+ * @return As vt_emit(); also what vt_open() returned if the default emitter
+ *	could not be created.
+ */
+int vt_log(const char *metric, uint64_t step, double value);
+
+/**
+ * The process-wide default emitter, created on first use.
+ * @return Borrowed pointer valid until vt_shutdown() or exit; NULL if it
+ *	could not be created.
+ */
+vt_emitter *vt_default(void);
+
+/**
+ * Flush and close the default emitter now (bounded by its close timeout).
+ * A later vt_log() creates a new one.
+ */
+void vt_shutdown(void);
+
+/**
+ * @return A static string describing @p code.
+ */
+const char *vt_strerror(int code);
+
+/**
+ * @return The library's version as #VT_VERSION_NUM.
+ */
+unsigned vt_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VITALS_H */

@@ -1,0 +1,104 @@
+/*
+ * block: the compressed encoding of a run of samples of one series.
+ *
+ * A block holds samples (step, time_ns, value) with non-decreasing steps,
+ * at most BLOCK_MAX_BYTES long so that it fills one LMDB overflow page.
+ * Steps and times are delta-of-delta coded, values as the integer
+ * difference of their bit patterns to the previous value, with trailing
+ * zero bits dropped; each residual is written with an adaptive Rice code
+ * (bit-packed, Gorilla-style). The encoding is lossless: every double (NaN
+ * payloads, -0.0, infinities) decodes bit-exact. docs/storage-block.md
+ * describes the bit layout.
+ *
+ * The fixed header lets a reader skip a block without decoding it.
+ */
+#ifndef BLOCK_H
+#define BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* 4096-byte page minus LMDB's 16-byte page header: one overflow page. */
+#define BLOCK_MAX_BYTES 4080
+#define BLOCK_HEADER_SIZE 40
+
+/* Fixed header, readable without decoding. */
+typedef struct block_info {
+	uint32_t count;
+	uint64_t first_step;
+	uint64_t last_step;
+	int64_t  first_time;
+	int64_t  last_time;
+} block_info;
+
+/* What encoder and decoder both know after each sample: the previous
+ * sample, the previous deltas, the value shift and the running mean of each
+ * residual stream (which sets its Rice parameter). Private to block.c. */
+typedef struct block_model {
+	uint64_t step, step_delta;
+	uint64_t time, time_delta; /* int64 times, wrapping arithmetic */
+	uint64_t value;            /* bit pattern of the previous value */
+	uint64_t mean[3];          /* steps, times, values; see block.c */
+	unsigned shift;            /* trailing zero bits dropped from values */
+} block_model;
+
+/* An encoder: appends samples to a block being built. Plain value, no
+ * heap; one thread at a time. */
+typedef struct block_enc {
+	uint8_t     buf[BLOCK_MAX_BYTES + 8]; /* 8 bytes of zero slack */
+	uint32_t    bits;                     /* bits used after the header */
+	uint32_t    count;
+	uint64_t    first_step;
+	int64_t     first_time;
+	block_model m;
+	/* Bits spent on steps, times and values (a statistic for benchmarks
+	 * and tuning; the first value counts under values). */
+	uint32_t field_bits[3];
+} block_enc;
+
+enum {
+	BLOCK_OK    = 0,
+	BLOCK_FULL  = 1,  /* not appended: start a new block */
+	BLOCK_ORDER = 2,  /* not appended: step below the last step */
+	BLOCK_CORRUPT = 3 /* input is not a valid block */
+};
+
+/* Start an empty block. */
+void block_enc_init(block_enc *e);
+
+/* Append one sample. Returns BLOCK_OK, or BLOCK_FULL / BLOCK_ORDER with the
+ * block unchanged. */
+int block_enc_append(block_enc *e, uint64_t step, int64_t time_ns, double v);
+
+/* The encoded block so far (header filled in): *len bytes. Borrowed, valid
+ * until the next append. */
+const uint8_t *block_enc_data(block_enc *e, size_t *len);
+
+/* Reopen a stored block to append to it. Returns BLOCK_OK or
+ * BLOCK_CORRUPT. */
+int block_enc_resume(block_enc *e, const void *data, size_t len);
+
+/* Read the header of a stored block. Returns BLOCK_OK or BLOCK_CORRUPT. */
+int block_peek(const void *data, size_t len, block_info *out);
+
+/* A decoder over a stored block; borrows data, valid while it lives. One
+ * thread at a time. */
+typedef struct block_dec {
+	const uint8_t *stream; /* the bit stream after the header */
+	uint32_t       nbytes; /* bytes of stream */
+	uint32_t       bitpos, bitend;
+	uint32_t       left; /* samples not yet returned */
+	uint32_t       index;
+	int            bad; /* a corrupt sample was seen: stay failed */
+	uint64_t       last_step, last_time; /* from the header, checked */
+	block_model    m;
+} block_dec;
+
+/* Returns BLOCK_OK or BLOCK_CORRUPT. */
+int block_dec_init(block_dec *d, const void *data, size_t len);
+
+/* Next sample: returns 1 and fills the outputs, 0 at the end, -1 if the
+ * block is corrupt (truncated bit stream, impossible codes). */
+int block_dec_next(block_dec *d, uint64_t *step, int64_t *time_ns, double *v);
+
+#endif /* BLOCK_H */

@@ -1,0 +1,326 @@
+#include "store/scan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/block.h"
+
+int
+scan_runs(store *st, MDB_txn *txn, scan_run_fn fn, void *ctx)
+{
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	int         rc, op = MDB_FIRST;
+
+	if ((rc = mdb_cursor_open(txn, st->runs, &cur)) != 0)
+		return store_fail(st, rc, "reading runs");
+	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
+		run_rec r;
+
+		op = MDB_NEXT;
+		if (store_run_get(v.mv_data, v.mv_size, &r) != 0) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: run record of %.*s does not parse", st->dir,
+			    (int) k.mv_size, (const char *) k.mv_data);
+			rc = STORE_ECORRUPT;
+			break;
+		}
+		rc = fn(ctx, k.mv_data, k.mv_size, &r);
+		if (rc != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int
+scan_run_get(store *st, MDB_txn *txn, const char *run, run_rec *out)
+{
+	MDB_val k, v;
+	int     rc;
+
+	k.mv_data = (void *) (uintptr_t) run;
+	k.mv_size = strlen(run);
+	rc        = mdb_get(txn, st->runs, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return STORE_ENOTFOUND;
+	if (rc != 0)
+		return store_fail(st, rc, "reading a run");
+	return store_run_get(v.mv_data, v.mv_size, out);
+}
+
+int
+scan_series_of(
+    store *st, MDB_txn *txn, const char *run, scan_series_fn fn, void *ctx)
+{
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	size_t      rl = run ? strlen(run) : 0;
+	int         rc, op = MDB_FIRST;
+
+	if ((rc = mdb_cursor_open(txn, st->series, &cur)) != 0)
+		return store_fail(st, rc, "reading series");
+	if (run != NULL) {
+		/* The series of a run start at "run\0". */
+		uint8_t key[STORE_KEY_MAX];
+
+		if (rl > 128) {
+			mdb_cursor_close(cur);
+			return 0;
+		}
+		memcpy(key, run, rl);
+		key[rl]   = 0;
+		k.mv_data = key;
+		k.mv_size = rl + 1;
+		op        = MDB_SET_RANGE;
+	}
+	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
+		scan_series s;
+
+		op = MDB_NEXT;
+		if (store_series_key_parse(k.mv_data, k.mv_size, &s.run,
+			&s.runlen, &s.metric, &s.mlen, &s.rank) != 0 ||
+		    store_series_get(v.mv_data, v.mv_size, &s.rec) != 0) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: a series record does not parse", st->dir);
+			rc = STORE_ECORRUPT;
+			break;
+		}
+		if (run != NULL && (s.runlen != rl || memcmp(s.run, run, rl)))
+			break;
+		if ((rc = fn(ctx, &s)) != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int
+scan_emitters(
+    store *st, MDB_txn *txn, const char *run, scan_emitter_fn fn, void *ctx)
+{
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	size_t      rl = run ? strlen(run) : 0;
+	int         rc, op = MDB_FIRST;
+	uint8_t     key[STORE_KEY_MAX];
+
+	if ((rc = mdb_cursor_open(txn, st->emitters, &cur)) != 0)
+		return store_fail(st, rc, "reading emitters");
+	if (run != NULL) {
+		if (rl > 128) {
+			mdb_cursor_close(cur);
+			return 0;
+		}
+		memcpy(key, run, rl);
+		key[rl]   = 0;
+		k.mv_data = key;
+		k.mv_size = rl + 1;
+		op        = MDB_SET_RANGE;
+	}
+	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
+		emitter_rec    r;
+		const uint8_t *z = memchr(k.mv_data, 0, k.mv_size);
+		size_t         krl;
+
+		op = MDB_NEXT;
+		if (z == NULL ||
+		    store_emitter_get(v.mv_data, v.mv_size, &r) != 0) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: an emitter record does not parse", st->dir);
+			rc = STORE_ECORRUPT;
+			break;
+		}
+		krl = (size_t) (z - (const uint8_t *) k.mv_data);
+		if (run != NULL && (krl != rl || memcmp(k.mv_data, run, rl)))
+			break;
+		if ((rc = fn(ctx, k.mv_data, krl, &r)) != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* One block being merged: its decoder and the sample it holds next. */
+typedef struct merge_src {
+	block_dec dec;
+	uint64_t  step;
+	int64_t   time;
+	double    value;
+	uint64_t  order; /* key order, to break ties between equal steps */
+} merge_src;
+
+typedef struct merge {
+	merge_src *src;
+	size_t     n, cap;
+} merge;
+
+/* Advance src; returns 1 if it holds a sample, 0 if done, -1 if corrupt. */
+static int
+merge_advance(merge_src *s)
+{
+	return block_dec_next(&s->dec, &s->step, &s->time, &s->value);
+}
+
+/*
+ * Emit, in step order, every held sample with step < limit (all of them if
+ * limit is UINT64_MAX and drain is set), filtering to [from, to]. With one
+ * source, the common case, this is a straight decode loop.
+ */
+static int
+merge_emit(store *st, merge *m, uint64_t limit, int drain, uint64_t from,
+    uint64_t to, scan_sample_fn fn, void *ctx)
+{
+	for (;;) {
+		size_t best = SIZE_MAX;
+		int    rc;
+
+		for (size_t i = 0; i < m->n; i++) {
+			merge_src *s = &m->src[i];
+
+			if (best == SIZE_MAX || s->step < m->src[best].step ||
+			    (s->step == m->src[best].step &&
+				s->order < m->src[best].order))
+				best = i;
+		}
+		if (best == SIZE_MAX)
+			return 0;
+		if (!drain && m->src[best].step >= limit)
+			return 0;
+		if (m->src[best].step > to)
+			return 0;
+		if (m->src[best].step >= from) {
+			rc = fn(ctx, m->src[best].step, m->src[best].time,
+			    m->src[best].value);
+			if (rc != 0)
+				return rc;
+		}
+		rc = merge_advance(&m->src[best]);
+		if (rc < 0) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: a block of series is corrupt", st->dir);
+			return STORE_ECORRUPT;
+		}
+		if (rc == 0)
+			m->src[best] = m->src[--m->n];
+	}
+}
+
+int
+scan_samples(store *st, MDB_txn *txn, uint32_t sid, uint64_t from,
+    uint64_t to, scan_sample_fn fn, void *ctx)
+{
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	uint8_t     key[16];
+	merge       m     = { 0 };
+	uint64_t    order = 0;
+	int         rc;
+
+	if ((rc = mdb_cursor_open(txn, st->blocks, &cur)) != 0)
+		return store_fail(st, rc, "reading blocks");
+	store_block_key(key, sid, 0, 0);
+	k.mv_data = key;
+	k.mv_size = 16;
+	/*
+	 * Blocks are sorted by first step, but after a restart an earlier
+	 * block may reach past the first step of a later one, so blocks
+	 * before `from` are skipped by their header, not by a seek.
+	 */
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		block_info info;
+		merge_src *s;
+
+		if (k.mv_size != 16 || memcmp(k.mv_data, key, 4) != 0)
+			break;
+		if (block_peek(v.mv_data, v.mv_size, &info) != BLOCK_OK) {
+			rc = STORE_ECORRUPT;
+			snprintf(st->err, sizeof(st->err),
+			    "%s: block header of series %u is corrupt",
+			    st->dir, sid);
+			goto out;
+		}
+		if (info.last_step < from || info.count == 0)
+			continue;
+		if (info.first_step > to)
+			break;
+		/* Everything held that sorts before this block goes out. */
+		rc = merge_emit(
+		    st, &m, info.first_step, 0, from, to, fn, ctx);
+		if (rc != 0)
+			goto out;
+		if (m.n == m.cap) {
+			size_t     nc = m.cap ? m.cap * 2 : 4;
+			merge_src *ns = realloc(m.src, nc * sizeof(*ns));
+
+			if (ns == NULL) {
+				rc = STORE_ENOMEM;
+				goto out;
+			}
+			m.src = ns;
+			m.cap = nc;
+		}
+		s        = &m.src[m.n];
+		s->order = order++;
+		if (block_dec_init(&s->dec, v.mv_data, v.mv_size) !=
+			BLOCK_OK ||
+		    merge_advance(s) != 1) {
+			rc = STORE_ECORRUPT;
+			snprintf(st->err, sizeof(st->err),
+			    "%s: block of series %u is corrupt", st->dir, sid);
+			goto out;
+		}
+		m.n++;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND) {
+		rc = store_fail(st, rc, "reading blocks");
+		goto out;
+	}
+	rc = merge_emit(st, &m, UINT64_MAX, 1, from, to, fn, ctx);
+out:
+	free(m.src);
+	mdb_cursor_close(cur);
+	return rc;
+}
+
+int
+scan_usage_get(store *st, MDB_txn *txn, scan_usage *out)
+{
+	MDB_dbi     dbs[] = { st->meta, st->series, st->blocks, st->emitters,
+                st->runs };
+	MDB_stat    ms;
+	MDB_envinfo info;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	struct stat sb;
+	char        path[1100];
+	int         rc;
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+		if ((rc = mdb_stat(txn, dbs[i], &ms)) != 0)
+			return store_fail(st, rc, "reading statistics");
+		out->used_bytes += (uint64_t) ms.ms_psize *
+		    (ms.ms_branch_pages + ms.ms_leaf_pages +
+			ms.ms_overflow_pages);
+		if (i == 2)
+			out->blocks = ms.ms_entries;
+	}
+	/* The main database holds the names of the others. */
+	if ((rc = mdb_stat(txn, 0, &ms)) == 0)
+		out->used_bytes += (uint64_t) ms.ms_psize *
+		    (ms.ms_branch_pages + ms.ms_leaf_pages);
+	(void) info;
+	snprintf(path, sizeof(path), "%s/data.mdb", st->dir);
+	if (stat(path, &sb) == 0)
+		out->file_bytes = (uint64_t) sb.st_size;
+	if ((rc = mdb_cursor_open(txn, st->blocks, &cur)) != 0)
+		return store_fail(st, rc, "reading blocks");
+	while (mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0)
+		out->block_bytes += v.mv_size;
+	mdb_cursor_close(cur);
+	return 0;
+}

@@ -1,0 +1,66 @@
+/*
+ * scan: the read side of the store. Lists runs, series and emitters, and
+ * reads one series in step order over a step range. Every function takes
+ * a read transaction from store_read_begin(); results borrowed from it are
+ * valid until it ends.
+ */
+#ifndef STORE_SCAN_H
+#define STORE_SCAN_H
+
+#include "store/store.h"
+
+/* One series as listed: names point into the transaction's memory. */
+typedef struct scan_series {
+	const char *run;
+	size_t      runlen;
+	const char *metric;
+	size_t      mlen;
+	int32_t     rank;
+	series_rec  rec;
+} scan_series;
+
+/* Callbacks return 0 to go on, non-zero to stop (returned by the scan). */
+typedef int (*scan_series_fn)(void *ctx, const scan_series *s);
+typedef int (*scan_run_fn)(void *ctx, const char *run, size_t runlen,
+    const run_rec *r);
+typedef int (*scan_emitter_fn)(void *ctx, const char *run, size_t runlen,
+    const emitter_rec *r);
+typedef int (*scan_sample_fn)(
+    void *ctx, uint64_t step, int64_t time_ns, double value);
+
+/* Every run, in name order. */
+int scan_runs(store *st, MDB_txn *txn, scan_run_fn fn, void *ctx);
+
+/* One run's record: 0, or STORE_ENOTFOUND. */
+int scan_run_get(store *st, MDB_txn *txn, const char *run, run_rec *out);
+
+/* The series of one run (run == NULL: of every run), sorted by metric
+ * then rank. */
+int scan_series_of(
+    store *st, MDB_txn *txn, const char *run, scan_series_fn fn, void *ctx);
+
+/* The emitters (incarnations) of one run, or of all runs if run is NULL. */
+int scan_emitters(
+    store *st, MDB_txn *txn, const char *run, scan_emitter_fn fn, void *ctx);
+
+/*
+ * Every sample of series sid with from <= step <= to, in step order. Where
+ * a restart made blocks overlap, their samples are merged by step (equal
+ * steps in the order they were stored). Returns 0, the callback's
+ * non-zero value, or a store_err (STORE_ECORRUPT names the block in
+ * st->err).
+ */
+int scan_samples(store *st, MDB_txn *txn, uint32_t sid, uint64_t from,
+    uint64_t to, scan_sample_fn fn, void *ctx);
+
+/* Space used by the data: pages in use times page size, and the entries
+ * and bytes of the blocks database. */
+typedef struct scan_usage {
+	uint64_t used_bytes;  /* pages in use (all databases) */
+	uint64_t file_bytes;  /* size of data.mdb */
+	uint64_t blocks;
+	uint64_t block_bytes; /* bytes of encoded blocks */
+} scan_usage;
+int scan_usage_get(store *st, MDB_txn *txn, scan_usage *out);
+
+#endif /* STORE_SCAN_H */

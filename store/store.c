@@ -1,0 +1,500 @@
+#include "store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "wire/wire.h"
+
+/* The map starts small and doubles when full: a short run costs little
+ * address space and the growth path is exercised by every long test. */
+#define STORE_MAP_INITIAL (16u << 20)
+#define STORE_MAP_MAX ((size_t) 1 << 40)
+
+/*
+ * Record an LMDB or errno failure on the handle and translate it into a
+ * store_err. Returns the translated code.
+ */
+int
+store_fail(store *st, int rc, const char *what)
+{
+	int code;
+
+	switch (rc) {
+	case ENOSPC:
+	case EDQUOT:
+		code = STORE_ENOSPC;
+		break;
+	case MDB_MAP_FULL:
+		code = STORE_EMAPFULL;
+		break;
+	case ENOMEM:
+		code = STORE_ENOMEM;
+		break;
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_INVALID:
+		code = STORE_ECORRUPT;
+		break;
+	case MDB_VERSION_MISMATCH:
+		code = STORE_EFORMAT;
+		break;
+	case ENOENT:
+		code = STORE_ENOTFOUND;
+		break;
+	default:
+		code = STORE_EIO;
+		break;
+	}
+	if (code == STORE_ENOSPC)
+		snprintf(st->err, sizeof(st->err),
+		    "%s: %s: disk full (%s); the transaction was not kept",
+		    st->dir, what, mdb_strerror(rc));
+	else
+		snprintf(st->err, sizeof(st->err), "%s: %s: %s", st->dir,
+		    what, mdb_strerror(rc));
+	return code;
+}
+
+static int
+open_dbs(store *st, char *err, size_t errlen)
+{
+	MDB_txn     *txn;
+	unsigned int dbflags = (st->flags & STORE_RDONLY) ? 0 : MDB_CREATE;
+	unsigned int tflags  = (st->flags & STORE_RDONLY) ? MDB_RDONLY : 0;
+	int          rc;
+	MDB_val      k, v;
+	uint8_t      fmt[4];
+
+	rc = mdb_txn_begin(st->env, NULL, tflags, &txn);
+	if (rc != 0)
+		goto fail;
+	if ((rc = mdb_dbi_open(txn, "meta", dbflags, &st->meta)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "series", dbflags, &st->series)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "blocks", dbflags, &st->blocks)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "emitters", dbflags, &st->emitters)) !=
+		0 ||
+	    (rc = mdb_dbi_open(txn, "runs", dbflags, &st->runs)) != 0) {
+		mdb_txn_abort(txn);
+		goto fail;
+	}
+	k.mv_data = (void *) (uintptr_t) "format";
+	k.mv_size = 6;
+	rc        = mdb_get(txn, st->meta, &k, &v);
+	if (rc == MDB_NOTFOUND && !(st->flags & STORE_RDONLY)) {
+		wire_put32(fmt, STORE_FORMAT);
+		v.mv_data = fmt;
+		v.mv_size = 4;
+		rc        = mdb_put(txn, st->meta, &k, &v, 0);
+	} else if (rc == 0 &&
+	    (v.mv_size != 4 || wire_get32(v.mv_data) != STORE_FORMAT)) {
+		mdb_txn_abort(txn);
+		snprintf(err, errlen,
+		    "%s: database format %u, this vitals reads format %d",
+		    st->dir, v.mv_size == 4 ? wire_get32(v.mv_data) : 0,
+		    STORE_FORMAT);
+		return STORE_EFORMAT;
+	}
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		goto fail;
+	}
+	if (st->flags & STORE_RDONLY)
+		mdb_txn_abort(txn);
+	else if ((rc = mdb_txn_commit(txn)) != 0)
+		goto fail;
+	return 0;
+fail:
+	rc = store_fail(st, rc, "opening databases");
+	snprintf(err, errlen, "%s", st->err);
+	return rc;
+}
+
+/* Create dir and its missing parents (0700). Returns 0 or -1 (errno). */
+static int
+mkdir_p(const char *dir)
+{
+	char   path[1024];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(path))
+		return -1;
+	memcpy(path, dir, n + 1);
+	for (size_t i = 1; i < n; i++) {
+		if (path[i] != '/')
+			continue;
+		path[i] = 0;
+		if (mkdir(path, 0700) != 0 && errno != EEXIST)
+			return -1;
+		path[i] = '/';
+	}
+	if (mkdir(path, 0700) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+int
+store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
+{
+	store       *st;
+	unsigned int eflags = MDB_NOTLS;
+	int          rc;
+	size_t       n;
+
+	*out = NULL;
+	st   = calloc(1, sizeof(*st));
+	if (st == NULL) {
+		snprintf(err, errlen, "%s: out of memory", dir);
+		return STORE_ENOMEM;
+	}
+	st->flags = flags;
+	n         = strlen(dir);
+	if (n >= sizeof(st->dir)) {
+		snprintf(err, errlen, "database path too long (%zu bytes)", n);
+		free(st);
+		return STORE_ENOTFOUND;
+	}
+	memcpy(st->dir, dir, n + 1);
+
+	if (flags & STORE_RDONLY) {
+		struct stat sb;
+		char        path[1100];
+
+		snprintf(path, sizeof(path), "%s/data.mdb", dir);
+		if (stat(path, &sb) != 0) {
+			snprintf(err, errlen,
+			    "%s: no vitals database here (no data.mdb); is "
+			    "--db right?",
+			    dir);
+			free(st);
+			return STORE_ENOTFOUND;
+		}
+		eflags |= MDB_RDONLY;
+	} else {
+		if (mkdir_p(dir) != 0) {
+			snprintf(err, errlen, "%s: cannot create folder: %s",
+			    dir, strerror(errno));
+			free(st);
+			return STORE_EIO;
+		}
+		if (flags & STORE_NOSYNC)
+			eflags |= MDB_NOSYNC;
+	}
+
+	if ((rc = mdb_env_create(&st->env)) != 0)
+		goto fail;
+	if ((rc = mdb_env_set_maxdbs(st->env, 8)) != 0)
+		goto fail;
+	if ((rc = mdb_env_set_maxreaders(st->env, 512)) != 0)
+		goto fail;
+	if (!(flags & STORE_RDONLY) &&
+	    (rc = mdb_env_set_mapsize(st->env, STORE_MAP_INITIAL)) != 0)
+		goto fail;
+	/* Database files are created 0600: metrics are the user's own. */
+	if ((rc = mdb_env_open(st->env, dir, eflags, 0600)) != 0)
+		goto fail;
+	if ((rc = open_dbs(st, err, errlen)) != 0) {
+		mdb_env_close(st->env);
+		free(st);
+		return rc;
+	}
+	*out = st;
+	return 0;
+fail:
+	rc = store_fail(st, rc, "opening environment");
+	snprintf(err, errlen, "%s", st->err);
+	if (st->env != NULL)
+		mdb_env_close(st->env);
+	free(st);
+	return rc;
+}
+
+void
+store_close(store *st)
+{
+	if (st == NULL)
+		return;
+	mdb_env_close(st->env);
+	free(st);
+}
+
+/*
+ * Readers adopt a map that the collector grew since they opened the
+ * environment (LMDB reports MDB_MAP_RESIZED once).
+ */
+int
+store_read_begin(store *st, MDB_txn **txn)
+{
+	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
+
+	if (rc == MDB_MAP_RESIZED) {
+		mdb_env_set_mapsize(st->env, 0);
+		rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
+	}
+	if (rc != 0)
+		return store_fail(st, rc, "starting a read transaction");
+	return 0;
+}
+
+int
+store_grow(store *st)
+{
+	MDB_envinfo info;
+	size_t      next;
+	int         rc;
+
+	if ((rc = mdb_env_info(st->env, &info)) != 0)
+		return store_fail(st, rc, "reading map size");
+	if (info.me_mapsize >= STORE_MAP_MAX) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: database reached the %zu GiB map limit", st->dir,
+		    STORE_MAP_MAX >> 30);
+		return STORE_EMAPFULL;
+	}
+	next = info.me_mapsize * 2;
+	if ((rc = mdb_env_set_mapsize(st->env, next)) != 0)
+		return store_fail(st, rc, "growing the map");
+	return 0;
+}
+
+/*
+ * Series keys sort by run, then metric, then rank, so that the metrics of
+ * one run and the ranks of one metric are each one contiguous range. The
+ * rank is stored biased by one (-1, "no rank", sorts first) big-endian.
+ */
+size_t
+store_series_key(uint8_t *buf, const char *run, size_t runlen,
+    const char *metric, size_t mlen, int32_t rank)
+{
+	size_t   off  = 0;
+	uint32_t bias = (uint32_t) rank + 1u;
+
+	memcpy(buf, run, runlen);
+	off        = runlen;
+	buf[off++] = 0;
+	memcpy(buf + off, metric, mlen);
+	off += mlen;
+	buf[off++] = 0;
+	buf[off++] = (uint8_t) (bias >> 24);
+	buf[off++] = (uint8_t) (bias >> 16);
+	buf[off++] = (uint8_t) (bias >> 8);
+	buf[off++] = (uint8_t) bias;
+	return off;
+}
+
+int
+store_series_key_parse(const uint8_t *key, size_t len, const char **run,
+    size_t *runlen, const char **metric, size_t *mlen, int32_t *rank)
+{
+	const uint8_t *z1, *z2;
+	uint32_t       bias;
+
+	if (len < 7)
+		return -1;
+	z1 = memchr(key, 0, len - 4);
+	if (z1 == NULL)
+		return -1;
+	z2 = memchr(z1 + 1, 0, (size_t) (key + len - 4 - (z1 + 1)));
+	if (z2 == NULL || z2 != key + len - 5)
+		return -1;
+	*run    = (const char *) key;
+	*runlen = (size_t) (z1 - key);
+	*metric = (const char *) z1 + 1;
+	*mlen   = (size_t) (z2 - z1 - 1);
+	bias    = ((uint32_t) z2[1] << 24) | ((uint32_t) z2[2] << 16) |
+	    ((uint32_t) z2[3] << 8) | z2[4];
+	*rank = (int32_t) (bias - 1u);
+	return 0;
+}
+
+static void
+put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t) (v >> 24);
+	p[1] = (uint8_t) (v >> 16);
+	p[2] = (uint8_t) (v >> 8);
+	p[3] = (uint8_t) v;
+}
+
+static void
+put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, (uint32_t) (v >> 32));
+	put_be32(p + 4, (uint32_t) v);
+}
+
+/*
+ * Block keys sort by series, then first step, then block number: the
+ * blocks of one series are contiguous and in step order, and appending a
+ * block at ingest lands at (or near) the end of its series' range.
+ */
+void
+store_block_key(uint8_t buf[16], uint32_t sid, uint64_t first_step,
+    uint32_t no)
+{
+	put_be32(buf, sid);
+	put_be64(buf + 4, first_step);
+	put_be32(buf + 12, no);
+}
+
+size_t
+store_emitter_key(uint8_t *buf, const char *run, size_t runlen,
+    uint64_t incarnation)
+{
+	memcpy(buf, run, runlen);
+	buf[runlen] = 0;
+	put_be64(buf + runlen + 1, incarnation);
+	return runlen + 9;
+}
+
+static void
+put_f64(uint8_t *p, double d)
+{
+	uint64_t bits;
+
+	memcpy(&bits, &d, 8);
+	wire_put64(p, bits);
+}
+
+static double
+get_f64(const uint8_t *p)
+{
+	uint64_t bits = wire_get64(p);
+	double   d;
+
+	memcpy(&d, &bits, 8);
+	return d;
+}
+
+void
+store_series_put(uint8_t buf[SERIES_REC_SIZE], const series_rec *r)
+{
+	wire_put32(buf, r->sid);
+	wire_put32(buf + 4, r->nblocks);
+	wire_put64(buf + 8, r->samples);
+	wire_put64(buf + 16, r->first_step);
+	wire_put64(buf + 24, r->last_step);
+	wire_put64(buf + 32, (uint64_t) r->first_time);
+	wire_put64(buf + 40, (uint64_t) r->last_time);
+	put_f64(buf + 48, r->last_value);
+	wire_put64(buf + 56, r->tail_first_step);
+	wire_put32(buf + 64, r->tail_no);
+	wire_put32(buf + 68, 0);
+}
+
+int
+store_series_get(const void *buf, size_t len, series_rec *r)
+{
+	const uint8_t *p = buf;
+
+	if (len != SERIES_REC_SIZE)
+		return STORE_ECORRUPT;
+	r->sid             = wire_get32(p);
+	r->nblocks         = wire_get32(p + 4);
+	r->samples         = wire_get64(p + 8);
+	r->first_step      = wire_get64(p + 16);
+	r->last_step       = wire_get64(p + 24);
+	r->first_time      = (int64_t) wire_get64(p + 32);
+	r->last_time       = (int64_t) wire_get64(p + 40);
+	r->last_value      = get_f64(p + 48);
+	r->tail_first_step = wire_get64(p + 56);
+	r->tail_no         = wire_get32(p + 64);
+	return 0;
+}
+
+/* Emitter records: a fixed part, the dedup window, then the host name. */
+#define EMITTER_FIXED (8 * 11 + 4 * 4 + 8 * 16 + 2)
+
+size_t
+store_emitter_put(uint8_t *buf, const emitter_rec *r)
+{
+	size_t off = 0, hl = strlen(r->host);
+
+	wire_put64(buf + off, r->incarnation), off += 8;
+	wire_put64(buf + off, r->start_ns), off += 8;
+	wire_put64(buf + off, (uint64_t) r->first_seen), off += 8;
+	wire_put64(buf + off, (uint64_t) r->last_seen), off += 8;
+	wire_put64(buf + off, r->batches), off += 8;
+	wire_put64(buf + off, r->samples), off += 8;
+	wire_put64(buf + off, r->duplicates), off += 8;
+	wire_put64(buf + off, r->dropped), off += 8;
+	wire_put64(buf + off, r->first_step), off += 8;
+	wire_put64(buf + off, r->last_step), off += 8;
+	wire_put64(buf + off, r->floor), off += 8;
+	wire_put32(buf + off, r->pid), off += 4;
+	wire_put32(buf + off, (uint32_t) r->rank), off += 4;
+	wire_put32(buf + off, (uint32_t) r->local_rank), off += 4;
+	wire_put32(buf + off, (uint32_t) r->world_size), off += 4;
+	for (int i = 0; i < 16; i++)
+		wire_put64(buf + off, r->window[i]), off += 8;
+	wire_put16(buf + off, (uint16_t) hl), off += 2;
+	memcpy(buf + off, r->host, hl);
+	return off + hl;
+}
+
+int
+store_emitter_get(const void *buf, size_t len, emitter_rec *r)
+{
+	const uint8_t *p   = buf;
+	size_t         off = 0, hl;
+
+	if (len < EMITTER_FIXED)
+		return STORE_ECORRUPT;
+	r->incarnation = wire_get64(p + off), off += 8;
+	r->start_ns    = wire_get64(p + off), off += 8;
+	r->first_seen  = (int64_t) wire_get64(p + off), off += 8;
+	r->last_seen   = (int64_t) wire_get64(p + off), off += 8;
+	r->batches     = wire_get64(p + off), off += 8;
+	r->samples     = wire_get64(p + off), off += 8;
+	r->duplicates  = wire_get64(p + off), off += 8;
+	r->dropped     = wire_get64(p + off), off += 8;
+	r->first_step  = wire_get64(p + off), off += 8;
+	r->last_step   = wire_get64(p + off), off += 8;
+	r->floor       = wire_get64(p + off), off += 8;
+	r->pid         = wire_get32(p + off), off += 4;
+	r->rank        = (int32_t) wire_get32(p + off), off += 4;
+	r->local_rank  = (int32_t) wire_get32(p + off), off += 4;
+	r->world_size  = (int32_t) wire_get32(p + off), off += 4;
+	for (int i = 0; i < 16; i++)
+		r->window[i] = wire_get64(p + off), off += 8;
+	hl = wire_get16(p + off), off += 2;
+	if (hl != len - off || hl >= sizeof(r->host))
+		return STORE_ECORRUPT;
+	memcpy(r->host, p + off, hl);
+	r->host[hl] = 0;
+	return 0;
+}
+
+void
+store_run_put(uint8_t buf[RUN_REC_SIZE], const run_rec *r)
+{
+	wire_put64(buf, (uint64_t) r->first_time);
+	wire_put64(buf + 8, (uint64_t) r->last_time);
+	wire_put64(buf + 16, r->first_step);
+	wire_put64(buf + 24, r->last_step);
+	wire_put64(buf + 32, r->samples);
+	wire_put64(buf + 40, r->dropped);
+	wire_put32(buf + 48, r->emitters);
+	wire_put32(buf + 52, r->series);
+	wire_put32(buf + 56, 0);
+}
+
+int
+store_run_get(const void *buf, size_t len, run_rec *r)
+{
+	const uint8_t *p = buf;
+
+	if (len != RUN_REC_SIZE)
+		return STORE_ECORRUPT;
+	r->first_time = (int64_t) wire_get64(p);
+	r->last_time  = (int64_t) wire_get64(p + 8);
+	r->first_step = wire_get64(p + 16);
+	r->last_step  = wire_get64(p + 24);
+	r->samples    = wire_get64(p + 32);
+	r->dropped    = wire_get64(p + 40);
+	r->emitters   = wire_get32(p + 48);
+	r->series     = wire_get32(p + 52);
+	return 0;
+}

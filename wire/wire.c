@@ -1,0 +1,391 @@
+#include "wire.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void
+wire_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t) v;
+	p[1] = (uint8_t) (v >> 8);
+}
+
+void
+wire_put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t) (v >> (8 * i));
+}
+
+void
+wire_put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t) (v >> (8 * i));
+}
+
+uint16_t
+wire_get16(const uint8_t *p)
+{
+	return (uint16_t) (p[0] | (p[1] << 8));
+}
+
+uint32_t
+wire_get32(const uint8_t *p)
+{
+	return (uint32_t) p[0] | ((uint32_t) p[1] << 8) |
+	    ((uint32_t) p[2] << 16) | ((uint32_t) p[3] << 24);
+}
+
+uint64_t
+wire_get64(const uint8_t *p)
+{
+	return (uint64_t) wire_get32(p) | ((uint64_t) wire_get32(p + 4) << 32);
+}
+
+/*
+ * UTF-8 per RFC 3629: no overlong forms, no surrogates, nothing above
+ * U+10FFFF. Control characters are refused because names end up in CSV,
+ * JSON and on a terminal.
+ */
+int
+wire_name_check(const char *s, size_t len, size_t max)
+{
+	const uint8_t *p = (const uint8_t *) s;
+	size_t         i = 0;
+
+	if (len == 0 || len > max)
+		return -1;
+	while (i < len) {
+		uint8_t  c = p[i];
+		uint32_t cp;
+		size_t   n;
+
+		if (c < 0x80) {
+			if (c < 0x20 || c == 0x7f)
+				return -1;
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			n  = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n  = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n  = 3;
+			cp = c & 0x07;
+		} else {
+			return -1;
+		}
+		if (i + n >= len)
+			return -1;
+		for (size_t k = 1; k <= n; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return -1;
+			cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return -1;
+		/* C1 controls */
+		if (cp >= 0x80 && cp <= 0x9f)
+			return -1;
+		i += n + 1;
+	}
+	return 0;
+}
+
+size_t
+wire_batch_header_size(const wire_ident *id, size_t names_bytes)
+{
+	return WIRE_BATCH_FIXED + 2 + id->run_len + 2 + id->host_len + 2 +
+	    names_bytes + 4;
+}
+
+size_t
+wire_put_batch_head(uint8_t *buf, const wire_ident *id, uint64_t seq,
+    uint64_t floor, uint64_t dropped)
+{
+	size_t off;
+
+	buf[0] = WIRE_MAGIC0;
+	buf[1] = WIRE_MAGIC1;
+	buf[2] = WIRE_VERSION;
+	buf[3] = WIRE_BATCH;
+	wire_put32(buf + 4, 0);
+	wire_put64(buf + 8, id->incarnation);
+	wire_put64(buf + 16, seq);
+	wire_put64(buf + 24, floor);
+	wire_put64(buf + 32, dropped);
+	wire_put64(buf + 40, id->start_ns);
+	wire_put32(buf + 48, id->pid);
+	wire_put32(buf + 52, (uint32_t) id->rank);
+	wire_put32(buf + 56, (uint32_t) id->local_rank);
+	wire_put32(buf + 60, (uint32_t) id->world_size);
+	off = WIRE_BATCH_FIXED;
+	wire_put16(buf + off, id->run_len);
+	memcpy(buf + off + 2, id->run, id->run_len);
+	off += 2 + id->run_len;
+	wire_put16(buf + off, id->host_len);
+	memcpy(buf + off + 2, id->host, id->host_len);
+	off += 2 + id->host_len;
+	return off;
+}
+
+void
+wire_put_names_count(uint8_t *buf, size_t *off, uint16_t n)
+{
+	wire_put16(buf + *off, n);
+	*off += 2;
+}
+
+void
+wire_put_name(uint8_t *buf, size_t *off, const char *name, size_t len)
+{
+	buf[*off] = (uint8_t) len;
+	memcpy(buf + *off + 1, name, len);
+	*off += 1 + len;
+}
+
+void
+wire_put_samples_count(uint8_t *buf, size_t *off, uint32_t n)
+{
+	wire_put32(buf + *off, n);
+	*off += 4;
+}
+
+void
+wire_put_sample(uint8_t *buf, size_t *off, const wire_sample *s)
+{
+	uint8_t *p = buf + *off;
+	uint64_t bits;
+
+	memcpy(&bits, &s->value, 8);
+	wire_put16(p, s->name);
+	wire_put64(p + 2, s->step);
+	wire_put64(p + 10, (uint64_t) s->time_ns);
+	wire_put64(p + 18, bits);
+	*off += WIRE_SAMPLE_SIZE;
+}
+
+static int
+fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int
+wire_batch_decode(
+    const void *buf, size_t len, wire_batch *out, char *err, size_t errlen)
+{
+	const uint8_t *p = buf;
+	size_t         off;
+
+	memset(out, 0, sizeof(*out));
+	if (len < 4)
+		return fail(err, errlen, "message of %zu bytes is too short",
+		    len);
+	if (p[0] != WIRE_MAGIC0 || p[1] != WIRE_MAGIC1)
+		return fail(err, errlen, "bad magic 0x%02x%02x at offset 0",
+		    p[0], p[1]);
+	if (p[2] != WIRE_VERSION)
+		return fail(err, errlen,
+		    "unsupported protocol version %u at offset 2", p[2]);
+	if (p[3] != WIRE_BATCH)
+		return fail(err, errlen,
+		    "unexpected message type %u at offset 3", p[3]);
+	if (len > WIRE_MAX_MESSAGE)
+		return fail(err, errlen, "message of %zu bytes exceeds %u",
+		    len, WIRE_MAX_MESSAGE);
+	if (len < WIRE_BATCH_FIXED + 2)
+		return fail(err, errlen,
+		    "batch truncated at %zu bytes (header needs %d)", len,
+		    WIRE_BATCH_FIXED + 2);
+	if (wire_get32(p + 4) != 0)
+		return fail(err, errlen, "unknown flags 0x%x at offset 4",
+		    wire_get32(p + 4));
+	out->id.incarnation = wire_get64(p + 8);
+	out->seq            = wire_get64(p + 16);
+	out->floor          = wire_get64(p + 24);
+	out->dropped        = wire_get64(p + 32);
+	out->id.start_ns    = wire_get64(p + 40);
+	out->id.pid         = wire_get32(p + 48);
+	out->id.rank        = (int32_t) wire_get32(p + 52);
+	out->id.local_rank  = (int32_t) wire_get32(p + 56);
+	out->id.world_size  = (int32_t) wire_get32(p + 60);
+	if (out->seq == 0)
+		return fail(err, errlen, "batch sequence 0 at offset 16");
+	if (out->floor > out->seq)
+		return fail(err, errlen,
+		    "floor %llu above sequence %llu at offset 24",
+		    (unsigned long long) out->floor,
+		    (unsigned long long) out->seq);
+	if (out->id.rank < -1 || out->id.local_rank < -1 ||
+	    out->id.world_size < -1)
+		return fail(err, errlen, "negative rank at offset 52");
+
+	off             = WIRE_BATCH_FIXED;
+	out->id.run_len = wire_get16(p + off);
+	off += 2;
+	if (out->id.run_len > len - off)
+		return fail(err, errlen,
+		    "run name of %u bytes overruns message at offset %zu",
+		    out->id.run_len, off - 2);
+	out->id.run = (const char *) p + off;
+	if (wire_name_check(out->id.run, out->id.run_len, WIRE_RUN_MAX) != 0)
+		return fail(err, errlen,
+		    "invalid run name at offset %zu (empty, over %d bytes, "
+		    "not UTF-8 or control characters)",
+		    off, WIRE_RUN_MAX);
+	off += out->id.run_len;
+
+	if (len - off < 2)
+		return fail(err, errlen, "truncated at offset %zu (host)", off);
+	out->id.host_len = wire_get16(p + off);
+	off += 2;
+	if (out->id.host_len > len - off)
+		return fail(err, errlen,
+		    "host name of %u bytes overruns message at offset %zu",
+		    out->id.host_len, off - 2);
+	out->id.host = (const char *) p + off;
+	if (wire_name_check(out->id.host, out->id.host_len, WIRE_HOST_MAX) !=
+	    0)
+		return fail(err, errlen, "invalid host name at offset %zu",
+		    off);
+	off += out->id.host_len;
+
+	if (len - off < 2)
+		return fail(err, errlen, "truncated at offset %zu (names)",
+		    off);
+	out->nnames = wire_get16(p + off);
+	off += 2;
+	out->names = p + off;
+	for (uint32_t i = 0; i < out->nnames; i++) {
+		size_t nl;
+
+		if (len - off < 1)
+			return fail(err, errlen,
+			    "name table truncated at offset %zu (name %u)",
+			    off, i);
+		nl = p[off];
+		if (nl > len - off - 1)
+			return fail(err, errlen,
+			    "name %u of %zu bytes overruns message at "
+			    "offset %zu",
+			    i, nl, off);
+		if (wire_name_check((const char *) p + off + 1, nl,
+			WIRE_NAME_MAX) != 0)
+			return fail(err, errlen,
+			    "invalid metric name %u at offset %zu (empty, "
+			    "not UTF-8 or control characters)",
+			    i, off);
+		off += 1 + nl;
+	}
+
+	if (len - off < 4)
+		return fail(err, errlen, "truncated at offset %zu (samples)",
+		    off);
+	out->nsamples = wire_get32(p + off);
+	off += 4;
+	if ((uint64_t) out->nsamples * WIRE_SAMPLE_SIZE != len - off)
+		return fail(err, errlen,
+		    "%u samples need %llu bytes at offset %zu, message has "
+		    "%zu",
+		    out->nsamples,
+		    (unsigned long long) out->nsamples * WIRE_SAMPLE_SIZE,
+		    off, len - off);
+	out->samples = p + off;
+	for (uint32_t i = 0; i < out->nsamples; i++) {
+		uint16_t ni = wire_get16(out->samples + i * WIRE_SAMPLE_SIZE);
+
+		if (ni >= out->nnames)
+			return fail(err, errlen,
+			    "sample %u names metric %u of %u at offset %zu",
+			    i, ni, out->nnames,
+			    off + (size_t) i * WIRE_SAMPLE_SIZE);
+	}
+	return 0;
+}
+
+void
+wire_batch_sample(const wire_batch *b, uint32_t i, wire_sample *out)
+{
+	const uint8_t *p = b->samples + (size_t) i * WIRE_SAMPLE_SIZE;
+	uint64_t       bits;
+
+	out->name    = wire_get16(p);
+	out->step    = wire_get64(p + 2);
+	out->time_ns = (int64_t) wire_get64(p + 10);
+	bits         = wire_get64(p + 18);
+	memcpy(&out->value, &bits, 8);
+}
+
+const char *
+wire_names_next(const wire_batch *b, size_t *off, size_t *len)
+{
+	const uint8_t *p;
+
+	/* The table was validated: walking it cannot overrun. */
+	if (*off == SIZE_MAX)
+		return NULL;
+	p = b->names + *off;
+	if (p >= b->samples - 4) {
+		*off = SIZE_MAX;
+		return NULL;
+	}
+	*len = p[0];
+	*off += 1 + p[0];
+	return (const char *) p + 1;
+}
+
+const char *
+wire_batch_name(const wire_batch *b, uint16_t i, size_t *len)
+{
+	size_t      off = 0;
+	const char *s   = NULL;
+
+	for (uint32_t k = 0; k <= i; k++) {
+		s = wire_names_next(b, &off, len);
+		if (s == NULL)
+			return NULL;
+	}
+	return s;
+}
+
+void
+wire_ack_encode(uint8_t *buf, const wire_ack *a)
+{
+	buf[0] = WIRE_MAGIC0;
+	buf[1] = WIRE_MAGIC1;
+	buf[2] = WIRE_VERSION;
+	buf[3] = WIRE_ACK;
+	wire_put32(buf + 4, a->status);
+	wire_put64(buf + 8, a->incarnation);
+	wire_put64(buf + 16, a->seq);
+}
+
+int
+wire_ack_decode(const void *buf, size_t len, wire_ack *out)
+{
+	const uint8_t *p = buf;
+
+	if (len != WIRE_ACK_SIZE || p[0] != WIRE_MAGIC0 ||
+	    p[1] != WIRE_MAGIC1 || p[2] != WIRE_VERSION || p[3] != WIRE_ACK)
+		return -1;
+	out->status      = wire_get32(p + 4);
+	out->incarnation = wire_get64(p + 8);
+	out->seq         = wire_get64(p + 16);
+	if (out->status > WIRE_ACK_REJECTED)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,143 @@
+/*
+ * wire: the binary protocol between emitters and the collector.
+ * docs/protocol.md is the normative description; this module encodes and
+ * validates it. Integers are little-endian.
+ */
+#ifndef WIRE_H
+#define WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WIRE_MAGIC0 'V'
+#define WIRE_MAGIC1 'T'
+#define WIRE_VERSION 1
+
+enum wire_type {
+	WIRE_BATCH = 1,
+	WIRE_ACK   = 2,
+};
+
+/* ACK status values. */
+enum wire_ack_status {
+	WIRE_ACK_STORED    = 0, /* committed in this acknowledgement */
+	WIRE_ACK_DUPLICATE = 1, /* was already stored; discarded */
+	WIRE_ACK_REJECTED  = 2, /* malformed: never send it again */
+};
+
+#define WIRE_BATCH_FIXED 64 /* bytes before the run name */
+#define WIRE_SAMPLE_SIZE 26 /* u16 name, u64 step, i64 time, f64 value */
+#define WIRE_ACK_SIZE 24
+#define WIRE_NAME_MAX 255
+#define WIRE_RUN_MAX 128
+#define WIRE_HOST_MAX 255
+#define WIRE_MAX_MESSAGE (16u << 20)
+
+/* Identity of an emitter, repeated in every batch so that a batch stands
+ * alone (the collector may have restarted since the last one). */
+typedef struct wire_ident {
+	uint64_t    incarnation;
+	uint64_t    start_ns; /* when the emitter was opened */
+	uint32_t    pid;
+	int32_t     rank;
+	int32_t     local_rank;
+	int32_t     world_size;
+	const char *run; /* borrowed; not NUL-terminated when decoded */
+	uint16_t    run_len;
+	const char *host;
+	uint16_t    host_len;
+} wire_ident;
+
+typedef struct wire_sample {
+	uint16_t name; /* index into the batch's name table */
+	uint64_t step;
+	int64_t  time_ns;
+	double   value;
+} wire_sample;
+
+/* A decoded batch: a view into the message buffer, valid while it is. */
+typedef struct wire_batch {
+	wire_ident     id;
+	uint64_t       seq;
+	uint64_t       floor;   /* all seqs below are settled at the emitter */
+	uint64_t       dropped; /* cumulative samples dropped by the emitter */
+	uint16_t       nnames;
+	const uint8_t *names; /* nnames x (u8 len, bytes) */
+	uint32_t       nsamples;
+	const uint8_t *samples; /* nsamples x WIRE_SAMPLE_SIZE */
+} wire_batch;
+
+typedef struct wire_ack {
+	uint32_t status;
+	uint64_t incarnation;
+	uint64_t seq;
+} wire_ack;
+
+/* Little-endian stores and loads on unaligned memory. */
+void     wire_put16(uint8_t *p, uint16_t v);
+void     wire_put32(uint8_t *p, uint32_t v);
+void     wire_put64(uint8_t *p, uint64_t v);
+uint16_t wire_get16(const uint8_t *p);
+uint32_t wire_get32(const uint8_t *p);
+uint64_t wire_get64(const uint8_t *p);
+
+/*
+ * Check that [s, s+len) is a valid name: 1..max bytes of UTF-8 without
+ * control characters (C0, DEL) and without the NUL byte.
+ * Returns 0 if valid, else -1.
+ */
+int wire_name_check(const char *s, size_t len, size_t max);
+
+/*
+ * Size of the batch header for this identity and name table, i.e. the
+ * offset of the first sample. names_bytes is the sum of (1 + len) over the
+ * names.
+ */
+size_t wire_batch_header_size(const wire_ident *id, size_t names_bytes);
+
+/*
+ * Write a batch header into buf (which must hold
+ * wire_batch_header_size() bytes). The name table is written by the caller
+ * with wire_put_name() right after, then nsamples samples with
+ * wire_put_sample(). Returns the offset after the header's fixed part and
+ * identity strings (where the name count goes).
+ */
+size_t wire_put_batch_head(uint8_t *buf, const wire_ident *id, uint64_t seq,
+    uint64_t floor, uint64_t dropped);
+/* Writes the name count at *off, advancing it. */
+void wire_put_names_count(uint8_t *buf, size_t *off, uint16_t n);
+/* Writes one name (u8 length, bytes) at *off, advancing it. */
+void wire_put_name(uint8_t *buf, size_t *off, const char *name, size_t len);
+/* Writes the sample count at *off, advancing it. */
+void wire_put_samples_count(uint8_t *buf, size_t *off, uint32_t n);
+/* Writes one sample at *off, advancing it. */
+void wire_put_sample(uint8_t *buf, size_t *off, const wire_sample *s);
+
+/*
+ * Validate and decode a batch. Every length, count, name and index is
+ * checked against len; nothing is trusted. On failure returns -1 and
+ * writes a one-line reason to err (with the byte offset).
+ */
+int wire_batch_decode(
+    const void *buf, size_t len, wire_batch *out, char *err, size_t errlen);
+
+/* Sample i of a decoded batch (i < nsamples). */
+void wire_batch_sample(const wire_batch *b, uint32_t i, wire_sample *out);
+
+/*
+ * Name i of a decoded batch: sets *len and returns a pointer into the
+ * message (not NUL-terminated). Walks the table: O(i). Callers that need
+ * every name use wire_names_next().
+ */
+const char *wire_batch_name(const wire_batch *b, uint16_t i, size_t *len);
+
+/* Iterate the name table: *off starts at 0. Returns the name and its
+ * length, or NULL after the last one. */
+const char *wire_names_next(const wire_batch *b, size_t *off, size_t *len);
+
+/* Encode an ACK into buf[WIRE_ACK_SIZE]. */
+void wire_ack_encode(uint8_t *buf, const wire_ack *a);
+/* Decode an ACK; -1 if malformed. */
+int wire_ack_decode(const void *buf, size_t len, wire_ack *out);
+
+#endif /* WIRE_H */
