@@ -10,7 +10,8 @@
  *
  * all rounded to float32 precision ((double)(float)x, what loss.item()
  * returns), each at step intervals of 100 ms, 300 ms and 1 s with 1%
- * Gaussian jitter in ns. Times are encoded raw and rounded to 1 us and
+ * Gaussian jitter in ns, and once in 1000 steps a pause of up to a minute
+ * (an eval, a checkpoint). Times are encoded raw and rounded to 1 us and
  * 1 ms (as a caller choosing that quantum would). The figures: bytes per
  * sample including block headers, the bits per sample of each field, and
  * encode / decode rates in million samples per second on one core.
@@ -90,6 +91,8 @@ gen_series(sample *out, int kind, int64_t interval, uint64_t seed)
 
 		t += (int64_t) llround((double) interval *
 		    (1 + 0.01 * rng_normal(&s)));
+		if (rng_unit(&s) < 0.001) /* an eval or a checkpoint */
+			t += (int64_t) (rng_unit(&s) * 60e9);
 		switch (kind) {
 		case 0:
 			v = 2.5 * pow((double) step, -0.1) *

@@ -17,24 +17,48 @@
 /* Bits of stream a block can hold after its header. */
 #define STREAM_BITS ((BLOCK_MAX_BYTES - BLOCK_HEADER_SIZE) * 8)
 /* Rice quotients from QMAX up are written as an escape instead. */
+#ifndef QMAX
 #define QMAX 16
+#endif
 /* The running mean of a stream covers about 2^MEAN_W samples. */
+#ifndef MEAN_W
 #define MEAN_W 4
+#endif
+#ifndef RICE_C
+#define RICE_C 1
+#endif
 /* A residual counts at most this much in the running mean. */
 #define MEAN_CAP ((uint64_t) 1 << 56)
 /* The value shift goes up only when a residual has this many more
  * trailing zeros than the current shift: raising it costs an escape now
  * and probably another one to lower it again. */
+#ifndef SHIFT_RAISE
 #define SHIFT_RAISE 12
+#endif
+/* Likewise the time unit goes up only for a residual divisible by 1000
+ * units; it goes up to at most 10^UNIT_MAX ns (fits an int64). */
+#define UNIT_RAISE 3
+#define UNIT_MAX 18
+/* Bits of the new unit (times) and shift (values) in an escape. */
+#define UNIT_BITS 5
+#define SHIFT_BITS 6
 
 enum { F_STEP, F_TIME, F_VALUE };
 
+/* Bits of the bit length (0..64) of an escaped residual. */
+#define LEN_BITS 7
 /* Bits of the first sample (its value, verbatim) and the largest number of
- * bits any later sample can take: three escapes, each QMAX zeros, a 6-bit
- * length and up to 63 bits, plus the 6-bit shift of the value escape.
- * Documented; the append check computes the exact size instead. */
+ * bits any later sample can take: three escapes, each QMAX zeros, a 7-bit
+ * length and up to 63 bits, plus the unit and shift fields of the time and
+ * value escapes (269 bits). The append check computes the exact size. */
 #define FIRST_SAMPLE_BITS 64
-#define SAMPLE_MAX_BITS (3 * (QMAX + 6 + 63) + 6)
+#define SAMPLE_MAX_BITS (3 * (QMAX + LEN_BITS + 63) + UNIT_BITS + SHIFT_BITS)
+
+static const uint64_t pow10[UNIT_MAX + 1] = { 1, 10, 100, 1000, 10000,
+	100000, 1000000, 10000000, 100000000, 1000000000, 10000000000,
+	100000000000, 1000000000000, 10000000000000, 100000000000000,
+	1000000000000000, 10000000000000000, 100000000000000000,
+	1000000000000000000 };
 
 _Static_assert(STREAM_BITS < 65536, "bit count must fit the u16 header");
 
@@ -67,6 +91,19 @@ static int64_t
 to_i64(uint64_t u)
 {
 	return u <= INT64_MAX ? (int64_t) u : -(int64_t) ~u - 1;
+}
+
+/* Decimal trailing zeros of x != 0, at most UNIT_MAX. */
+static unsigned
+dec_tz(int64_t x)
+{
+	unsigned n = 0;
+
+	while (n < UNIT_MAX && x % 10 == 0) {
+		x /= 10;
+		n++;
+	}
+	return n;
 }
 
 static uint64_t
@@ -105,7 +142,7 @@ put_le(uint8_t *p, uint64_t v, int n)
 static unsigned
 rice_k(uint64_t mean)
 {
-	return bitlen(mean >> (MEAN_W + 1));
+	return bitlen(mean >> (MEAN_W + RICE_C));
 }
 
 static uint64_t
@@ -114,16 +151,17 @@ mean_next(uint64_t mean, uint64_t u)
 	return mean - (mean >> MEAN_W) + (u < MEAN_CAP ? u : MEAN_CAP);
 }
 
-/* Size in bits of the Rice code of u with parameter k; `extra` is what an
- * escape carries besides the length and the bits (the value shift). */
+/* Size in bits of the code of u with Rice parameter k; an escape (forced
+ * by `change`) carries a scale field of scale_bits besides the length and
+ * the bits. */
 static unsigned
-rice_bits(uint64_t u, unsigned k, unsigned extra)
+rice_bits(uint64_t u, unsigned k, unsigned scale_bits, int change)
 {
 	uint64_t q = u >> k;
 
-	if (q < QMAX)
+	if (q < QMAX && !change)
 		return (unsigned) q + 1 + k;
-	return QMAX + extra + 6 + bitlen(u) - 1;
+	return QMAX + scale_bits + LEN_BITS + (u ? bitlen(u) - 1 : 0);
 }
 
 /* The model after the first sample of a block. */
@@ -134,24 +172,68 @@ model_start(block_model *m, uint64_t step, uint64_t time, uint64_t value)
 	m->step  = step;
 	m->time  = time;
 	m->value = value;
+	m->value2 = value;
+	m->vema = value;
+}
+
+static uint64_t
+__attribute__((unused)) snap(uint64_t p, uint64_t m1, unsigned s)
+{
+	return m1 + ((p - m1) & ~((((uint64_t) 1) << s) - 1));
+}
+
+#ifndef VPRED
+#define VPRED 0
+#endif
+#ifndef VA
+#define VA 3
+#endif
+static uint64_t
+vpredict(const block_model *m, unsigned s)
+{
+#if VPRED == 0
+	(void) s;
+	return m->value;
+#elif VPRED == 1
+	return snap(m->vema, m->value, s);
+#else
+	const uint32_t *sc = m->vscore;
+	if (sc[0] <= sc[1] && sc[0] <= sc[2])
+		return m->value;
+	if (sc[1] <= sc[2])
+		return snap(2 * m->value - m->value2, m->value, s);
+	return snap(m->vema, m->value, s);
+#endif
+}
+
+static void
+vtrack(block_model *m, uint64_t v)
+{
+	uint64_t p[3] = { m->value, 2 * m->value - m->value2, m->vema };
+	for (int i = 0; i < 3; i++)
+		m->vscore[i] += bitlen(zigzag(v - p[i])) - (m->vscore[i] >> 3);
+	m->vema += asr(v - m->vema, VA);
+	m->value2 = m->value;
+	m->value = v;
 }
 
 /*
- * Advance the model by one sample given its three residuals and the value
- * shift it was coded with. Shared by encoder and decoder. Returns -1 when
+ * Advance the model by one sample given its three residuals and the time
+ * unit and value shift they were coded with. Shared by encoder and decoder. Returns -1 when
  * the step would wrap around (only a corrupt block does that), else 0.
  */
 static int
 model_advance(block_model *m, uint64_t us, uint64_t ut, uint64_t uv,
-    unsigned shift)
+    unsigned unit, unsigned shift)
 {
 	uint64_t prev = m->step;
 
 	m->step_delta += unzigzag(us);
 	m->step += m->step_delta;
-	m->time_delta += unzigzag(ut);
+	m->time_delta += unzigzag(ut) * pow10[unit];
 	m->time += m->time_delta;
-	m->value += unzigzag(uv) << shift;
+	vtrack(m, vpredict(m, shift) + (unzigzag(uv) << shift));
+	m->unit          = unit;
 	m->shift         = shift;
 	m->mean[F_STEP]  = mean_next(m->mean[F_STEP], us);
 	m->mean[F_TIME]  = mean_next(m->mean[F_TIME], ut);
@@ -189,16 +271,17 @@ put_long(block_enc *e, uint64_t v, unsigned n)
 }
 
 /* Write u as a Rice code with parameter k, or as an escape when the
- * quotient is QMAX or more (always for a value whose shift changes, which
- * passes shift >= 0; other streams and unchanged shifts pass -1 and
- * escape only for big quotients). */
+ * quotient is QMAX or more or the scale changes (`change`): QMAX zeros, the
+ * scale in scale_bits bits, the bit length of u less one in 6 bits and the
+ * bits of u below its leading one. */
 static void
-put_rice(block_enc *e, uint64_t u, unsigned k, int shift, int value_stream)
+put_rice(block_enc *e, uint64_t u, unsigned k, unsigned scale_bits,
+    unsigned scale, int change)
 {
 	uint64_t q = u >> k;
 	unsigned n;
 
-	if (q < QMAX && shift < 0) {
+	if (q < QMAX && !change) {
 		uint64_t low = u & (((uint64_t) 1 << k) - 1);
 		if (q + 1 + k <= 57) {
 			put_bits(e, (uint64_t) 1 << k | low, (unsigned) q + 1 + k);
@@ -209,12 +292,41 @@ put_rice(block_enc *e, uint64_t u, unsigned k, int shift, int value_stream)
 		return;
 	}
 	e->bits += QMAX; /* the buffer past the stream is zero */
-	if (value_stream)
-		put_bits(e, (unsigned) (shift < 0 ? (int) e->m.shift : shift),
-		    6);
+	put_bits(e, scale, scale_bits);
 	n = bitlen(u);
-	put_bits(e, n - 1, 6);
-	put_long(e, u & (((uint64_t) 1 << (n - 1)) - 1), n - 1);
+	put_bits(e, n, LEN_BITS);
+	if (n > 1)
+		put_long(e, u & (((uint64_t) 1 << (n - 1)) - 1), n - 1);
+}
+
+/*
+ * The zigzagged time residual: the delta-of-delta dod counted in the
+ * current unit. The unit goes down when dod is not a multiple of it, and
+ * up when dod is a multiple of 1000 units (times the caller rounded to
+ * us or ms settle on that unit after one or two samples; raw ns times
+ * almost never leave unit 1).
+ */
+static uint64_t
+time_residual(const block_model *m, int64_t dod, unsigned *unit, int *change)
+{
+	int64_t x = dod;
+
+	*unit   = m->unit;
+	*change = 0;
+	if (dod == 0)
+		return 0;
+	if (*unit > 0) {
+		x = dod / (int64_t) pow10[*unit];
+		if (x * (int64_t) pow10[*unit] != dod)
+			goto rescale;
+	}
+	if (x % 1000 == 0 && *unit + UNIT_RAISE <= UNIT_MAX)
+		goto rescale;
+	return zigzag((uint64_t) x);
+rescale:
+	*unit   = dec_tz(dod);
+	*change = 1;
+	return zigzag((uint64_t) (dod / (int64_t) pow10[*unit]));
 }
 
 void
@@ -235,8 +347,8 @@ block_enc_append(block_enc *e, uint64_t step, int64_t time_ns, double v)
 {
 	block_model *m = &e->m;
 	uint64_t     bits, us, ut, uv, r;
-	unsigned     shift, ks, kt, kv, cs, ct, cv;
-	int          change = 0;
+	unsigned     unit, shift, ks, kt, kv, cs, ct, cv;
+	int          tchange, vchange = 0;
 
 	memcpy(&bits, &v, sizeof bits);
 	if (e->count == 0) {
@@ -251,31 +363,34 @@ block_enc_append(block_enc *e, uint64_t step, int64_t time_ns, double v)
 	if (step < m->step)
 		return BLOCK_ORDER;
 
-	us    = zigzag(step - m->step - m->step_delta);
-	ut    = zigzag((uint64_t) time_ns - m->time - m->time_delta);
+	us = zigzag(step - m->step - m->step_delta);
+	ut = time_residual(m, to_i64((uint64_t) time_ns - m->time -
+	                          m->time_delta),
+	    &unit, &tchange);
 	r     = bits - m->value;
 	shift = m->shift;
 	if (r != 0) {
 		unsigned t = (unsigned) __builtin_ctzll(r);
 		if (t < shift || t >= shift + SHIFT_RAISE) {
-			shift  = t;
-			change = 1;
+			shift   = t;
+			vchange = 1;
 		}
 	}
+	r = bits - vpredict(m, shift);
 	uv = zigzag(asr(r, shift));
 	ks = rice_k(m->mean[F_STEP]);
 	kt = rice_k(m->mean[F_TIME]);
 	kv = rice_k(m->mean[F_VALUE]);
-	cs = rice_bits(us, ks, 0);
-	ct = rice_bits(ut, kt, 0);
-	cv = change ? QMAX + 6 + 6 + bitlen(uv) - 1 : rice_bits(uv, kv, 6);
+	cs = rice_bits(us, ks, 0, 0);
+	ct = rice_bits(ut, kt, UNIT_BITS, tchange);
+	cv = rice_bits(uv, kv, SHIFT_BITS, vchange);
 	if (e->bits + cs + ct + cv > STREAM_BITS)
 		return BLOCK_FULL;
 
-	put_rice(e, us, ks, -1, 0);
-	put_rice(e, ut, kt, -1, 0);
-	put_rice(e, uv, kv, change ? (int) shift : -1, 1);
-	model_advance(m, us, ut, uv, shift);
+	put_rice(e, us, ks, 0, 0, 0);
+	put_rice(e, ut, kt, UNIT_BITS, unit, tchange);
+	put_rice(e, uv, kv, SHIFT_BITS, shift, vchange);
+	model_advance(m, us, ut, uv, unit, shift);
 	e->field_bits[F_STEP] += cs;
 	e->field_bits[F_TIME] += ct;
 	e->field_bits[F_VALUE] += cv;
@@ -423,10 +538,10 @@ get_long(block_dec *d, unsigned n)
 	return hi | get_bits(d, n);
 }
 
-/* Read a Rice code with parameter k. In the value stream (shift != NULL)
- * an escape starts with the new value shift. */
+/* Read a Rice code with parameter k. An escape starts with the scale
+ * (time unit, value shift) in scale_bits bits, stored in *scale. */
 static uint64_t
-get_rice(block_dec *d, unsigned k, unsigned *shift)
+get_rice(block_dec *d, unsigned k, unsigned scale_bits, unsigned *scale)
 {
 	uint64_t w = peek(d);
 	unsigned q = w ? (unsigned) __builtin_clzll(w) : 64;
@@ -442,9 +557,13 @@ get_rice(block_dec *d, unsigned k, unsigned *shift)
 		return (uint64_t) q << k | get_long(d, k);
 	}
 	d->bitpos += QMAX;
-	if (shift != NULL)
-		*shift = (unsigned) get_bits(d, 6);
-	n = (unsigned) get_bits(d, 6) + 1;
+	if (scale_bits)
+		*scale = (unsigned) get_bits(d, scale_bits);
+	n = (unsigned) get_bits(d, LEN_BITS);
+	if (n == 0 || n > 64) {
+		d->bad |= n > 64;
+		return 0;
+	}
 	return (uint64_t) 1 << (n - 1) | get_long(d, n - 1);
 }
 
@@ -464,28 +583,28 @@ dec_sample(block_dec *d, uint32_t *split)
 	if (d->left == 0)
 		return 0;
 	if (d->index == 0) {
-		m->value = get_long(d, 64);
+		model_start(m, m->step, m->time, get_long(d, 64));
 		if (split)
 			split[F_VALUE] += FIRST_SAMPLE_BITS;
 	} else {
 		uint32_t p0 = d->bitpos, p1, p2;
-		unsigned shift = m->shift;
+		unsigned unit = m->unit, shift = m->shift, none = 0;
 		uint64_t us, ut, uv;
 
-		us = get_rice(d, rice_k(m->mean[F_STEP]), NULL);
+		us = get_rice(d, rice_k(m->mean[F_STEP]), 0, &none);
 		p1 = d->bitpos;
-		ut = get_rice(d, rice_k(m->mean[F_TIME]), NULL);
+		ut = get_rice(d, rice_k(m->mean[F_TIME]), UNIT_BITS, &unit);
 		p2 = d->bitpos;
-		uv = get_rice(d, rice_k(m->mean[F_VALUE]), &shift);
+		uv = get_rice(d, rice_k(m->mean[F_VALUE]), SHIFT_BITS, &shift);
 		if (split) {
 			split[F_STEP] += p1 - p0;
 			split[F_TIME] += p2 - p1;
 			split[F_VALUE] += d->bitpos - p2;
 		}
-		if (model_advance(m, us, ut, uv, shift) != 0)
+		if (unit > UNIT_MAX || model_advance(m, us, ut, uv, unit, shift))
 			goto fail;
 	}
-	if (d->bitpos > d->bitend)
+	if (d->bad || d->bitpos > d->bitend)
 		goto fail;
 	d->index++;
 	if (--d->left == 0 &&

@@ -59,13 +59,12 @@ scan_series_of(
 	MDB_val     k, v;
 	size_t      rl = run ? strlen(run) : 0;
 	int         rc, op = MDB_FIRST;
+	uint8_t     key[STORE_KEY_MAX];
 
 	if ((rc = mdb_cursor_open(txn, st->series, &cur)) != 0)
 		return store_fail(st, rc, "reading series");
 	if (run != NULL) {
 		/* The series of a run start at "run\0". */
-		uint8_t key[STORE_KEY_MAX];
-
 		if (rl > 128) {
 			mdb_cursor_close(cur);
 			return 0;

@@ -101,9 +101,9 @@ open_dbs(store *st, char *err, size_t errlen)
 		mdb_txn_abort(txn);
 		goto fail;
 	}
-	if (st->flags & STORE_RDONLY)
-		mdb_txn_abort(txn);
-	else if ((rc = mdb_txn_commit(txn)) != 0)
+	/* Committed even when read-only: an aborted transaction would
+	 * close the database handles it opened. */
+	if ((rc = mdb_txn_commit(txn)) != 0)
 		goto fail;
 	return 0;
 fail:

@@ -1,0 +1,750 @@
+#include "emitter/io.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "emitter/clock.h"
+#include "wire/wire.h"
+
+/* Poll timeouts: short while samples flow, longer when idle. Either way
+ * the ring is looked at every few ms; producers never signal us. */
+#define POLL_BUSY_MS 1
+#define POLL_IDLE_MS 4
+
+#define RTO_INIT_NS 1000000000LL
+#define RTO_MIN_NS 500000000LL
+#define RTO_MAX_NS 5000000000LL
+
+/* A batch's bytes, shared with ZeroMQ: one reference for the window, one
+ * per message queued in ZeroMQ (released on ZeroMQ's own thread). */
+typedef struct bbuf {
+	atomic_uint refs;
+	size_t      len;
+	uint8_t     data[];
+} bbuf;
+
+/* One entry of the window of unacknowledged batches. */
+typedef struct batch {
+	bbuf    *buf; /* NULL once settled */
+	uint64_t seq;
+	uint64_t pos_start, pos_end; /* ring positions it holds */
+	uint64_t dropped;            /* the count in its header */
+	uint32_t n;
+	unsigned sends;
+	int64_t  first_send, last_send; /* monotonic ns */
+	int      done;                  /* acknowledged (or rejected) */
+} batch;
+
+/* A sample staged for the batch being built. */
+typedef struct staged {
+	uint16_t name; /* index in the batch's name table */
+	uint64_t step;
+	int64_t  time_ns;
+	double   value;
+} staged;
+
+struct vte_io {
+	/* Set before the thread starts, read-only after. */
+	char            *endpoint;
+	vte_ring        *ring;
+	vte_names       *names;
+	const vte_ident *ident;
+	size_t           budget;
+	int64_t          flush_ns;
+	int              tsc;
+	pthread_t        thread;
+	int              efd; /* wakes the thread: flush requests, stop */
+
+	/* Startup handshake and flush waiters. */
+	pthread_mutex_t mu;
+	pthread_cond_t  cond; /* CLOCK_MONOTONIC */
+	int             started; /* under mu */
+	int             start_rc;
+	char            start_err[160];
+	int             waiters; /* under mu */
+
+	atomic_int                    stop;
+	_Alignas(64) _Atomic uint64_t flush_pos;  /* requested targets */
+	_Atomic uint64_t              flush_drop;
+	_Alignas(64) _Atomic uint64_t settled_pos; /* published progress */
+	_Atomic uint64_t              settled_drop;
+	_Alignas(64) _Atomic uint64_t st_sent;
+	_Atomic uint64_t              st_acked;
+	_Atomic uint64_t              st_resent;
+	_Atomic uint64_t              st_rejected;
+
+	/* I/O thread only. */
+	void     *zctx, *zsock;
+	vte_clock clock;
+	batch     win[VTE_IO_WINDOW];
+	uint64_t  base;     /* oldest unsettled seq (== next_seq if none) */
+	uint64_t  next_seq; /* seq of the next batch sealed */
+	size_t    unacked_bytes;
+	int64_t   srtt, rto;
+	int       want_pollout;
+
+	staged    *stg;   /* VTE_IO_BATCH_MAX */
+	vte_name **order; /* the batch's name table, in index order */
+	uint32_t   nstg;
+	uint32_t   nnames;
+	size_t     names_bytes;
+	uint32_t   gen;
+	uint64_t   stg_pos;   /* ring position of the first staged sample */
+	int64_t    stg_since; /* when the first staged sample was seen */
+	uint64_t   last_drop; /* dropped count in the newest batch */
+	int64_t    last_seal;
+	uint64_t   pub_pos, pub_drop; /* last values published */
+};
+
+static void
+bbuf_unref(bbuf *b)
+{
+	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+		free(b);
+}
+
+/* ZeroMQ's free function for a zero-copy message: runs on a ZeroMQ
+ * thread when it no longer needs the bytes. */
+static void
+zmq_release(void *data, void *hint)
+{
+	(void) data;
+	bbuf_unref(hint);
+}
+
+static void
+wake(vte_io *io)
+{
+	uint64_t one = 1;
+
+	/* Only fails if the counter would overflow: it is then readable. */
+	if (write(io->efd, &one, sizeof(one)) < 0)
+		return;
+}
+
+static void
+atomic_max_u64(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
+
+	while (cur < v && !atomic_compare_exchange_weak_explicit(a, &cur, v,
+			      memory_order_release, memory_order_relaxed))
+		;
+}
+
+static void
+stat_add(_Atomic uint64_t *a, uint64_t v)
+{
+	atomic_fetch_add_explicit(a, v, memory_order_relaxed);
+}
+
+/* ---- building batches -------------------------------------------------- */
+
+static size_t
+staged_bytes(const vte_io *io)
+{
+	return wire_batch_header_size(&io->ident->w, io->names_bytes) +
+	    (size_t) io->nstg * WIRE_SAMPLE_SIZE;
+}
+
+/*
+ * Whether one more sample may be staged: the batch is not full, there is a
+ * window slot for it, and the budget holds it even if its name is new to
+ * the batch.
+ */
+static int
+can_stage(const vte_io *io)
+{
+	if (io->nstg >= VTE_IO_BATCH_MAX ||
+	    io->next_seq - io->base >= VTE_IO_WINDOW)
+		return 0;
+	return io->unacked_bytes + staged_bytes(io) + WIRE_SAMPLE_SIZE + 1 +
+	    WIRE_NAME_MAX <= io->budget;
+}
+
+static void
+stage(vte_io *io, const vte_ring_slot *s)
+{
+	vte_name *nm = vte_names_get(io->names, s->name & ~VTE_RING_TICKS);
+	staged   *st = &io->stg[io->nstg++];
+
+	if (nm->batch_gen != io->gen) {
+		nm->batch_gen          = io->gen;
+		nm->batch_idx          = (uint16_t) io->nnames;
+		io->order[io->nnames++] = nm;
+		io->names_bytes += 1 + nm->len;
+	}
+	st->name    = nm->batch_idx;
+	st->step    = s->step;
+	st->time_ns = (s->name & VTE_RING_TICKS) ?
+	    vte_clock_to_ns(&io->clock, (uint64_t) s->time) :
+	    s->time;
+	st->value = s->value;
+}
+
+/*
+ * Turn the staged samples (possibly none: a batch that only carries the
+ * dropped count) into the next batch of the window. Callers checked that
+ * the window has room. Returns 0, or -1 if out of memory (the samples stay
+ * staged and sealing is tried again on the next loop).
+ */
+static int
+seal(vte_io *io, int64_t now)
+{
+	const wire_ident *w    = &io->ident->w;
+	size_t            size = staged_bytes(io);
+	uint64_t          dropped = vte_ring_dropped(io->ring);
+	bbuf             *bb   = malloc(sizeof(*bb) + size);
+	batch            *b;
+	size_t            off;
+
+	if (bb == NULL)
+		return -1;
+	atomic_init(&bb->refs, 1);
+	bb->len = size;
+	off     = wire_put_batch_head(bb->data, w, io->next_seq, io->base,
+            dropped);
+	wire_put_names_count(bb->data, &off, (uint16_t) io->nnames);
+	for (uint32_t i = 0; i < io->nnames; i++)
+		wire_put_name(bb->data, &off, io->order[i]->str,
+		    io->order[i]->len);
+	wire_put_samples_count(bb->data, &off, io->nstg);
+	for (uint32_t i = 0; i < io->nstg; i++) {
+		wire_sample ws = { .name = io->stg[i].name,
+			.step          = io->stg[i].step,
+			.time_ns       = io->stg[i].time_ns,
+			.value         = io->stg[i].value };
+
+		wire_put_sample(bb->data, &off, &ws);
+	}
+
+	b             = &io->win[io->next_seq % VTE_IO_WINDOW];
+	b->buf        = bb;
+	b->seq        = io->next_seq;
+	b->pos_start  = io->stg_pos;
+	b->pos_end    = io->ring->deq;
+	b->dropped    = dropped;
+	b->n          = io->nstg;
+	b->sends      = 0;
+	b->first_send = b->last_send = 0;
+	b->done       = 0;
+	io->next_seq++;
+	io->unacked_bytes += size;
+	io->last_drop = dropped;
+	io->last_seal = now;
+
+	io->nstg        = 0;
+	io->nnames      = 0;
+	io->names_bytes = 0;
+	if (++io->gen == 0)
+		io->gen = 1; /* 0 marks names never staged */
+	io->stg_pos   = io->ring->deq;
+	io->stg_since = 0;
+	return 0;
+}
+
+/*
+ * Move samples from the ring into batches while the window and the budget
+ * allow, sealing full batches, then seal a partial batch if its oldest
+ * sample has waited long enough or a flush wants it, and send a batch of
+ * no samples if only the dropped count is new. Returns the number of
+ * samples moved.
+ */
+static uint64_t
+drain(vte_io *io, int64_t now)
+{
+	vte_ring_slot s;
+	uint64_t      moved = 0;
+	uint64_t      dropped;
+
+	for (;;) {
+		while (can_stage(io) && vte_ring_pop(io->ring, &s)) {
+			stage(io, &s);
+			moved++;
+		}
+		if (io->nstg > 0 && io->stg_since == 0)
+			io->stg_since = now;
+		if (io->nstg < VTE_IO_BATCH_MAX || seal(io, now) != 0)
+			break;
+	}
+	if (io->nstg > 0) {
+		if (now - io->stg_since >= io->flush_ns ||
+		    atomic_load_explicit(&io->flush_pos,
+			memory_order_acquire) > io->stg_pos)
+			seal(io, now);
+		return moved;
+	}
+	dropped = vte_ring_dropped(io->ring);
+	if (dropped > io->last_drop &&
+	    io->next_seq - io->base < VTE_IO_WINDOW &&
+	    io->unacked_bytes + staged_bytes(io) <= io->budget &&
+	    (now - io->last_seal >= io->flush_ns ||
+		atomic_load_explicit(&io->flush_drop, memory_order_acquire) >
+		    io->last_drop))
+		seal(io, now);
+	return moved;
+}
+
+/* ---- sending and acknowledgements -------------------------------------- */
+
+/*
+ * Send one batch without blocking. Returns 0 if queued in ZeroMQ, 1 on
+ * EAGAIN (no connection yet, or its queue is full), -1 on another error.
+ */
+static int
+send_batch(vte_io *io, batch *b, int64_t now)
+{
+	zmq_msg_t m;
+
+	/* Only while ZeroMQ holds no copy may the header be rewritten: the
+	 * floor may have risen since the batch was sealed. */
+	if (atomic_load_explicit(&b->buf->refs, memory_order_acquire) == 1)
+		wire_put64(b->buf->data + 24, io->base);
+	atomic_fetch_add_explicit(&b->buf->refs, 1, memory_order_relaxed);
+	if (zmq_msg_init_data(&m, b->buf->data, b->buf->len, zmq_release,
+		b->buf) != 0) {
+		bbuf_unref(b->buf);
+		return -1;
+	}
+	if (zmq_msg_send(&m, io->zsock, ZMQ_DONTWAIT) < 0) {
+		int e = zmq_errno();
+
+		zmq_msg_close(&m); /* releases our extra reference */
+		return e == EAGAIN ? 1 : -1;
+	}
+	if (b->sends == 0) {
+		b->first_send = now;
+		stat_add(&io->st_sent, b->n);
+	} else {
+		stat_add(&io->st_resent, 1);
+	}
+	b->sends++;
+	b->last_send = now;
+	return 0;
+}
+
+/* Send, oldest first, every batch never sent and every batch whose last
+ * send timed out and that ZeroMQ no longer holds. Returns batches sent. */
+static unsigned
+send_due(vte_io *io, int64_t now)
+{
+	unsigned sent = 0;
+
+	io->want_pollout = 0;
+	for (uint64_t s = io->base; s < io->next_seq; s++) {
+		batch *b = &io->win[s % VTE_IO_WINDOW];
+		int    r;
+
+		if (b->done)
+			continue;
+		if (b->sends > 0 &&
+		    (now - b->last_send < io->rto ||
+			atomic_load_explicit(&b->buf->refs,
+			    memory_order_acquire) > 1))
+			continue;
+		r = send_batch(io, b, now);
+		if (r != 0) {
+			io->want_pollout = r == 1;
+			break;
+		}
+		sent++;
+	}
+	return sent;
+}
+
+static void
+settle(vte_io *io, batch *b, uint32_t status, int64_t now)
+{
+	if (status == WIRE_ACK_REJECTED) {
+		stat_add(&io->st_rejected, b->n);
+	} else {
+		stat_add(&io->st_acked, b->n);
+		if (b->dropped > io->pub_drop)
+			io->pub_drop = b->dropped;
+	}
+	/* Karn: only a batch sent once gives an unambiguous round trip. */
+	if (b->sends == 1) {
+		int64_t rtt = now - b->first_send;
+
+		io->srtt = io->srtt == 0 ? rtt : (7 * io->srtt + rtt) / 8;
+		io->rto  = 3 * io->srtt;
+		if (io->rto < RTO_MIN_NS)
+			io->rto = RTO_MIN_NS;
+		if (io->rto > RTO_MAX_NS)
+			io->rto = RTO_MAX_NS;
+	}
+	b->done = 1;
+	io->unacked_bytes -= b->buf->len;
+	bbuf_unref(b->buf);
+	b->buf = NULL;
+}
+
+/* Read every waiting frame; ACKs for this incarnation and an unsettled
+ * seq settle their batch. Anything else (empty delimiter frames, stray
+ * messages) is ignored. */
+static unsigned
+recv_acks(vte_io *io, int64_t now)
+{
+	unsigned n = 0;
+
+	for (;;) {
+		uint8_t  buf[64];
+		wire_ack a;
+		batch   *b;
+		int      len = zmq_recv(io->zsock, buf, sizeof(buf),
+                    ZMQ_DONTWAIT);
+
+		if (len < 0)
+			break;
+		if (len != WIRE_ACK_SIZE ||
+		    wire_ack_decode(buf, (size_t) len, &a) != 0 ||
+		    a.incarnation != io->ident->w.incarnation ||
+		    a.seq < io->base || a.seq >= io->next_seq)
+			continue;
+		b = &io->win[a.seq % VTE_IO_WINDOW];
+		if (b->done)
+			continue;
+		settle(io, b, a.status, now);
+		n++;
+	}
+	while (io->base < io->next_seq &&
+	    io->win[io->base % VTE_IO_WINDOW].done)
+		io->base++;
+	return n;
+}
+
+/* Publish how far samples are settled and wake flushers if it moved. */
+static void
+publish(vte_io *io)
+{
+	uint64_t pos = io->base < io->next_seq ?
+	    io->win[io->base % VTE_IO_WINDOW].pos_start :
+	    io->stg_pos;
+
+	if (pos == io->pub_pos &&
+	    io->pub_drop == atomic_load_explicit(&io->settled_drop,
+				memory_order_relaxed))
+		return;
+	io->pub_pos = pos;
+	atomic_store_explicit(&io->settled_pos, pos, memory_order_release);
+	atomic_store_explicit(
+	    &io->settled_drop, io->pub_drop, memory_order_release);
+	pthread_mutex_lock(&io->mu);
+	if (io->waiters > 0)
+		pthread_cond_broadcast(&io->cond);
+	pthread_mutex_unlock(&io->mu);
+}
+
+/* ---- the thread -------------------------------------------------------- */
+
+/*
+ * Create the context and the DEALER socket and start connecting. On
+ * failure returns VT_ETRANSPORT with detail in io->start_err and leaves
+ * nothing open.
+ */
+static int
+zmq_setup(vte_io *io)
+{
+	const int opts[][2] = {
+		{ ZMQ_LINGER, 0 },
+		/* Queue nothing into a connection not yet made: the window
+		 * is the buffer, and it is resent after a reconnect. */
+		{ ZMQ_IMMEDIATE, 1 },
+		{ ZMQ_RECONNECT_IVL, 100 },
+		{ ZMQ_RECONNECT_IVL_MAX, 1000 },
+		/* Notice a collector that vanished without closing. */
+		{ ZMQ_HEARTBEAT_IVL, 1000 },
+		{ ZMQ_HEARTBEAT_TIMEOUT, 3000 },
+		{ ZMQ_IPV6, 1 },
+	};
+	const char *what;
+
+	io->zctx = zmq_ctx_new();
+	if (io->zctx == NULL) {
+		what = "zmq_ctx_new";
+		goto fail;
+	}
+	io->zsock = zmq_socket(io->zctx, ZMQ_DEALER);
+	if (io->zsock == NULL) {
+		what = "zmq_socket";
+		goto fail_ctx;
+	}
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		if (zmq_setsockopt(io->zsock, opts[i][0], &opts[i][1],
+			sizeof(int)) != 0) {
+			what = "zmq_setsockopt";
+			goto fail_sock;
+		}
+	}
+	if (zmq_connect(io->zsock, io->endpoint) != 0) {
+		what = "zmq_connect";
+		goto fail_sock;
+	}
+	return 0;
+fail_sock:
+	snprintf(io->start_err, sizeof(io->start_err), "%s(\"%s\"): %s", what,
+	    io->endpoint, zmq_strerror(zmq_errno()));
+	zmq_close(io->zsock);
+	zmq_ctx_term(io->zctx);
+	return VT_ETRANSPORT;
+fail_ctx:
+	snprintf(io->start_err, sizeof(io->start_err), "%s: %s", what,
+	    zmq_strerror(zmq_errno()));
+	zmq_ctx_term(io->zctx);
+	return VT_ETRANSPORT;
+fail:
+	snprintf(io->start_err, sizeof(io->start_err), "%s: %s", what,
+	    zmq_strerror(zmq_errno()));
+	return VT_ETRANSPORT;
+}
+
+static void
+run(vte_io *io)
+{
+	int pollout_spun = 0;
+
+	while (!atomic_load_explicit(&io->stop, memory_order_acquire)) {
+		int64_t        now = vte_clock_mono_ns();
+		uint64_t       moved;
+		unsigned       acts;
+		zmq_pollitem_t items[2] = {
+			{ io->zsock, 0, ZMQ_POLLIN, 0 },
+			{ NULL, io->efd, ZMQ_POLLIN, 0 },
+		};
+
+		vte_clock_update(&io->clock);
+		acts  = recv_acks(io, now);
+		moved = drain(io, now);
+		acts += send_due(io, now);
+		publish(io);
+		/* Wait for a connection when a send found none, but do not
+		 * spin if ZeroMQ says writable and still refuses. */
+		if (io->want_pollout && !pollout_spun)
+			items[0].events |= ZMQ_POLLOUT;
+		if (zmq_poll(items, 2,
+			moved > 0 || acts > 0 ? POLL_BUSY_MS : POLL_IDLE_MS) <
+		    0) {
+			if (zmq_errno() == ETERM)
+				break;
+			continue;
+		}
+		pollout_spun = io->want_pollout &&
+		    (items[0].revents & ZMQ_POLLOUT) != 0;
+		if (items[1].revents & ZMQ_POLLIN) {
+			uint64_t v;
+
+			if (read(io->efd, &v, sizeof(v)) < 0)
+				continue; /* EAGAIN: already drained */
+		}
+	}
+}
+
+static void *
+io_main(void *arg)
+{
+	vte_io *io = arg;
+	int     rc = zmq_setup(io);
+
+	/* The first calibration pair predates every tick that will be
+	 * converted: vt_open() returns only after this. */
+	vte_clock_init(&io->clock, io->tsc);
+	io->last_seal = vte_clock_mono_ns();
+	pthread_mutex_lock(&io->mu);
+	io->started  = 1;
+	io->start_rc = rc;
+	pthread_cond_broadcast(&io->cond);
+	pthread_mutex_unlock(&io->mu);
+	if (rc != 0)
+		return NULL;
+	run(io);
+	zmq_close(io->zsock);
+	while (zmq_ctx_term(io->zctx) != 0 && zmq_errno() == EINTR)
+		;
+	return NULL;
+}
+
+/* ---- API --------------------------------------------------------------- */
+
+static void
+io_free(vte_io *io)
+{
+	for (uint64_t s = io->base; s < io->next_seq; s++) {
+		batch *b = &io->win[s % VTE_IO_WINDOW];
+
+		if (b->buf != NULL)
+			bbuf_unref(b->buf);
+	}
+	if (io->efd >= 0)
+		close(io->efd);
+	free(io->order);
+	free(io->stg);
+	free(io->endpoint);
+	free(io);
+}
+
+/*
+ * Allocate io, start the thread with every signal blocked (signals are the
+ * host's business) and wait for its socket. On failure everything is
+ * released and the error returned.
+ */
+int
+vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
+{
+	vte_io            *io;
+	pthread_condattr_t ca;
+	sigset_t           all, old;
+	int                rc = VT_ENOMEM;
+
+	*out = NULL;
+	io   = calloc(1, sizeof(*io));
+	if (io == NULL)
+		goto fail;
+	io->efd      = -1;
+	io->ring     = p->ring;
+	io->names    = p->names;
+	io->ident    = p->ident;
+	io->budget   = p->budget;
+	io->flush_ns = (int64_t) p->flush_interval_ms * 1000000;
+	io->tsc      = p->tsc;
+	io->base = io->next_seq = 1;
+	io->rto                 = RTO_INIT_NS;
+	io->gen                 = 1;
+	io->endpoint            = strdup(p->endpoint);
+	io->stg   = malloc(VTE_IO_BATCH_MAX * sizeof(*io->stg));
+	io->order = malloc(VTE_IO_BATCH_MAX * sizeof(*io->order));
+	if (io->endpoint == NULL || io->stg == NULL || io->order == NULL)
+		goto fail_io;
+	io->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (io->efd < 0) {
+		rc = VT_ETHREAD;
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		goto fail_io;
+	}
+	atomic_init(&io->stop, 0);
+	atomic_init(&io->flush_pos, 0);
+	atomic_init(&io->flush_drop, 0);
+	atomic_init(&io->settled_pos, 0);
+	atomic_init(&io->settled_drop, 0);
+	atomic_init(&io->st_sent, 0);
+	atomic_init(&io->st_acked, 0);
+	atomic_init(&io->st_resent, 0);
+	atomic_init(&io->st_rejected, 0);
+	if (pthread_mutex_init(&io->mu, NULL) != 0)
+		goto fail_io;
+	if (pthread_condattr_init(&ca) != 0)
+		goto fail_mu;
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	rc = pthread_cond_init(&io->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc != 0) {
+		rc = VT_ENOMEM;
+		goto fail_mu;
+	}
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&io->thread, NULL, io_main, io);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		snprintf(err, errlen, "pthread_create: %s", strerror(rc));
+		rc = VT_ETHREAD;
+		goto fail_cond;
+	}
+	pthread_setname_np(io->thread, "vitals-io");
+	pthread_mutex_lock(&io->mu);
+	while (!io->started)
+		pthread_cond_wait(&io->cond, &io->mu);
+	rc = io->start_rc;
+	pthread_mutex_unlock(&io->mu);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s", io->start_err);
+		pthread_join(io->thread, NULL);
+		goto fail_cond;
+	}
+	*out = io;
+	return 0;
+fail_cond:
+	pthread_cond_destroy(&io->cond);
+fail_mu:
+	pthread_mutex_destroy(&io->mu);
+fail_io:
+	io_free(io);
+fail:
+	if (rc == VT_ENOMEM)
+		snprintf(err, errlen, "out of memory starting the I/O thread");
+	return rc;
+}
+
+static int
+flushed(const vte_io *io, uint64_t pos, uint64_t drop)
+{
+	return atomic_load_explicit(&io->settled_pos, memory_order_acquire) >=
+	    pos &&
+	    atomic_load_explicit(&io->settled_drop, memory_order_acquire) >=
+	    drop;
+}
+
+int
+vte_io_flush(vte_io *io, unsigned timeout_ms)
+{
+	uint64_t        pos  = vte_ring_claimed(io->ring);
+	uint64_t        drop = vte_ring_dropped(io->ring);
+	struct timespec deadline;
+	int             rc = 0;
+
+	if (flushed(io, pos, drop))
+		return 0;
+	atomic_max_u64(&io->flush_pos, pos);
+	atomic_max_u64(&io->flush_drop, drop);
+	wake(io);
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&io->mu);
+	io->waiters++;
+	while (!flushed(io, pos, drop)) {
+		if (pthread_cond_timedwait(&io->cond, &io->mu, &deadline) ==
+		    ETIMEDOUT) {
+			if (!flushed(io, pos, drop))
+				rc = VT_ETIMEDOUT;
+			break;
+		}
+	}
+	io->waiters--;
+	pthread_mutex_unlock(&io->mu);
+	return rc;
+}
+
+void
+vte_io_stop(vte_io *io)
+{
+	atomic_store_explicit(&io->stop, 1, memory_order_release);
+	wake(io);
+	pthread_join(io->thread, NULL);
+	pthread_cond_destroy(&io->cond);
+	pthread_mutex_destroy(&io->mu);
+	io_free(io);
+}
+
+void
+vte_io_stats(const vte_io *io, vt_stats *st)
+{
+	st->sent     = atomic_load_explicit(&io->st_sent, memory_order_relaxed);
+	st->acked    = atomic_load_explicit(&io->st_acked, memory_order_relaxed);
+	st->resent   = atomic_load_explicit(&io->st_resent, memory_order_relaxed);
+	st->rejected = atomic_load_explicit(&io->st_rejected,
+	    memory_order_relaxed);
+}

@@ -1,0 +1,77 @@
+/*
+ * io: the emitter's I/O thread. It drains the ring into batches, sends
+ * them to the collector over a ZeroMQ DEALER socket, keeps every batch
+ * until it is acknowledged, and resends what goes unacknowledged.
+ *
+ * Every ZeroMQ call of an emitter happens on this thread, including the
+ * creation and termination of its own context.
+ *
+ * Batches: up to VTE_IO_BATCH_MAX samples, sealed when full, when the
+ * oldest staged sample has waited flush_interval, or at once when a flush
+ * asks for the samples it holds. Sequence numbers start at 1 and increase
+ * by one; at most VTE_IO_WINDOW batches are unacknowledged (the
+ * collector's dedup window), and a batch's floor is the oldest unsettled
+ * sequence. Staged and unacknowledged batches together never exceed the
+ * byte budget; when they would, the thread stops draining the ring, so the
+ * ring fills and producers drop (and count) samples.
+ *
+ * Sending is zero-copy: a batch buffer is reference counted, one reference
+ * held by the window and one per message still queued inside ZeroMQ, so
+ * the memory cap covers what ZeroMQ holds too. A batch is resent when its
+ * last send is older than the resend timeout (three times the smoothed
+ * ack round trip, within [500 ms, 5 s]; 1 s before any ack) and ZeroMQ no
+ * longer holds a copy of it (the copy is dropped when a connection dies).
+ */
+#ifndef VTE_IO_H
+#define VTE_IO_H
+
+#include <stddef.h>
+
+#include "emitter/ident.h"
+#include "emitter/names.h"
+#include "emitter/ring.h"
+#include "vitals.h"
+
+#pragma GCC visibility push(hidden)
+
+#define VTE_IO_BATCH_MAX 4096u
+#define VTE_IO_WINDOW 1024u
+
+typedef struct vte_io vte_io;
+
+typedef struct vte_io_params {
+	const char      *endpoint; /* copied */
+	vte_ring        *ring;     /* borrowed until vte_io_stop() */
+	vte_names       *names;    /* borrowed until vte_io_stop() */
+	const vte_ident *ident;    /* borrowed until vte_io_stop() */
+	size_t           budget;   /* bytes for staged + unacked batches */
+	unsigned         flush_interval_ms;
+	int              tsc; /* ring times are TSC ticks */
+} vte_io_params;
+
+/*
+ * Start the I/O thread; returns once its socket is connecting and its
+ * clock calibration has its first pair (so every timestamp taken after
+ * this returns converts well). Returns 0, VT_ENOMEM, VT_ETRANSPORT (the
+ * endpoint was refused by ZeroMQ) or VT_ETHREAD, with detail in err.
+ */
+int vte_io_start(
+    const vte_io_params *p, vte_io **out, char *err, size_t errlen);
+
+/*
+ * Wait until every sample pushed before the call, and the dropped count
+ * as of the call, are acknowledged, or timeout_ms passes. Returns 0 or
+ * VT_ETIMEDOUT. Thread-safe.
+ */
+int vte_io_flush(vte_io *io, unsigned timeout_ms);
+
+/* Stop the thread, close the socket (linger 0), terminate the context and
+ * free io. Unacknowledged batches are discarded. */
+void vte_io_stop(vte_io *io);
+
+/* Fill the sent, acked, resent and rejected fields of st. */
+void vte_io_stats(const vte_io *io, vt_stats *st);
+
+#pragma GCC visibility pop
+
+#endif /* VTE_IO_H */

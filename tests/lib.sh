@@ -1,0 +1,67 @@
+# Shared helpers of the integration tests (tests/it_*.sh): a fresh
+# temporary folder, a collector on an ipc:// endpoint inside it, checks
+# that count, and the closing "N passed, N failed" line.
+set -u
+BIN=${VITALS_BIN:-$(pwd)/build}
+T=$(mktemp -d /tmp/vitals-it.XXXXXX)
+DB=$T/db
+EP=ipc://$T/collector.sock
+export VITALS_ENDPOINT=$EP
+PASSED=0
+FAILED=0
+VPID=
+
+cleanup() {
+	[ -n "$VPID" ] && kill -9 "$VPID" 2>/dev/null
+	jobs -p | xargs -r kill -9 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+ok() { PASSED=$((PASSED + 1)); echo "ok   $1"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL $1"; }
+# check NAME COMMAND...: passes if the command succeeds.
+check() {
+	name=$1
+	shift
+	if "$@"; then ok "$name"; else fail "$name"; fi
+}
+
+# Start vitalsd on $DB and $EP; waits until the socket exists.
+start_collector() {
+	"$BIN/vitalsd" --listen "$EP" --db "$DB" "$@" >>"$T/vitalsd.log" 2>&1 &
+	VPID=$!
+	i=0
+	while [ ! -S "$T/collector.sock" ] && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+
+stop_collector() {
+	[ -n "$VPID" ] || return 0
+	kill -TERM "$VPID" 2>/dev/null
+	wait "$VPID"
+	rc=$?
+	VPID=
+	return $rc
+}
+
+kill_collector() {
+	kill -9 "$VPID" 2>/dev/null
+	wait "$VPID" 2>/dev/null
+	VPID=
+	rm -f "$T/collector.sock"
+}
+
+# Milliseconds since the epoch.
+now_ms() { date +%s%3N; }
+
+finish() {
+	if [ "$FAILED" != 0 ]; then
+		echo "--- vitalsd log"
+		tail -n 30 "$T/vitalsd.log" 2>/dev/null
+	fi
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" = 0 ]
+}

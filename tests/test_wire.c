@@ -1,0 +1,145 @@
+/* Unit tests of the wire protocol: encoding, validation, names. */
+#include "wire/wire.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "tests/harness.h"
+
+static uint8_t buf[1 << 16];
+
+static size_t
+make_batch(uint32_t nsamples)
+{
+	wire_ident id = { 0 };
+	size_t     off;
+
+	id.incarnation = 0x1122334455667788ull;
+	id.start_ns    = 42;
+	id.pid         = 77;
+	id.rank        = 3;
+	id.local_rank  = 1;
+	id.world_size  = 8;
+	id.run         = "run-é";
+	id.run_len     = (uint16_t) strlen(id.run);
+	id.host        = "node7";
+	id.host_len    = 5;
+	off            = wire_put_batch_head(buf, &id, 9, 5, 123);
+	wire_put_names_count(buf, &off, 2);
+	wire_put_name(buf, &off, "loss", 4);
+	wire_put_name(buf, &off, "train/grad_norm", 15);
+	wire_put_samples_count(buf, &off, nsamples);
+	for (uint32_t i = 0; i < nsamples; i++) {
+		wire_sample s = { (uint16_t) (i % 2), 1000 + i, (int64_t) i - 5,
+			i == 0 ? NAN : (i == 1 ? -INFINITY : 0.1 * i) };
+		wire_put_sample(buf, &off, &s);
+	}
+	return off;
+}
+
+TEST(roundtrip)
+{
+	size_t      n = make_batch(10);
+	wire_batch  b;
+	wire_sample s;
+	char        err[200];
+	size_t      len, off = 0;
+	const char *name;
+
+	REQUIRE(wire_batch_decode(buf, n, &b, err, sizeof(err)) == 0);
+	CHECK(b.id.incarnation == 0x1122334455667788ull);
+	CHECK(b.seq == 9 && b.floor == 5 && b.dropped == 123);
+	CHECK(b.id.rank == 3 && b.id.local_rank == 1 && b.id.world_size == 8);
+	CHECK(b.id.pid == 77 && b.id.start_ns == 42);
+	CHECK(b.id.run_len == strlen("run-é") &&
+	    memcmp(b.id.run, "run-é", b.id.run_len) == 0);
+	CHECK(b.nnames == 2 && b.nsamples == 10);
+	name = wire_names_next(&b, &off, &len);
+	CHECK(name && len == 4 && memcmp(name, "loss", 4) == 0);
+	name = wire_names_next(&b, &off, &len);
+	CHECK(name && len == 15);
+	CHECK(wire_names_next(&b, &off, &len) == NULL);
+	name = wire_batch_name(&b, 1, &len);
+	CHECK(name && memcmp(name, "train/grad_norm", 15) == 0);
+	wire_batch_sample(&b, 0, &s);
+	CHECK(isnan(s.value) && s.step == 1000 && s.time_ns == -5);
+	wire_batch_sample(&b, 1, &s);
+	CHECK(s.value == -INFINITY && s.name == 1);
+	wire_batch_sample(&b, 9, &s);
+	CHECK(s.value == 0.1 * 9 && s.step == 1009);
+}
+
+TEST(every_truncation_rejected)
+{
+	size_t     n = make_batch(3);
+	wire_batch b;
+	char       err[200];
+
+	for (size_t cut = 0; cut < n; cut++)
+		CHECK(wire_batch_decode(buf, cut, &b, err, sizeof(err)) != 0);
+	/* One byte too many is as wrong as one too few. */
+	CHECK(wire_batch_decode(buf, n + 1, &b, err, sizeof(err)) != 0);
+}
+
+TEST(bad_fields_named)
+{
+	size_t     n = make_batch(3);
+	wire_batch b;
+	char       err[200];
+
+	buf[2] = 9;
+	CHECK(wire_batch_decode(buf, n, &b, err, sizeof(err)) != 0);
+	CHECK(strstr(err, "version 9") != NULL);
+	make_batch(3);
+	wire_put16(buf + n - WIRE_SAMPLE_SIZE, 2); /* name index 2 of 2 */
+	CHECK(wire_batch_decode(buf, n, &b, err, sizeof(err)) != 0);
+	CHECK(strstr(err, "names metric 2") != NULL);
+	make_batch(3);
+	wire_put64(buf + 16, 0); /* seq 0 */
+	CHECK(wire_batch_decode(buf, n, &b, err, sizeof(err)) != 0);
+	make_batch(3);
+	wire_put64(buf + 24, 10); /* floor above seq */
+	CHECK(wire_batch_decode(buf, n, &b, err, sizeof(err)) != 0);
+}
+
+TEST(names)
+{
+	CHECK(wire_name_check("loss", 4, 255) == 0);
+	CHECK(wire_name_check("train/loss@rank", 15, 255) == 0);
+	CHECK(wire_name_check("entropía", strlen("entropía"), 255) == 0);
+	CHECK(wire_name_check("", 0, 255) != 0);
+	CHECK(wire_name_check("a\nb", 3, 255) != 0);
+	CHECK(wire_name_check("a\x7f", 2, 255) != 0);
+	CHECK(wire_name_check("\xff", 1, 255) != 0);
+	CHECK(wire_name_check("\xc3", 1, 255) != 0);         /* cut */
+	CHECK(wire_name_check("\xc0\xaf", 2, 255) != 0);     /* overlong */
+	CHECK(wire_name_check("\xed\xa0\x80", 3, 255) != 0); /* surrogate */
+	CHECK(wire_name_check("\xc2\x85", 2, 255) != 0);     /* C1 NEL */
+	CHECK(wire_name_check("abcd", 4, 3) != 0);
+	CHECK(wire_name_check("a\0b", 3, 255) != 0);
+}
+
+TEST(ack)
+{
+	uint8_t  a[WIRE_ACK_SIZE];
+	wire_ack in = { WIRE_ACK_DUPLICATE, 5, 6 }, out;
+
+	wire_ack_encode(a, &in);
+	CHECK(wire_ack_decode(a, sizeof(a), &out) == 0);
+	CHECK(out.status == WIRE_ACK_DUPLICATE && out.incarnation == 5 &&
+	    out.seq == 6);
+	CHECK(wire_ack_decode(a, sizeof(a) - 1, &out) != 0);
+	a[4] = 7;
+	CHECK(wire_ack_decode(a, sizeof(a), &out) != 0);
+}
+
+int
+main(void)
+{
+	RUN(roundtrip);
+	RUN(every_truncation_rejected);
+	RUN(bad_fields_named);
+	RUN(names);
+	RUN(ack);
+	return harness_done();
+}
