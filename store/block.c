@@ -139,13 +139,33 @@ put_le(uint8_t *p, uint64_t v, int n)
 }
 
 /* The Rice parameter of a stream: about log2 of its mean residual. */
+#ifndef LOGMEAN
+#define LOGMEAN 1
+#endif
+#ifndef LBIAS
+#define LBIAS 0
+#endif
 static unsigned
 rice_k(uint64_t mean)
 {
+#if LOGMEAN
+	int k = (int)((mean + LBIAS) >> MEAN_W) - RICE_C;
+	return k < 0 ? 0 : k > 63 ? 63 : (unsigned) k;
+#else
 	return bitlen(mean >> (MEAN_W + RICE_C));
+#endif
 }
 
 static uint64_t
+mean_log(uint64_t mean, uint64_t u, uint64_t n)
+{
+	unsigned w = n >= 16 ? MEAN_W : bitlen(n) - 1;
+	uint64_t b = (uint64_t) bitlen(u) << MEAN_W;
+	if (n == 0) return mean;
+	return mean + (uint64_t)((int64_t)(b - mean) >> w);
+}
+
+__attribute__((unused)) static uint64_t
 mean_next(uint64_t mean, uint64_t u)
 {
 	return mean - (mean >> MEAN_W) + (u < MEAN_CAP ? u : MEAN_CAP);
@@ -235,9 +255,16 @@ model_advance(block_model *m, uint64_t us, uint64_t ut, uint64_t uv,
 	vtrack(m, vpredict(m, shift) + (unzigzag(uv) << shift));
 	m->unit          = unit;
 	m->shift         = shift;
+#if LOGMEAN
+	m->mean[F_STEP]  = mean_log(m->mean[F_STEP], us, m->n);
+	m->mean[F_TIME]  = mean_log(m->mean[F_TIME], ut, m->n);
+	m->mean[F_VALUE] = mean_log(m->mean[F_VALUE], uv, m->n);
+	m->n++;
+#else
 	m->mean[F_STEP]  = mean_next(m->mean[F_STEP], us);
 	m->mean[F_TIME]  = mean_next(m->mean[F_TIME], ut);
 	m->mean[F_VALUE] = mean_next(m->mean[F_VALUE], uv);
+#endif
 	return m->step >= prev ? 0 : -1;
 }
 

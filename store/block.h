@@ -39,7 +39,7 @@ typedef struct block_model {
 	uint64_t step, step_delta;
 	uint64_t time, time_delta; /* int64 times, wrapping arithmetic */
 	uint64_t value;            /* bit pattern of the previous value */
-	uint64_t value2, vema; uint32_t vscore[3];
+	uint64_t value2, vema; uint32_t vscore[3]; uint64_t n;
 	uint64_t mean[3];          /* steps, times, values; see block.c */
 	unsigned unit;             /* times residuals count 10^unit ns */
 	unsigned shift;            /* trailing zero bits dropped from values */
