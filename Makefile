@@ -22,10 +22,12 @@ endif
 ZMQ_LIBS  = -lzmq
 LMDB_LIBS = -llmdb
 PCRE_LIBS = -lpcre2-8
+JSON_LIBS = -ljson-c
 
 WIRE_SRC    = wire/wire.c
 EMITTER_SRC = $(wildcard emitter/*.c)
 STORE_SRC   = $(wildcard store/*.c)
+DETECT_SRC  = $(wildcard detect/*.c)
 COLLECT_SRC = $(filter-out collector/main.c,$(wildcard collector/*.c))
 CLI_SRC     = $(filter-out cli/main.c,$(wildcard cli/*.c))
 
@@ -33,6 +35,7 @@ obj = $(patsubst %.c,$(B)/%.o,$(1))
 
 LIB_OBJ     = $(call obj,$(EMITTER_SRC) $(WIRE_SRC))
 STORE_OBJ   = $(call obj,$(STORE_SRC))
+DETECT_OBJ  = $(call obj,$(DETECT_SRC))
 COLLECT_OBJ = $(call obj,$(COLLECT_SRC))
 CLI_OBJ     = $(call obj,$(CLI_SRC))
 
@@ -51,11 +54,11 @@ $(B)/libvitals.a: $(LIB_OBJ)
 $(B)/libvitals.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libvitals.so.0 -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL)
 
-$(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(STORE_OBJ) $(call obj,$(WIRE_SRC))
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(LDLIBS_ALL)
+$(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(call obj,$(WIRE_SRC))
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(LDLIBS_ALL) -lm
 
-$(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(STORE_OBJ) $(B)/libvitals.a
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(LDLIBS_ALL) -lm
+$(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/vt-simtrainer: $(B)/demo/simtrainer.o $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL) -lm
@@ -67,8 +70,8 @@ TEST_SRC  = $(wildcard tests/test_*.c)
 TEST_BINS = $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HELPERS = $(patsubst tests/helpers/%.c,$(B)/tests/%,$(wildcard tests/helpers/*.c))
 
-$(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(CLI_OBJ) $(B)/libvitals.a
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(LDLIBS_ALL) -lm
+$(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL) -lm
@@ -76,8 +79,8 @@ $(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
 BENCH_SRC  = $(wildcard bench/bench_*.c)
 BENCH_BINS = $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-$(B)/bench/%: $(B)/bench/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(B)/libvitals.a
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(LDLIBS_ALL) -lm
+$(B)/bench/%: $(B)/bench/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(LDLIBS_ALL) -lm
 
 .PHONY: all deps test test-build bench bench-peers demo asan ubsan clean format
 

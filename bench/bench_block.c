@@ -28,7 +28,9 @@
 #define NKINDS 4
 #define NINTERVALS 3
 #define NSERIES (NKINDS * NINTERVALS)
+#ifndef REPEAT
 #define REPEAT 5
+#endif
 
 typedef struct sample {
 	uint64_t step;

@@ -581,6 +581,7 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 			r->rec.last_time = t;
 	}
 	r->rec.samples += b->nsamples;
+	mark_run(in, r);
 	in->tentative.batches++;
 	in->tentative.samples += b->nsamples;
 	if (*is_new)

@@ -41,6 +41,7 @@ struct vt_emitter {
 	vte_ident ident;
 	unsigned  close_timeout_ms;
 	vt_stats  final; /* I/O counters when the I/O thread stopped */
+	vt_emitter *orphan_next; /* see vt_proc.orphans */
 
 	/* Last error: the code is atomic so that the drop path can set it
 	 * without a lock; detailed messages are written under err_mu. */
@@ -63,6 +64,10 @@ static struct {
 	atomic_int            dflt_err; /* its vt_open() failure, cached */
 	atomic_uint           fork_gen; /* +1 in each child after fork() */
 	atomic_int            exiting;  /* the exit-time flush has run */
+	/* Default emitters of parent processes, forgotten in this child:
+	 * never used or freed, only kept reachable so that leak checkers
+	 * run on a child do not report them. */
+	vt_emitter *orphans;
 	pthread_once_t        atfork_once;
 } vt_proc = { .atfork_once = PTHREAD_ONCE_INIT };
 
@@ -262,9 +267,16 @@ vt_errmsg(const vt_emitter *em)
 static void
 atfork_child(void)
 {
-	/* The parent's default emitter and its I/O thread do not exist here:
-	 * forget it (its memory is leaked, never freed or used). */
-	atomic_store_explicit(&vt_proc.dflt, NULL, memory_order_relaxed);
+	/* The parent's default emitter has no I/O thread here and its
+	 * ZeroMQ context must not be touched: forget it. Only this thread
+	 * exists in the child, so plain stores are safe. */
+	vt_emitter *em =
+	    atomic_exchange_explicit(&vt_proc.dflt, NULL, memory_order_relaxed);
+
+	if (em != NULL) {
+		em->orphan_next  = vt_proc.orphans;
+		vt_proc.orphans = em;
+	}
 	atomic_store_explicit(&vt_proc.dflt_err, 0, memory_order_relaxed);
 	atomic_fetch_add_explicit(&vt_proc.fork_gen, 1, memory_order_relaxed);
 }

@@ -20,9 +20,16 @@
 #define POLL_BUSY_MS 1
 #define POLL_IDLE_MS 4
 
+/* The fallback resend timeout: four smoothed ack round trips, within
+ * these bounds; each further resend of a batch doubles it, up to 32x. */
 #define RTO_INIT_NS 1000000000LL
-#define RTO_MIN_NS 500000000LL
-#define RTO_MAX_NS 5000000000LL
+#define RTO_MIN_NS 1000000000LL
+#define RTO_MAX_NS 10000000000LL
+#define RTO_MAX_SHIFT 5
+
+/* Where the socket monitor publishes connection events (each emitter
+ * has its own context, so the name need not be unique). */
+#define MONITOR_EP "inproc://vitals-monitor"
 
 /* A batch's bytes, shared with ZeroMQ: one reference for the window, one
  * per message queued in ZeroMQ (released on ZeroMQ's own thread). */
@@ -41,6 +48,7 @@ typedef struct batch {
 	uint32_t n;
 	unsigned sends;
 	int64_t  first_send, last_send; /* monotonic ns */
+	int      need;                  /* to be sent (again) */
 	int      done;                  /* acknowledged (or rejected) */
 } batch;
 
@@ -83,13 +91,14 @@ struct vte_io {
 	_Atomic uint64_t              st_rejected;
 
 	/* I/O thread only. */
-	void     *zctx, *zsock;
+	void     *zctx, *zsock, *zmon;
 	vte_clock clock;
 	batch     win[VTE_IO_WINDOW];
 	uint64_t  base;     /* oldest unsettled seq (== next_seq if none) */
 	uint64_t  next_seq; /* seq of the next batch sealed */
 	size_t    unacked_bytes;
 	int64_t   srtt, rto;
+	int64_t   last_ack; /* when the last ACK arrived */
 	int       want_pollout;
 
 	staged    *stg;   /* VTE_IO_BATCH_MAX */
@@ -236,6 +245,7 @@ seal(vte_io *io, int64_t now)
 	b->n          = io->nstg;
 	b->sends      = 0;
 	b->first_send = b->last_send = 0;
+	b->need       = 1;
 	b->done       = 0;
 	io->next_seq++;
 	io->unacked_bytes += size;
@@ -332,33 +342,87 @@ send_batch(vte_io *io, batch *b, int64_t now)
 	return 0;
 }
 
-/* Send, oldest first, every batch never sent and every batch whose last
- * send timed out and that ZeroMQ no longer holds. Returns batches sent. */
+/*
+ * Send, oldest first, every batch that needs sending: new batches, and
+ * after a disconnect every unacknowledged one. Over a stream transport a
+ * batch is lost only with its connection, so resending on a timer would
+ * only flood a slow collector with duplicates; the timer is a fallback
+ * (a lost ACK, a missed event): it applies to the oldest batch alone,
+ * runs only while no ACK at all arrives (like TCP's, it restarts on
+ * progress), and backs off exponentially. A batch of which ZeroMQ still
+ * holds a copy waits until that copy is written or dropped. Returns
+ * batches sent.
+ */
 static unsigned
 send_due(vte_io *io, int64_t now)
 {
 	unsigned sent = 0;
 
 	io->want_pollout = 0;
+	if (io->base < io->next_seq) {
+		batch   *b     = &io->win[io->base % VTE_IO_WINDOW];
+		unsigned shift = b->sends > RTO_MAX_SHIFT + 1 ? RTO_MAX_SHIFT :
+		    b->sends > 0 ? b->sends - 1 : 0;
+
+		int64_t since = b->last_send > io->last_ack ? b->last_send :
+		    io->last_ack;
+
+		if (!b->done && b->sends > 0 && now - since >= io->rto << shift)
+			b->need = 1;
+	}
 	for (uint64_t s = io->base; s < io->next_seq; s++) {
 		batch *b = &io->win[s % VTE_IO_WINDOW];
 		int    r;
 
-		if (b->done)
-			continue;
-		if (b->sends > 0 &&
-		    (now - b->last_send < io->rto ||
-			atomic_load_explicit(&b->buf->refs,
-			    memory_order_acquire) > 1))
+		if (b->done || !b->need ||
+		    atomic_load_explicit(&b->buf->refs, memory_order_acquire) >
+			1)
 			continue;
 		r = send_batch(io, b, now);
 		if (r != 0) {
 			io->want_pollout = r == 1;
 			break;
 		}
+		b->need = 0;
 		sent++;
 	}
 	return sent;
+}
+
+/* A connection ended: whatever was sent on it may be lost with it (in
+ * ZeroMQ's queue, in the kernel, in a collector that died before
+ * committing), and so may the ACKs owed on it. */
+static void
+read_monitor(vte_io *io)
+{
+	for (;;) {
+		zmq_msg_t m;
+		uint16_t  ev = 0;
+
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, io->zmon, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&m);
+			return;
+		}
+		if (zmq_msg_size(&m) >= 2)
+			memcpy(&ev, zmq_msg_data(&m), 2);
+		/* The rest of the event (the endpoint) came with it. */
+		while (zmq_msg_more(&m)) {
+			zmq_msg_close(&m);
+			zmq_msg_init(&m);
+			if (zmq_msg_recv(&m, io->zmon, ZMQ_DONTWAIT) < 0)
+				break;
+		}
+		zmq_msg_close(&m);
+		if (ev != ZMQ_EVENT_DISCONNECTED)
+			continue;
+		for (uint64_t s = io->base; s < io->next_seq; s++) {
+			batch *b = &io->win[s % VTE_IO_WINDOW];
+
+			if (!b->done && b->sends > 0)
+				b->need = 1;
+		}
+	}
 }
 
 static void
@@ -376,7 +440,7 @@ settle(vte_io *io, batch *b, uint32_t status, int64_t now)
 		int64_t rtt = now - b->first_send;
 
 		io->srtt = io->srtt == 0 ? rtt : (7 * io->srtt + rtt) / 8;
-		io->rto  = 3 * io->srtt;
+		io->rto  = 4 * io->srtt;
 		if (io->rto < RTO_MIN_NS)
 			io->rto = RTO_MIN_NS;
 		if (io->rto > RTO_MAX_NS)
@@ -414,6 +478,7 @@ recv_acks(vte_io *io, int64_t now)
 		if (b->done)
 			continue;
 		settle(io, b, a.status, now);
+		io->last_ack = now;
 		n++;
 	}
 	while (io->base < io->next_seq &&
@@ -485,11 +550,35 @@ zmq_setup(vte_io *io)
 			goto fail_sock;
 		}
 	}
-	if (zmq_connect(io->zsock, io->endpoint) != 0) {
-		what = "zmq_connect";
+	/* Disconnections tell when to resend. */
+	if (zmq_socket_monitor(io->zsock, MONITOR_EP,
+		ZMQ_EVENT_DISCONNECTED) != 0) {
+		what = "zmq_socket_monitor";
 		goto fail_sock;
 	}
+	io->zmon = zmq_socket(io->zctx, ZMQ_PAIR);
+	if (io->zmon == NULL) {
+		what = "zmq_socket";
+		goto fail_sock;
+	}
+	if (zmq_setsockopt(io->zmon, ZMQ_LINGER, &opts[0][1], sizeof(int)) !=
+		0 ||
+	    zmq_connect(io->zmon, MONITOR_EP) != 0) {
+		what = "monitor";
+		goto fail_mon;
+	}
+	if (zmq_connect(io->zsock, io->endpoint) != 0) {
+		what = "zmq_connect";
+		goto fail_mon;
+	}
 	return 0;
+fail_mon:
+	snprintf(io->start_err, sizeof(io->start_err), "%s(\"%s\"): %s", what,
+	    io->endpoint, zmq_strerror(zmq_errno()));
+	zmq_close(io->zmon);
+	zmq_close(io->zsock);
+	zmq_ctx_term(io->zctx);
+	return VT_ETRANSPORT;
 fail_sock:
 	snprintf(io->start_err, sizeof(io->start_err), "%s(\"%s\"): %s", what,
 	    io->endpoint, zmq_strerror(zmq_errno()));
@@ -516,12 +605,14 @@ run(vte_io *io)
 		int64_t        now = vte_clock_mono_ns();
 		uint64_t       moved;
 		unsigned       acts;
-		zmq_pollitem_t items[2] = {
+		zmq_pollitem_t items[3] = {
 			{ io->zsock, 0, ZMQ_POLLIN, 0 },
 			{ NULL, io->efd, ZMQ_POLLIN, 0 },
+			{ io->zmon, 0, ZMQ_POLLIN, 0 },
 		};
 
 		vte_clock_update(&io->clock);
+		read_monitor(io);
 		acts  = recv_acks(io, now);
 		moved = drain(io, now);
 		acts += send_due(io, now);
@@ -530,7 +621,7 @@ run(vte_io *io)
 		 * spin if ZeroMQ says writable and still refuses. */
 		if (io->want_pollout && !pollout_spun)
 			items[0].events |= ZMQ_POLLOUT;
-		if (zmq_poll(items, 2,
+		if (zmq_poll(items, 3,
 			moved > 0 || acts > 0 ? POLL_BUSY_MS : POLL_IDLE_MS) <
 		    0) {
 			if (zmq_errno() == ETERM)
@@ -566,6 +657,8 @@ io_main(void *arg)
 	if (rc != 0)
 		return NULL;
 	run(io);
+	zmq_socket_monitor(io->zsock, NULL, 0);
+	zmq_close(io->zmon);
 	zmq_close(io->zsock);
 	while (zmq_ctx_term(io->zctx) != 0 && zmq_errno() == EINTR)
 		;

@@ -17,10 +17,18 @@
  *
  * Sending is zero-copy: a batch buffer is reference counted, one reference
  * held by the window and one per message still queued inside ZeroMQ, so
- * the memory cap covers what ZeroMQ holds too. A batch is resent when its
- * last send is older than the resend timeout (three times the smoothed
- * ack round trip, within [500 ms, 5 s]; 1 s before any ack) and ZeroMQ no
- * longer holds a copy of it (the copy is dropped when a connection dies).
+ * the memory cap covers what ZeroMQ holds too.
+ *
+ * Resending: over ZeroMQ's stream transports a batch is lost only with
+ * its connection (and so is an ACK: the collector answers on the
+ * connection the batch came on). A socket monitor reports each
+ * disconnection; then every unacknowledged batch is sent again, oldest
+ * first, once a connection is back. As a fallback for a lost ACK or a
+ * missed event, the oldest unacknowledged batch alone is resent when no
+ * ACK at all has arrived for the resend timeout (four smoothed ack round
+ * trips within [1 s, 10 s], doubled for each resend of that batch up to
+ * 32x). Resending everything on a timer would flood a slow collector
+ * with duplicates and slow it further.
  */
 #ifndef VTE_IO_H
 #define VTE_IO_H

@@ -3,7 +3,7 @@
 # As root it installs what is missing with apt-get; otherwise it only
 # reports what is missing.
 set -e
-PKGS="gcc make libc6-dev pkg-config libzmq3-dev liblmdb-dev lmdb-utils libpcre2-dev
+PKGS="gcc make libc6-dev pkg-config libzmq3-dev liblmdb-dev lmdb-utils libpcre2-dev libjson-c-dev
 libncurses-dev tmux python3"
 missing=""
 for p in $PKGS; do

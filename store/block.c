@@ -3,11 +3,14 @@
  * description of the format; this file implements it.
  *
  * Every sample after the first is three residuals, each written with an
- * adaptive Rice code: the step's delta-of-delta, the time's delta-of-delta
- * and the value's bit-pattern difference to the previous value with its
- * common trailing zeros dropped. Encoder and decoder keep the same
- * block_model and advance it with the same function, so they cannot drift
- * apart, and resuming an encoder is decoding the block.
+ * adaptive Rice code: the step's delta-of-delta; the time delta less the
+ * median of the last three, counted in a decimal unit (1 ns, 1 us, ...)
+ * that follows the data; and the value's bit pattern less a prediction
+ * (previous value, linear extrapolation or moving average, whichever has
+ * been best lately), with the trailing zero bits all values share dropped.
+ * Encoder and decoder keep the same block_model and advance it with the
+ * same function, so they cannot drift apart, and resuming an encoder is
+ * decoding its block.
  */
 #include "store/block.h"
 
@@ -16,43 +19,42 @@
 #define FORMAT_VERSION 1
 /* Bits of stream a block can hold after its header. */
 #define STREAM_BITS ((BLOCK_MAX_BYTES - BLOCK_HEADER_SIZE) * 8)
-/* Rice quotients from QMAX up are written as an escape instead. */
-#ifndef QMAX
+
+/* Rice quotients from QMAX up are written as an escape: QMAX zeros, the
+ * new scale (time unit or value shift, in UNIT_BITS or SHIFT_BITS), the
+ * bit length of the residual in LEN_BITS and its bits below the top one. */
 #define QMAX 16
-#endif
-/* The running mean of a stream covers about 2^MEAN_W samples. */
-#ifndef MEAN_W
-#define MEAN_W 4
-#endif
-#ifndef RICE_C
-#define RICE_C 1
-#endif
-/* A residual counts at most this much in the running mean. */
-#define MEAN_CAP ((uint64_t) 1 << 56)
-/* The value shift goes up only when a residual has this many more
- * trailing zeros than the current shift: raising it costs an escape now
- * and probably another one to lower it again. */
-#ifndef SHIFT_RAISE
-#define SHIFT_RAISE 12
-#endif
-/* Likewise the time unit goes up only for a residual divisible by 1000
- * units; it goes up to at most 10^UNIT_MAX ns (fits an int64). */
-#define UNIT_RAISE 3
-#define UNIT_MAX 18
-/* Bits of the new unit (times) and shift (values) in an escape. */
+#define LEN_BITS 7
 #define UNIT_BITS 5
 #define SHIFT_BITS 6
 
-enum { F_STEP, F_TIME, F_VALUE };
+/* The time unit is 10^unit ns, unit <= UNIT_MAX (fits an int64). It goes
+ * up only by at least UNIT_RAISE decimal digits, the value shift by at
+ * least SHIFT_RAISE bits: a raise costs an escape now and, if it was a
+ * coincidence, another one at the next sample. */
+#define UNIT_MAX 18
+#define UNIT_RAISE 3
+#define SHIFT_RAISE 12
 
-/* Bits of the bit length (0..64) of an escaped residual. */
-#define LEN_BITS 7
-/* Bits of the first sample (its value, verbatim) and the largest number of
- * bits any later sample can take: three escapes, each QMAX zeros, a 7-bit
- * length and up to 63 bits, plus the unit and shift fields of the time and
- * value escapes (269 bits). The append check computes the exact size. */
+/* Moving averages, as shifts: code lengths (kept with MEAN_W fractional
+ * bits, weight 1/16), value predictor costs (decay 1/32) and the moving
+ * average value predictor (weight 1/16). */
+#define MEAN_W 4
+#define COST_W 5
+#define AVG_W 4
+
+/* Bits of the first sample (its value, verbatim) and the most any later
+ * sample can take: three escapes with 63 bits of residual each, plus the
+ * unit and the shift (269 bits). The append check computes the exact size
+ * of each sample instead; this bound is for the documentation and tests. */
 #define FIRST_SAMPLE_BITS 64
 #define SAMPLE_MAX_BITS (3 * (QMAX + LEN_BITS + 63) + UNIT_BITS + SHIFT_BITS)
+
+_Static_assert(STREAM_BITS < 65536, "bit count must fit the u16 header");
+_Static_assert(STREAM_BITS > FIRST_SAMPLE_BITS + SAMPLE_MAX_BITS,
+    "a block holds at least two samples");
+
+enum { F_STEP, F_TIME, F_VALUE };
 
 static const uint64_t pow10[UNIT_MAX + 1] = { 1, 10, 100, 1000, 10000,
 	100000, 1000000, 10000000, 100000000, 1000000000, 10000000000,
@@ -60,40 +62,43 @@ static const uint64_t pow10[UNIT_MAX + 1] = { 1, 10, 100, 1000, 10000,
 	1000000000000000, 10000000000000000, 100000000000000000,
 	1000000000000000000 };
 
-_Static_assert(STREAM_BITS < 65536, "bit count must fit the u16 header");
+/* --- integer helpers --------------------------------------------------- */
 
-static unsigned
+/* Bits of x without its leading zeros; 0 for 0. */
+static inline unsigned
 bitlen(uint64_t x)
 {
-	return x ? 64 - (unsigned) __builtin_clzll(x) : 0;
+	return 64 - (unsigned) __builtin_clzll(x | 1) - (x == 0);
 }
 
-static uint64_t
+static inline uint64_t
 zigzag(uint64_t x)
 {
 	return (x << 1) ^ (0 - (x >> 63));
 }
 
-static uint64_t
+static inline uint64_t
 unzigzag(uint64_t u)
 {
 	return (u >> 1) ^ (0 - (u & 1));
 }
 
-/* Arithmetic shift right of a two's complement number held in a uint64. */
-static uint64_t
+/* Arithmetic shift right of a two's complement number held in a uint64
+ * (GCC and Clang define >> of a negative int64 so; C11 leaves it to the
+ * implementation). */
+static inline uint64_t
 asr(uint64_t x, unsigned s)
 {
-	return (x >> s) | (((0 - (x >> 63)) << (63 - s)) << 1);
+	return (uint64_t) ((int64_t) x >> s);
 }
 
-static int64_t
+static inline int64_t
 to_i64(uint64_t u)
 {
 	return u <= INT64_MAX ? (int64_t) u : -(int64_t) ~u - 1;
 }
 
-/* Decimal trailing zeros of x != 0, at most UNIT_MAX. */
+/* Decimal trailing zeros of x, at most UNIT_MAX (so for 0 too). */
 static unsigned
 dec_tz(int64_t x)
 {
@@ -106,7 +111,7 @@ dec_tz(int64_t x)
 	return n;
 }
 
-static uint64_t
+static inline uint64_t
 load_be64(const uint8_t *p)
 {
 	return (uint64_t) p[0] << 56 | (uint64_t) p[1] << 48 |
@@ -115,7 +120,7 @@ load_be64(const uint8_t *p)
 	    (uint64_t) p[6] << 8 | (uint64_t) p[7];
 }
 
-static void
+static inline void
 store_be64(uint8_t *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
@@ -126,6 +131,7 @@ static uint64_t
 get_le(const uint8_t *p, int n)
 {
 	uint64_t v = 0;
+
 	for (int i = n - 1; i >= 0; i--)
 		v = v << 8 | p[i];
 	return v;
@@ -138,44 +144,22 @@ put_le(uint8_t *p, uint64_t v, int n)
 		p[i] = (uint8_t) (v >> (8 * i));
 }
 
-/* The Rice parameter of a stream: about log2 of its mean residual. */
-#ifndef LOGMEAN
-#define LOGMEAN 1
-#endif
-#ifndef LBIAS
-#define LBIAS 0
-#endif
-static unsigned
-rice_k(uint64_t mean)
+/* --- the model shared by encoder and decoder --------------------------- */
+
+/* The Rice parameter of a stream: its recent mean code length, rounded. */
+static inline unsigned
+rice_k(uint32_t mean_len)
 {
-#if LOGMEAN
-	int k = (int)((mean + LBIAS) >> MEAN_W) - RICE_C;
-	return k < 0 ? 0 : k > 63 ? 63 : (unsigned) k;
-#else
-	return bitlen(mean >> (MEAN_W + RICE_C));
-#endif
+	unsigned k = mean_len >> MEAN_W;
+
+	return k < 63 ? k : 63;
 }
 
-static uint64_t
-mean_log(uint64_t mean, uint64_t u, uint64_t n)
-{
-	unsigned w = n >= 16 ? MEAN_W : bitlen(n) - 1;
-	uint64_t b = (uint64_t) bitlen(u) << MEAN_W;
-	if (n == 0) return mean;
-	return mean + (uint64_t)((int64_t)(b - mean) >> w);
-}
-
-__attribute__((unused)) static uint64_t
-mean_next(uint64_t mean, uint64_t u)
-{
-	return mean - (mean >> MEAN_W) + (u < MEAN_CAP ? u : MEAN_CAP);
-}
-
-/* Size in bits of the code of u with Rice parameter k; an escape (forced
- * by `change`) carries a scale field of scale_bits besides the length and
- * the bits. */
-static unsigned
-rice_bits(uint64_t u, unsigned k, unsigned scale_bits, int change)
+/* Size in bits of the code of u with Rice parameter k, or of its escape
+ * (with a scale field of scale_bits) when the quotient is too big or the
+ * scale changes. */
+static inline unsigned
+code_bits(uint64_t u, unsigned k, unsigned scale_bits, int change)
 {
 	uint64_t q = u >> k;
 
@@ -189,83 +173,112 @@ static void
 model_start(block_model *m, uint64_t step, uint64_t time, uint64_t value)
 {
 	memset(m, 0, sizeof *m);
-	m->step  = step;
-	m->time  = time;
-	m->value = value;
-	m->value2 = value;
-	m->vema = value;
+	m->step      = step;
+	m->time      = time;
+	m->value     = value;
+	m->value2    = value;
+	m->value_avg = value;
 }
 
-static uint64_t
-__attribute__((unused)) snap(uint64_t p, uint64_t m1, unsigned s)
+/* The predicted time delta: the median of the last three (robust to one
+ * pause, such as an evaluation, where the previous delta is not). */
+static inline uint64_t
+time_predict(const block_model *m)
 {
-	return m1 + ((p - m1) & ~((((uint64_t) 1) << s) - 1));
-}
+	int64_t a = to_i64(m->time_delta[0]), b = to_i64(m->time_delta[1]);
+	int64_t c  = to_i64(m->time_delta[2]);
+	int64_t lo = a < b ? a : b, hi = a < b ? b : a;
 
-#ifndef VPRED
-#define VPRED 0
-#endif
-#ifndef VA
-#define VA 3
-#endif
-static uint64_t
-vpredict(const block_model *m, unsigned s)
-{
-#if VPRED == 0
-	(void) s;
-	return m->value;
-#elif VPRED == 1
-	return snap(m->vema, m->value, s);
-#else
-	const uint32_t *sc = m->vscore;
-	if (sc[0] <= sc[1] && sc[0] <= sc[2])
-		return m->value;
-	if (sc[1] <= sc[2])
-		return snap(2 * m->value - m->value2, m->value, s);
-	return snap(m->vema, m->value, s);
-#endif
-}
-
-static void
-vtrack(block_model *m, uint64_t v)
-{
-	uint64_t p[3] = { m->value, 2 * m->value - m->value2, m->vema };
-	for (int i = 0; i < 3; i++)
-		m->vscore[i] += bitlen(zigzag(v - p[i])) - (m->vscore[i] >> 3);
-	m->vema += asr(v - m->vema, VA);
-	m->value2 = m->value;
-	m->value = v;
+	hi = hi < c ? hi : c;
+	return (uint64_t) (lo > hi ? lo : hi);
 }
 
 /*
- * Advance the model by one sample given its three residuals and the time
- * unit and value shift they were coded with. Shared by encoder and decoder. Returns -1 when
- * the step would wrap around (only a corrupt block does that), else 0.
+ * The predicted bit pattern of the next value with the given shift: the
+ * previous value, 2 * previous - the one before (counters, schedules) or
+ * the moving average (noise around a slow trend), whichever had the least
+ * recent cost; ties go to the earlier. The prediction is moved onto the
+ * lattice of the previous value plus multiples of 2^shift, so that the
+ * residual keeps the trailing zeros the shift drops.
  */
-static int
-model_advance(block_model *m, uint64_t us, uint64_t ut, uint64_t uv,
+static inline uint64_t
+value_predict(const block_model *m, unsigned shift)
+{
+	const uint32_t *c = m->pred_score;
+	uint64_t        lin = 2 * m->value - m->value2, avg = m->value_avg;
+	uint64_t        p   = c[1] >= c[2] ? lin : avg;
+	uint32_t        best = c[1] >= c[2] ? c[1] : c[2];
+
+	/* selects, not branches: the choice is as good as random on noise */
+	p = c[0] >= best ? m->value : p;
+	return m->value + ((p - m->value) & ~(((uint64_t) 1 << shift) - 1));
+}
+
+/* A predictor's score decays by 1/2^COST_W and gains the leading zeros of
+ * its error's magnitude: the higher, the better it has done lately. */
+static inline uint32_t
+score_step(uint32_t score, uint64_t err)
+{
+	err ^= asr(err, 63);
+	return score - (score >> COST_W) +
+	    (uint32_t) __builtin_clzll(err | 1);
+}
+
+/* A code length mean after a new length, which weighs 1/2^w; rounded to
+ * nearest so that a constant length is a fixed point. */
+static inline uint32_t
+mean_step(uint32_t mean, unsigned len, unsigned w)
+{
+	return (mean * ((1u << w) - 1) + (len << MEAN_W) + ((1u << w) >> 1)) >>
+	    w;
+}
+
+/*
+ * Advance the code statistics of the model by one sample (not the first):
+ * the bit lengths of its three residual codes, and the time unit and value
+ * shift they were coded with. The code length means start with the second
+ * residual of the block (the first deltas say little about later ones) and
+ * weigh new lengths by 1, 1/2, 1/4, 1/8, then 1/16.
+ */
+static inline void
+model_codes(block_model *m, unsigned ls, unsigned lt, unsigned lv,
     unsigned unit, unsigned shift)
 {
-	uint64_t prev = m->step;
+	unsigned w = m->n >= 16 ? MEAN_W : bitlen(m->n) - 1;
 
-	m->step_delta += unzigzag(us);
-	m->step += m->step_delta;
-	m->time_delta += unzigzag(ut) * pow10[unit];
-	m->time += m->time_delta;
-	vtrack(m, vpredict(m, shift) + (unzigzag(uv) << shift));
-	m->unit          = unit;
-	m->shift         = shift;
-#if LOGMEAN
-	m->mean[F_STEP]  = mean_log(m->mean[F_STEP], us, m->n);
-	m->mean[F_TIME]  = mean_log(m->mean[F_TIME], ut, m->n);
-	m->mean[F_VALUE] = mean_log(m->mean[F_VALUE], uv, m->n);
+	if (m->n > 0) {
+		m->mean_len[F_STEP]  = mean_step(m->mean_len[F_STEP], ls, w);
+		m->mean_len[F_TIME]  = mean_step(m->mean_len[F_TIME], lt, w);
+		m->mean_len[F_VALUE] = mean_step(m->mean_len[F_VALUE], lv, w);
+	}
+	m->unit  = (uint8_t) unit;
+	m->shift = (uint8_t) shift;
 	m->n++;
-#else
-	m->mean[F_STEP]  = mean_next(m->mean[F_STEP], us);
-	m->mean[F_TIME]  = mean_next(m->mean[F_TIME], ut);
-	m->mean[F_VALUE] = mean_next(m->mean[F_VALUE], uv);
-#endif
-	return m->step >= prev ? 0 : -1;
+}
+
+/*
+ * Advance the sample part of the model by one sample (not the first): its
+ * step and time deltas and its value. After the first delta of the block
+ * (first != 0) the time median is that delta.
+ */
+static inline void
+model_values(block_model *m, int first, uint64_t step_delta,
+    uint64_t time_delta, uint64_t value)
+{
+	uint32_t *sc = m->pred_score;
+
+	sc[0] = score_step(sc[0], value - m->value);
+	sc[1] = score_step(sc[1], value - (2 * m->value - m->value2));
+	sc[2] = score_step(sc[2], value - m->value_avg);
+	m->value_avg += asr(value - m->value_avg, AVG_W);
+	m->value2 = m->value;
+	m->value  = value;
+	m->step += step_delta;
+	m->step_delta = step_delta;
+	m->time += time_delta;
+	m->time_delta[2] = first ? time_delta : m->time_delta[1];
+	m->time_delta[1] = first ? time_delta : m->time_delta[0];
+	m->time_delta[0] = time_delta;
 }
 
 /* --- encoder ----------------------------------------------------------- */
@@ -273,7 +286,7 @@ model_advance(block_model *m, uint64_t us, uint64_t ut, uint64_t uv,
 /* Write the n low bits of v (n <= 57, v < 2^n) after the stream. The
  * caller has checked the room; the 8 bytes of slack after the buffer let
  * the 64-bit read-modify-write run to the last byte. */
-static void
+static inline void
 put_bits(block_enc *e, uint64_t v, unsigned n)
 {
 	uint8_t *p   = e->buf + BLOCK_HEADER_SIZE + (e->bits >> 3);
@@ -286,7 +299,7 @@ put_bits(block_enc *e, uint64_t v, unsigned n)
 }
 
 /* put_bits for up to 64 bits. */
-static void
+static inline void
 put_long(block_enc *e, uint64_t v, unsigned n)
 {
 	if (n > 32) {
@@ -298,11 +311,9 @@ put_long(block_enc *e, uint64_t v, unsigned n)
 }
 
 /* Write u as a Rice code with parameter k, or as an escape when the
- * quotient is QMAX or more or the scale changes (`change`): QMAX zeros, the
- * scale in scale_bits bits, the bit length of u less one in 6 bits and the
- * bits of u below its leading one. */
-static void
-put_rice(block_enc *e, uint64_t u, unsigned k, unsigned scale_bits,
+ * quotient is QMAX or more or the scale changes. */
+static inline void
+put_code(block_enc *e, uint64_t u, unsigned k, unsigned scale_bits,
     unsigned scale, int change)
 {
 	uint64_t q = u >> k;
@@ -327,33 +338,43 @@ put_rice(block_enc *e, uint64_t u, unsigned k, unsigned scale_bits,
 }
 
 /*
- * The zigzagged time residual: the delta-of-delta dod counted in the
- * current unit. The unit goes down when dod is not a multiple of it, and
- * up when dod is a multiple of 1000 units (times the caller rounded to
- * us or ms settle on that unit after one or two samples; raw ns times
- * almost never leave unit 1).
+ * The time residual res (time delta less its prediction) in the current
+ * unit, zigzagged. The unit goes down when res is not a multiple of it; it
+ * goes up when res and the last two times are multiples of 1000 units
+ * (times the caller rounded to us or ms move to that unit at once; raw ns
+ * times stay at 1 ns). The new unit is the largest power of ten dividing
+ * all three, and *change tells that an escape must carry it.
  */
 static uint64_t
-time_residual(const block_model *m, int64_t dod, unsigned *unit, int *change)
+time_code(const block_model *m, int64_t time, int64_t res, unsigned *unit,
+    int *change)
 {
-	int64_t x = dod;
+	unsigned u = m->unit;
+	int64_t  x = res, prev = to_i64(m->time);
 
-	*unit   = m->unit;
+	*unit   = u;
 	*change = 0;
-	if (dod == 0)
+	if (res == 0)
 		return 0;
-	if (*unit > 0) {
-		x = dod / (int64_t) pow10[*unit];
-		if (x * (int64_t) pow10[*unit] != dod)
+	if (u > 0) {
+		x = res / (int64_t) pow10[u];
+		if (x * (int64_t) pow10[u] != res)
 			goto rescale;
 	}
-	if (x % 1000 == 0 && *unit + UNIT_RAISE <= UNIT_MAX)
+	if (u + UNIT_RAISE <= UNIT_MAX && x % 1000 == 0 &&
+	    time % (int64_t) pow10[u + UNIT_RAISE] == 0 &&
+	    prev % (int64_t) pow10[u + UNIT_RAISE] == 0)
 		goto rescale;
 	return zigzag((uint64_t) x);
 rescale:
-	*unit   = dec_tz(dod);
+	u = dec_tz(res);
+	if (dec_tz(time) < u)
+		u = dec_tz(time);
+	if (dec_tz(prev) < u)
+		u = dec_tz(prev);
+	*unit   = u;
 	*change = 1;
-	return zigzag((uint64_t) (dod / (int64_t) pow10[*unit]));
+	return zigzag((uint64_t) (res / (int64_t) pow10[u]));
 }
 
 void
@@ -373,8 +394,8 @@ int
 block_enc_append(block_enc *e, uint64_t step, int64_t time_ns, double v)
 {
 	block_model *m = &e->m;
-	uint64_t     bits, us, ut, uv, r;
-	unsigned     unit, shift, ks, kt, kv, cs, ct, cv;
+	uint64_t     bits, ds, dt, r, us, ut, uv;
+	unsigned     unit, shift, k[3], c[3];
 	int          tchange, vchange = 0;
 
 	memcpy(&bits, &v, sizeof bits);
@@ -390,10 +411,11 @@ block_enc_append(block_enc *e, uint64_t step, int64_t time_ns, double v)
 	if (step < m->step)
 		return BLOCK_ORDER;
 
-	us = zigzag(step - m->step - m->step_delta);
-	ut = time_residual(m, to_i64((uint64_t) time_ns - m->time -
-	                          m->time_delta),
-	    &unit, &tchange);
+	ds = step - m->step;
+	us = zigzag(ds - m->step_delta);
+	dt = (uint64_t) time_ns - m->time;
+	ut = time_code(m, time_ns, to_i64(dt - time_predict(m)), &unit,
+	    &tchange);
 	r     = bits - m->value;
 	shift = m->shift;
 	if (r != 0) {
@@ -403,24 +425,23 @@ block_enc_append(block_enc *e, uint64_t step, int64_t time_ns, double v)
 			vchange = 1;
 		}
 	}
-	r = bits - vpredict(m, shift);
-	uv = zigzag(asr(r, shift));
-	ks = rice_k(m->mean[F_STEP]);
-	kt = rice_k(m->mean[F_TIME]);
-	kv = rice_k(m->mean[F_VALUE]);
-	cs = rice_bits(us, ks, 0, 0);
-	ct = rice_bits(ut, kt, UNIT_BITS, tchange);
-	cv = rice_bits(uv, kv, SHIFT_BITS, vchange);
-	if (e->bits + cs + ct + cv > STREAM_BITS)
+	uv = zigzag(asr(bits - value_predict(m, shift), shift));
+
+	for (int i = 0; i < 3; i++)
+		k[i] = rice_k(m->mean_len[i]);
+	c[F_STEP]  = code_bits(us, k[F_STEP], 0, 0);
+	c[F_TIME]  = code_bits(ut, k[F_TIME], UNIT_BITS, tchange);
+	c[F_VALUE] = code_bits(uv, k[F_VALUE], SHIFT_BITS, vchange);
+	if (e->bits + c[0] + c[1] + c[2] > STREAM_BITS)
 		return BLOCK_FULL;
 
-	put_rice(e, us, ks, 0, 0, 0);
-	put_rice(e, ut, kt, UNIT_BITS, unit, tchange);
-	put_rice(e, uv, kv, SHIFT_BITS, shift, vchange);
-	model_advance(m, us, ut, uv, unit, shift);
-	e->field_bits[F_STEP] += cs;
-	e->field_bits[F_TIME] += ct;
-	e->field_bits[F_VALUE] += cv;
+	put_code(e, us, k[F_STEP], 0, 0, 0);
+	put_code(e, ut, k[F_TIME], UNIT_BITS, unit, tchange);
+	put_code(e, uv, k[F_VALUE], SHIFT_BITS, shift, vchange);
+	model_values(m, e->count == 1, ds, dt, bits);
+	model_codes(m, bitlen(us), bitlen(ut), bitlen(uv), unit, shift);
+	for (int i = 0; i < 3; i++)
+		e->field_bits[i] += c[i];
 	e->count++;
 	return BLOCK_OK;
 }
@@ -429,7 +450,7 @@ block_enc_append(block_enc *e, uint64_t step, int64_t time_ns, double v)
 const uint8_t *
 block_enc_data(block_enc *e, size_t *len)
 {
-	uint8_t *h = e->buf;
+	uint8_t *h   = e->buf;
 	int      any = e->count > 0;
 
 	h[0] = FORMAT_VERSION;
@@ -450,8 +471,8 @@ block_enc_data(block_enc *e, size_t *len)
  * Check a block's header and fill *out and *bits. Everything the decoder
  * relies on is checked here: length, version, a bit count that matches the
  * length, zero padding, and a sample count the bits can hold (each sample
- * after the first takes at least 3 bits), so decoding ends early on a
- * lying header. Returns BLOCK_OK or BLOCK_CORRUPT.
+ * after the first takes at least 3 bits), so that decoding a lying header
+ * ends early. Returns BLOCK_OK or BLOCK_CORRUPT.
  */
 static int
 parse_header(const uint8_t *p, size_t len, block_info *out, uint32_t *bits)
@@ -483,9 +504,10 @@ parse_header(const uint8_t *p, size_t len, block_info *out, uint32_t *bits)
 			return BLOCK_CORRUPT;
 		if (out->first_step > out->last_step)
 			return BLOCK_CORRUPT;
-		if (count == 1 && (b != FIRST_SAMPLE_BITS ||
-		    out->first_step != out->last_step ||
-		    out->first_time != out->last_time))
+		if (count == 1 &&
+		    (b != FIRST_SAMPLE_BITS ||
+			out->first_step != out->last_step ||
+			out->first_time != out->last_time))
 			return BLOCK_CORRUPT;
 	}
 	*bits = b;
@@ -522,140 +544,237 @@ block_dec_init(block_dec *d, const void *data, size_t len)
 	return BLOCK_OK;
 }
 
-/* The next 64 bits of the stream from bitpos (at least 57 of them real),
- * zeros past its end: reading never leaves the block, and an overrun is
- * caught by the bitpos check after each sample. */
-static uint64_t
-peek(const block_dec *d)
+/* The 64 bits of stream s (nbytes long) from bit pos on, zeros past its
+ * end: reading never leaves the block, and an overrun is caught by the
+ * check of the position after each sample. */
+static inline uint64_t
+peek_at(const uint8_t *s, uint32_t nbytes, uint32_t pos)
 {
-	uint32_t byte = d->bitpos >> 3;
+	uint32_t byte = pos >> 3;
 	uint64_t w    = 0;
 
-	if (byte + 8 <= d->nbytes) {
-		w = load_be64(d->stream + byte);
+	if (byte + 8 <= nbytes) {
+		w = load_be64(s + byte);
 	} else {
 		for (uint32_t i = byte; i < byte + 8; i++)
-			w = w << 8 | (i < d->nbytes ? d->stream[i] : 0);
+			w = w << 8 | (i < nbytes ? s[i] : 0);
 	}
-	return w << (d->bitpos & 7);
+	return w << (pos & 7);
 }
 
-/* Read n bits, n <= 57. */
+/* The n bits (n <= 64) at bit pos. */
 static uint64_t
-get_bits(block_dec *d, unsigned n)
+take(const uint8_t *s, uint32_t nbytes, uint32_t pos, unsigned n)
 {
-	uint64_t w = peek(d);
-
-	if (n == 0)
-		return 0;
-	d->bitpos += n;
-	return w >> (64 - n);
-}
-
-/* Read n bits, n <= 64. */
-static uint64_t
-get_long(block_dec *d, unsigned n)
-{
-	uint64_t hi = 0;
+	uint64_t v = 0;
 
 	if (n > 32) {
-		hi = get_bits(d, n - 32) << 32;
-		n  = 32;
+		v = (peek_at(s, nbytes, pos) >> (96 - n)) << 32;
+		pos += n - 32;
+		n = 32;
 	}
-	return hi | get_bits(d, n);
+	if (n > 0)
+		v |= peek_at(s, nbytes, pos) >> (64 - n);
+	return v;
 }
 
-/* Read a Rice code with parameter k. An escape starts with the scale
- * (time unit, value shift) in scale_bits bits, stored in *scale. */
-static uint64_t
-get_rice(block_dec *d, unsigned k, unsigned scale_bits, unsigned *scale)
-{
-	uint64_t w = peek(d);
-	unsigned q = w ? (unsigned) __builtin_clzll(w) : 64;
-	unsigned n;
+/* A window on the stream: w holds the bits from pos on, of which avail
+ * (57 to 64) are real. Most samples decode from one window. Only ever a
+ * local, so that the compiler keeps it in registers. */
+typedef struct bitwin {
+	const uint8_t *s;
+	uint32_t       nbytes;
+	uint32_t       pos;
+	uint64_t       w;
+	unsigned       avail;
+} bitwin;
 
+static inline void
+win_load(bitwin *b)
+{
+	b->w     = peek_at(b->s, b->nbytes, b->pos);
+	b->avail = 64 - (b->pos & 7);
+}
+
+/* What read_code_slow decoded: the residual, where it ends, the scale of
+ * an escape (unchanged if none) and whether its length was impossible. */
+typedef struct slow_code {
+	uint64_t u;
+	uint32_t pos;
+	unsigned scale;
+	int      bad;
+} slow_code;
+
+/* read_code for what the window cannot do: a code running past it, a
+ * long one, or an escape. Takes and returns values, so that nothing of
+ * the caller's has its address taken. */
+static slow_code
+read_code_slow(bitwin b, unsigned k, unsigned scale_bits, unsigned scale)
+{
+	slow_code r = { 0, b.pos, scale, 0 };
+	unsigned  q, n;
+
+	q = (unsigned) __builtin_clzll(peek_at(b.s, b.nbytes, r.pos) | 1);
 	if (q < QMAX) {
-		if (q + 1 + k <= 57) {
-			d->bitpos += q + 1 + k;
-			return (uint64_t) q << k |
-			    (k ? (w << (q + 1)) >> (64 - k) : 0);
-		}
-		d->bitpos += q + 1;
-		return (uint64_t) q << k | get_long(d, k);
+		r.pos += q + 1;
+		r.u = (uint64_t) q << k | take(b.s, b.nbytes, r.pos, k);
+		r.pos += k;
+		return r;
 	}
-	d->bitpos += QMAX;
-	if (scale_bits)
-		*scale = (unsigned) get_bits(d, scale_bits);
-	n = (unsigned) get_bits(d, LEN_BITS);
-	if (n == 0 || n > 64) {
-		d->bad |= n > 64;
-		return 0;
+	r.pos += QMAX;
+	if (scale_bits) {
+		r.scale = (unsigned) take(b.s, b.nbytes, r.pos, scale_bits);
+		r.pos += scale_bits;
 	}
-	return (uint64_t) 1 << (n - 1) | get_long(d, n - 1);
+	n = (unsigned) take(b.s, b.nbytes, r.pos, LEN_BITS);
+	r.pos += LEN_BITS;
+	if (n > 64) {
+		r.bad = 1;
+	} else if (n > 0) {
+		r.u = (uint64_t) 1 << (n - 1) |
+		    take(b.s, b.nbytes, r.pos, n - 1);
+		r.pos += n - 1;
+	}
+	return r;
+}
+
+/* Read one code with Rice parameter k from the window. An escape sets
+ * *scale (when scale_bits is not 0), and *bad if its length is
+ * impossible. */
+static inline uint64_t
+read_code(bitwin *b, unsigned k, unsigned scale_bits, unsigned *scale,
+    int *bad)
+{
+	unsigned q = (unsigned) __builtin_clzll(b->w | 1);
+	unsigned n = q + 1 + k;
+	uint64_t u;
+
+	if (q >= QMAX || n >= b->avail) {
+		slow_code r = read_code_slow(*b, k, scale_bits, *scale);
+		*scale      = r.scale;
+		*bad |= r.bad;
+		b->pos = r.pos;
+		win_load(b);
+		return r.u;
+	}
+	/* the one bit and the k after it are 2^k + the low bits of u */
+	u = (b->w >> (64 - n)) + (((uint64_t) q - 1) << k);
+	b->w <<= n;
+	b->avail -= n;
+	b->pos += n;
+	return u;
 }
 
 /*
- * Decode one sample into the model; split, when not NULL, gets the bits
- * each field took. Returns 1, 0 at the end, or -1 (and stays failed) when
- * the stream overruns its length, a step wraps, or the last sample does
- * not end the stream exactly on the header's last step and time.
+ * Decode up to BLOCK_DEC_BATCH samples into the decoder's buffer, in two
+ * loops over the batch, each with few enough live values for the
+ * registers: the first reads the codes (it needs only the window and the
+ * code statistics), the second rebuilds the samples from the residuals.
+ * Both stop at a corrupt sample, which sets d->bad; the samples before it
+ * are still returned. Corrupt: a code that runs past the stream or has an
+ * impossible length or unit, a step that wraps around, or a last sample
+ * that does not end the stream exactly on the header's last step and
+ * time.
  */
-static int
-dec_sample(block_dec *d, uint32_t *split)
+static void
+dec_fill(block_dec *d)
 {
-	block_model *m = &d->m;
+	block_model m     = d->m;
+	uint32_t    fb[3] = { 0, 0, 0 };
+	uint32_t    index = d->index, bitend = d->bitend;
+	uint32_t    todo = d->left < BLOCK_DEC_BATCH ? d->left : BLOCK_DEC_BATCH;
+	uint64_t    u[BLOCK_DEC_BATCH][3];
+	uint8_t     unit[BLOCK_DEC_BATCH], shift[BLOCK_DEC_BATCH];
+	unsigned    i, n = 0, bad = 0;
+	bitwin      b = { d->stream, d->nbytes, d->bitpos, 0, 0 };
 
-	if (d->bad)
-		return -1;
-	if (d->left == 0)
-		return 0;
-	if (d->index == 0) {
-		model_start(m, m->step, m->time, get_long(d, 64));
-		if (split)
-			split[F_VALUE] += FIRST_SAMPLE_BITS;
-	} else {
-		uint32_t p0 = d->bitpos, p1, p2;
-		unsigned unit = m->unit, shift = m->shift, none = 0;
-		uint64_t us, ut, uv;
-
-		us = get_rice(d, rice_k(m->mean[F_STEP]), 0, &none);
-		p1 = d->bitpos;
-		ut = get_rice(d, rice_k(m->mean[F_TIME]), UNIT_BITS, &unit);
-		p2 = d->bitpos;
-		uv = get_rice(d, rice_k(m->mean[F_VALUE]), SHIFT_BITS, &shift);
-		if (split) {
-			split[F_STEP] += p1 - p0;
-			split[F_TIME] += p2 - p1;
-			split[F_VALUE] += d->bitpos - p2;
-		}
-		if (unit > UNIT_MAX || model_advance(m, us, ut, uv, unit, shift))
-			goto fail;
+	if (index == 0 && todo > 0) {
+		model_start(&m, m.step, m.time, take(b.s, b.nbytes, 0, 64));
+		b.pos = FIRST_SAMPLE_BITS;
+		fb[F_VALUE] += FIRST_SAMPLE_BITS;
+		d->buf_step[0]  = m.step;
+		d->buf_time[0]  = m.time;
+		d->buf_value[0] = m.value;
+		n = 1;
 	}
-	if (d->bad || d->bitpos > d->bitend)
-		goto fail;
-	d->index++;
-	if (--d->left == 0 &&
-	    (d->bitpos != d->bitend || m->step != d->last_step ||
-		m->time != d->last_time))
-		goto fail;
-	return 1;
-fail:
-	d->bad  = 1;
-	d->left = 0;
-	return -1;
+	for (i = n; i < todo; i++) {
+		unsigned ut_unit = m.unit, uv_shift = m.shift, none = 0;
+		uint32_t p0 = b.pos, p1, p2;
+		int      err = 0;
+
+		win_load(&b);
+		u[i][F_STEP] = read_code(&b, rice_k(m.mean_len[F_STEP]), 0,
+		    &none, &err);
+		p1 = b.pos;
+		u[i][F_TIME] = read_code(&b, rice_k(m.mean_len[F_TIME]),
+		    UNIT_BITS, &ut_unit, &err);
+		p2 = b.pos;
+		u[i][F_VALUE] = read_code(&b, rice_k(m.mean_len[F_VALUE]),
+		    SHIFT_BITS, &uv_shift, &err);
+		if (err || ut_unit > UNIT_MAX || b.pos > bitend) {
+			bad = 1;
+			break;
+		}
+		unit[i]  = (uint8_t) ut_unit;
+		shift[i] = (uint8_t) uv_shift;
+		model_codes(&m, bitlen(u[i][F_STEP]), bitlen(u[i][F_TIME]),
+		    bitlen(u[i][F_VALUE]), ut_unit, uv_shift);
+		fb[F_STEP] += p1 - p0;
+		fb[F_TIME] += p2 - p1;
+		fb[F_VALUE] += b.pos - p2;
+	}
+	for (; n < i; n++) {
+		uint64_t ds = m.step_delta + unzigzag(u[n][F_STEP]);
+		uint64_t dt = time_predict(&m) +
+		    unzigzag(u[n][F_TIME]) * pow10[unit[n]];
+		uint64_t v = value_predict(&m, shift[n]) +
+		    (unzigzag(u[n][F_VALUE]) << shift[n]);
+
+		if (m.step + ds < m.step) {
+			bad = 1;
+			break;
+		}
+		model_values(&m, index + n == 1, ds, dt, v);
+		d->buf_step[n]  = m.step;
+		d->buf_time[n]  = m.time;
+		d->buf_value[n] = m.value;
+	}
+	if (!bad && n == d->left &&
+	    (b.pos != bitend || m.step != d->last_step ||
+		m.time != d->last_time)) {
+		bad = 1;
+		n--; /* the last sample is not returned */
+	}
+	d->m      = m;
+	d->bitpos = b.pos;
+	d->index  = index + n;
+	d->left   = bad ? 0 : d->left - n;
+	d->bad    = (int) bad;
+	d->nbuf   = (uint8_t) n;
+	d->next   = 0;
+	for (int f = 0; f < 3; f++)
+		d->field_bits[f] += fb[f];
 }
 
+/* The next sample. Returns 1, 0 at the end, or -1 (and -1 from then on)
+ * once the samples before a corrupt one have been returned. */
 int
 block_dec_next(block_dec *d, uint64_t *step, int64_t *time_ns, double *v)
 {
-	int rc = dec_sample(d, NULL);
+	unsigned i;
 
-	if (rc == 1) {
-		*step    = d->m.step;
-		*time_ns = to_i64(d->m.time);
-		memcpy(v, &d->m.value, sizeof *v);
+	if (d->next == d->nbuf) {
+		if (d->left == 0)
+			return d->bad ? -1 : 0;
+		dec_fill(d);
+		if (d->nbuf == 0)
+			return -1;
 	}
-	return rc;
+	i        = d->next++;
+	*step    = d->buf_step[i];
+	*time_ns = to_i64(d->buf_time[i]);
+	memcpy(v, &d->buf_value[i], sizeof *v);
+	return 1;
 }
 
 /*
@@ -667,13 +786,15 @@ int
 block_enc_resume(block_enc *e, const void *data, size_t len)
 {
 	block_dec d;
-	uint32_t  split[3] = { 0, 0, 0 };
+	uint64_t  step;
+	int64_t   t;
+	double    v;
 	int       rc;
 
 	block_enc_init(e);
 	if (block_dec_init(&d, data, len) != BLOCK_OK)
 		return BLOCK_CORRUPT;
-	while ((rc = dec_sample(&d, split)) == 1)
+	while ((rc = block_dec_next(&d, &step, &t, &v)) == 1)
 		;
 	if (rc < 0)
 		return BLOCK_CORRUPT;
@@ -683,6 +804,6 @@ block_enc_resume(block_enc *e, const void *data, size_t len)
 	e->first_step = get_le(e->buf + 8, 8);
 	e->first_time = to_i64(get_le(e->buf + 24, 8));
 	e->m          = d.m;
-	memcpy(e->field_bits, split, sizeof split);
+	memcpy(e->field_bits, d.field_bits, sizeof e->field_bits);
 	return BLOCK_OK;
 }

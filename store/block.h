@@ -31,18 +31,20 @@ typedef struct block_info {
 	int64_t  last_time;
 } block_info;
 
-/* What encoder and decoder both know after each sample: the previous
- * sample, the previous deltas, the time unit, the value shift and the
- * running mean of each residual stream (which sets its Rice parameter).
- * Private to block.c. */
+/* What encoder and decoder both know after each sample, from which the
+ * next sample is predicted and its codes are chosen. Private to block.c. */
 typedef struct block_model {
 	uint64_t step, step_delta;
-	uint64_t time, time_delta; /* int64 times, wrapping arithmetic */
-	uint64_t value;            /* bit pattern of the previous value */
-	uint64_t value2, vema; uint32_t vscore[3]; uint64_t n;
-	uint64_t mean[3];          /* steps, times, values; see block.c */
-	unsigned unit;             /* times residuals count 10^unit ns */
-	unsigned shift;            /* trailing zero bits dropped from values */
+	uint64_t time;           /* int64 times, wrapping arithmetic */
+	uint64_t time_delta[3];  /* the last three time deltas, newest first */
+	uint64_t value, value2;  /* bit patterns of the last two values */
+	uint64_t value_avg;      /* moving average of the bit patterns */
+	uint32_t pred_score[3];  /* recent success of each value predictor */
+	uint32_t mean_len[3];    /* steps, times, values: code length stats */
+	uint32_t n;              /* samples after the first */
+	uint8_t  unit;           /* time residuals count 10^unit ns */
+	uint8_t  shift;          /* trailing zero bits dropped from values */
+	uint8_t  pred;
 } block_model;
 
 /* An encoder: appends samples to a block being built. Plain value, no
@@ -84,17 +86,26 @@ int block_enc_resume(block_enc *e, const void *data, size_t len);
 /* Read the header of a stored block. Returns BLOCK_OK or BLOCK_CORRUPT. */
 int block_peek(const void *data, size_t len, block_info *out);
 
+/* Samples a decoder decodes at a time. */
+#define BLOCK_DEC_BATCH 16
+
 /* A decoder over a stored block; borrows data, valid while it lives. One
  * thread at a time. */
 typedef struct block_dec {
 	const uint8_t *stream; /* the bit stream after the header */
 	uint32_t       nbytes; /* bytes of stream */
 	uint32_t       bitpos, bitend;
-	uint32_t       left; /* samples not yet returned */
-	uint32_t       index;
-	int            bad; /* a corrupt sample was seen: stay failed */
+	uint32_t       left;  /* samples not yet decoded */
+	uint32_t       index; /* samples decoded */
+	int            bad;   /* a corrupt sample was seen: stay failed */
 	uint64_t       last_step, last_time; /* from the header, checked */
 	block_model    m;
+	uint32_t       field_bits[3]; /* as in block_enc, so far */
+	/* decoded samples not yet returned: buf_*[next .. nbuf - 1] */
+	uint8_t  next, nbuf;
+	uint64_t buf_step[BLOCK_DEC_BATCH];
+	uint64_t buf_time[BLOCK_DEC_BATCH];
+	uint64_t buf_value[BLOCK_DEC_BATCH];
 } block_dec;
 
 /* Returns BLOCK_OK or BLOCK_CORRUPT. */

@@ -201,6 +201,25 @@ TEST(store_and_read_back)
 
 	REQUIRE(read_series("r1", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 4000);
+	{
+		/* The run's record follows every commit, not only the
+		 * first. */
+		store   *rs;
+		MDB_txn *txn;
+		run_rec  rr;
+		char     err[1400];
+
+		REQUIRE(store_open(dir, STORE_RDONLY, &rs, err, sizeof(err)) ==
+		    0);
+		REQUIRE(store_read_begin(rs, &txn) == 0);
+		CHECK(scan_run_get(rs, txn, "r1", &rr) == 0);
+		CHECK_EQ_INT(rr.samples, 4000);
+		CHECK_EQ_INT(rr.last_step, 3999);
+		CHECK_EQ_INT(rr.series, 1);
+		CHECK_EQ_INT(rr.emitters, 1);
+		mdb_txn_abort(txn);
+		store_close(rs);
+	}
 	for (uint64_t i = 0; i < 4000 && i < g.n; i++) {
 		if (g.steps[i] != i || g.values[i] != val_lin(i)) {
 			CHECK(!"sample differs");

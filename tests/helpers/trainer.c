@@ -78,7 +78,7 @@ value_of(long rank, long metric, uint64_t step)
 	return d;
 }
 
-static char metric_names[64][16];
+static char metric_names[64][24];
 
 typedef struct rank_job {
 	const cfg  *c;

@@ -1,0 +1,247 @@
+/*
+ * detect: anomaly detection over training metrics. A pure library: no
+ * sockets, no files, no clock, no globals, no printing. It is fed samples
+ * and clock ticks, and reports alert transitions through a callback.
+ *
+ *	detect_rules  *rules;
+ *	detect_engine *e;
+ *	char           err[512];
+ *
+ *	detect_rules_parse(text, len, "rules.conf", &rules, err, sizeof err);
+ *	detect_engine_new(rules, &e);
+ *	detect_rules_free(rules);            (the engine keeps a reference)
+ *	for each sample: detect_feed(e, &sample, on_alert, ctx);
+ *	every ~200 ms:   detect_tick(e, now_ns, on_alert, ctx);
+ *	on SIGHUP:       parse the file again; if it parses,
+ *	                 detect_engine_reload(e, new_rules), then free it.
+ *	detect_engine_free(e);
+ *
+ * The collector feeds live samples and ticks with the wall clock; `vitals
+ * replay` ticks with each sample's own time before feeding it, so a rule
+ * fires the same way live and offline. Alert times are derived from sample
+ * times (a stall is stamped at its deadline, not at the tick that saw it),
+ * so live and offline alerts carry the same fields.
+ *
+ * docs/rules.md describes the rules language, each detector and the
+ * memory kept per series.
+ */
+#ifndef DETECT_DETECT_H
+#define DETECT_DETECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Error codes. Append only. */
+enum detect_err {
+	DETECT_OK = 0,
+	DETECT_ENOMEM,  /* out of memory */
+	DETECT_EPARSE,  /* the rules text is invalid (details in err) */
+	DETECT_EINVAL,  /* a NULL or out of range argument */
+	DETECT_ELIMIT,  /* a pattern hit PCRE2's match or depth limit */
+};
+
+/** @return a string literal naming the code. */
+const char *detect_strerror(int code);
+
+enum detect_severity {
+	DETECT_INFO = 0,
+	DETECT_WARNING,
+	DETECT_CRITICAL,
+};
+/** @return "info", "warning" or "critical" (a literal). */
+const char *detect_severity_name(int severity);
+
+enum detect_state {
+	DETECT_FIRING = 0,
+	DETECT_RESOLVED,
+};
+/** @return "firing" or "resolved" (a literal). */
+const char *detect_state_name(int state);
+
+/* ---- rules ---------------------------------------------------------- */
+
+/**
+ * A compiled rule set. Immutable once made, and reference counted
+ * (atomically): a handle may be shared by engines in several threads.
+ */
+typedef struct detect_rules detect_rules;
+
+/**
+ * Parse and compile a rules text (docs/rules.md).
+ * @param[in] text         the text; need not be NUL-terminated.
+ * @param[in] len          its length in bytes.
+ * @param[in] source_name  names the input in messages ("rules.conf").
+ * @param[out] out         the rule set; caller frees with
+ *                         detect_rules_free. Set to NULL on failure.
+ * @param[out] err         on DETECT_EPARSE, one line
+ *                         "FILE:LINE:COL: expected ..., found ...".
+ * @return 0, DETECT_EPARSE or DETECT_ENOMEM.
+ */
+int detect_rules_parse(const char *text, size_t len, const char *source_name,
+    detect_rules **out, char *err, size_t errlen);
+
+/** The built-in rule set (compiled from detect_rules_default_text()).
+ * @return 0 or DETECT_ENOMEM. */
+int detect_rules_default(detect_rules **out);
+
+/** @return the text of the built-in rules (a literal, NUL-terminated). */
+const char *detect_rules_default_text(void);
+
+/** Drop the caller's reference; NULL is a no-op. */
+void detect_rules_free(detect_rules *rules);
+
+/** @return the number of rules. */
+size_t detect_rules_count(const detect_rules *rules);
+
+/** One rule as written, for listing (`vitals rules check`). Strings are
+ * borrowed from the rule set, valid until it is freed. */
+typedef struct detect_rule_info {
+	const char *name;
+	const char *detector;      /* "spike", "stall", ... */
+	const char *severity;      /* its severity name */
+	const char *metric;        /* pattern text; "" means any */
+	const char *run, *host, *rank;
+	const char *definition;    /* every parameter, defaults included,
+				    * on one line */
+	const char *const *exec_argv; /* NULL if no exec action */
+	size_t      exec_argc;
+	uint32_t    exec_timeout_ms;
+} detect_rule_info;
+
+/** Fill *out for rule i (0 <= i < count). @return 0 or DETECT_EINVAL. */
+int detect_rules_info(const detect_rules *rules, size_t i,
+    detect_rule_info *out);
+
+/**
+ * Whether rule i applies to a series, with the same bounded matching the
+ * engine uses. host may be NULL (matched as ""), rank -1 means none.
+ * @return 1 (matches), 0 (does not), DETECT_ELIMIT if a pattern hit the
+ * match limit (treated as no match by the engine), DETECT_ENOMEM or
+ * DETECT_EINVAL (returned negated: -DETECT_ELIMIT, ...).
+ */
+int detect_rules_match(const detect_rules *rules, size_t i, const char *run,
+    size_t runlen, const char *metric, size_t mlen, const char *host,
+    size_t hostlen, int32_t rank);
+
+/* ---- samples and alerts --------------------------------------------- */
+
+/** One sample. Strings are borrowed for the duration of the call. */
+typedef struct detect_sample {
+	const char *run;
+	size_t      runlen;
+	const char *metric;
+	size_t      mlen;
+	const char *host;    /* may be NULL (unknown) */
+	size_t      hostlen;
+	int32_t     rank;    /* -1: none */
+	uint64_t    step;
+	int64_t     time_ns; /* wall time, ns since the Unix epoch */
+	double      value;   /* NaN and infinities allowed */
+} detect_sample;
+
+/**
+ * An alert transition. Every string is borrowed for the duration of the
+ * callback only; strings are NUL-terminated and their lengths given too.
+ */
+typedef struct detect_alert {
+	const char *rule;
+	const char *kind;      /* "spike", "blip", "divergence", "nonfinite",
+				* "drop", "rise", "stall", "progress_stall",
+				* "straggler", "threshold", "flatline",
+				* "restart", "series_limit" */
+	int         severity;  /* enum detect_severity */
+	int         state;     /* enum detect_state */
+	const char *run;
+	size_t      runlen;
+	int32_t     rank;      /* -1: the run as a whole */
+	const char *host;      /* "" if unknown or run-wide */
+	size_t      hostlen;
+	const char *metric;    /* "" for run-wide alerts (stall, restart) */
+	size_t      mlen;
+	uint64_t    step;      /* the step the transition happened at */
+	int64_t     time_ns;   /* sample time of that step (stalls: the
+				* deadline that was missed) */
+	double      value;     /* the value that caused it (stalls: seconds
+				* without progress) */
+	double      baseline;  /* what was expected; NaN if not applicable */
+	const char *message;   /* one line for people */
+	/* Exec action: set only when the rule has `exec` and this transition
+	 * should run it (see exec_on in docs/rules.md). The collector runs
+	 * argv (no shell) with detect_alert_json() on stdin and kills it
+	 * after exec_timeout_ms. */
+	const char *const *exec_argv; /* NULL-terminated; NULL: no action */
+	size_t      exec_argc;
+	uint32_t    exec_timeout_ms;
+} detect_alert;
+
+/** Receives alert transitions; must not call back into the engine. */
+typedef void (*detect_emit_fn)(void *ctx, const detect_alert *a);
+
+/**
+ * Write an alert as one JSON object and a newline: rule, kind, severity,
+ * state, run, rank, host, metric, step, time (seconds, 9 decimals),
+ * value, baseline (null if NaN), message. Non-finite values are written
+ * NaN, Infinity, -Infinity as Python's json writes them.
+ * @return the length the line needs (without NUL), like snprintf; the
+ * output is complete only if that is < len.
+ */
+size_t detect_alert_json(const detect_alert *a, char *buf, size_t len);
+
+/* ---- engine --------------------------------------------------------- */
+
+/**
+ * Per-series detector state for a rule set.
+ * @note One thread at a time. Memory is bounded by the series cap
+ * (`max_series` in the rules, default 100,000).
+ */
+typedef struct detect_engine detect_engine;
+
+/**
+ * @param[in] rules  the engine takes its own reference; the caller still
+ *                   frees its handle.
+ * @param[out] out   caller frees with detect_engine_free.
+ * @return 0, DETECT_EINVAL or DETECT_ENOMEM.
+ */
+int detect_engine_new(const detect_rules *rules, detect_engine **out);
+
+/**
+ * Switch to a new rule set. Per-series state of every rule whose name and
+ * definition are unchanged is kept; other rules start fresh. Series are
+ * matched again against the new rules. On failure the engine keeps its
+ * old rules and state.
+ * @param[in] rules  the engine takes its own reference.
+ * @return 0 or DETECT_ENOMEM.
+ */
+int detect_engine_reload(detect_engine *e, const detect_rules *rules);
+
+/** NULL is a no-op. */
+void detect_engine_free(detect_engine *e);
+
+/**
+ * Feed one sample. Alerts it causes are passed to emit (may be NULL)
+ * before this returns. O(1) amortised; a new series costs one bounded
+ * PCRE2 match per rule.
+ */
+void detect_feed(detect_engine *e, const detect_sample *s,
+    detect_emit_fn emit, void *ctx);
+
+/**
+ * Advance the clock (ns since the epoch) to now_ns and report stalls that
+ * became due. A clock that goes backwards is ignored. Costs O(number of
+ * (run, rank) pairs under stall rules).
+ */
+void detect_tick(detect_engine *e, int64_t now_ns, detect_emit_fn emit,
+    void *ctx);
+
+/** Counters since the engine was made. */
+typedef struct detect_stats {
+	uint64_t samples;      /* fed */
+	uint64_t series;       /* tracked now */
+	uint64_t series_dropped; /* samples of series beyond the cap */
+	uint64_t match_limit;  /* pattern matches that hit the limit */
+	uint64_t alerts;       /* transitions emitted */
+} detect_stats;
+
+void detect_engine_stats(const detect_engine *e, detect_stats *out);
+
+#endif /* DETECT_DETECT_H */
