@@ -9,7 +9,7 @@
  * (previous value, linear extrapolation or moving average, whichever has
  * been best lately), with the trailing zero bits all values share dropped.
  * Encoder and decoder keep the same block_model and advance it with the
- * same function, so they cannot drift apart, and resuming an encoder is
+ * same functions, so they cannot drift apart, and resuming an encoder is
  * decoding its block.
  */
 #include "store/block.h"
@@ -37,7 +37,7 @@
 #define SHIFT_RAISE 12
 
 /* Moving averages, as shifts: code lengths (kept with MEAN_W fractional
- * bits, weight 1/16), value predictor costs (decay 1/32) and the moving
+ * bits, weight 1/16), value predictor scores (decay 1/32) and the moving
  * average value predictor (weight 1/16). */
 #define MEAN_W 4
 #define COST_W 5
@@ -56,7 +56,7 @@ _Static_assert(STREAM_BITS > FIRST_SAMPLE_BITS + SAMPLE_MAX_BITS,
 
 enum { F_STEP, F_TIME, F_VALUE };
 
-static const uint64_t pow10[UNIT_MAX + 1] = { 1, 10, 100, 1000, 10000,
+static const uint64_t pow10_tab[UNIT_MAX + 1] = { 1, 10, 100, 1000, 10000,
 	100000, 1000000, 10000000, 100000000, 1000000000, 10000000000,
 	100000000000, 1000000000000, 10000000000000, 100000000000000,
 	1000000000000000, 10000000000000000, 100000000000000000,
@@ -64,7 +64,8 @@ static const uint64_t pow10[UNIT_MAX + 1] = { 1, 10, 100, 1000, 10000,
 
 /* --- integer helpers --------------------------------------------------- */
 
-/* Bits of x without its leading zeros; 0 for 0. */
+/* Bits of x without its leading zeros; 0 for 0. (__builtin_clzll, a GCC
+ * and Clang builtin, compiles to one instruction.) */
 static inline unsigned
 bitlen(uint64_t x)
 {
@@ -146,7 +147,9 @@ put_le(uint8_t *p, uint64_t v, int n)
 
 /* --- the model shared by encoder and decoder --------------------------- */
 
-/* The Rice parameter of a stream: its recent mean code length, rounded. */
+/* The Rice parameter of a stream: its recent mean code length, rounded
+ * down (measured best: a Rice code wants k a little below the typical
+ * length). At most 63, so that shifts by k stay defined. */
 static inline unsigned
 rice_k(uint32_t mean_len)
 {
@@ -196,8 +199,8 @@ time_predict(const block_model *m)
 /*
  * The predicted bit pattern of the next value with the given shift: the
  * previous value, 2 * previous - the one before (counters, schedules) or
- * the moving average (noise around a slow trend), whichever had the least
- * recent cost; ties go to the earlier. The prediction is moved onto the
+ * the moving average (noise around a slow trend), whichever has the best
+ * score; ties go to the earlier. The prediction is moved onto the
  * lattice of the previous value plus multiples of 2^shift, so that the
  * residual keeps the trailing zeros the shift drops.
  */
@@ -244,12 +247,17 @@ static inline void
 model_codes(block_model *m, unsigned ls, unsigned lt, unsigned lv,
     unsigned unit, unsigned shift)
 {
-	unsigned w = m->n >= 16 ? MEAN_W : bitlen(m->n) - 1;
+	uint32_t *mean = m->mean_len;
 
-	if (m->n > 0) {
-		m->mean_len[F_STEP]  = mean_step(m->mean_len[F_STEP], ls, w);
-		m->mean_len[F_TIME]  = mean_step(m->mean_len[F_TIME], lt, w);
-		m->mean_len[F_VALUE] = mean_step(m->mean_len[F_VALUE], lv, w);
+	if (m->n >= 16) { /* the usual case: constant shifts */
+		mean[F_STEP]  = mean_step(mean[F_STEP], ls, MEAN_W);
+		mean[F_TIME]  = mean_step(mean[F_TIME], lt, MEAN_W);
+		mean[F_VALUE] = mean_step(mean[F_VALUE], lv, MEAN_W);
+	} else if (m->n > 0) {
+		unsigned w = bitlen(m->n) - 1;
+		mean[F_STEP]  = mean_step(mean[F_STEP], ls, w);
+		mean[F_TIME]  = mean_step(mean[F_TIME], lt, w);
+		mean[F_VALUE] = mean_step(mean[F_VALUE], lv, w);
 	}
 	m->unit  = (uint8_t) unit;
 	m->shift = (uint8_t) shift;
@@ -357,13 +365,13 @@ time_code(const block_model *m, int64_t time, int64_t res, unsigned *unit,
 	if (res == 0)
 		return 0;
 	if (u > 0) {
-		x = res / (int64_t) pow10[u];
-		if (x * (int64_t) pow10[u] != res)
+		x = res / (int64_t) pow10_tab[u];
+		if (x * (int64_t) pow10_tab[u] != res)
 			goto rescale;
 	}
 	if (u + UNIT_RAISE <= UNIT_MAX && x % 1000 == 0 &&
-	    time % (int64_t) pow10[u + UNIT_RAISE] == 0 &&
-	    prev % (int64_t) pow10[u + UNIT_RAISE] == 0)
+	    time % (int64_t) pow10_tab[u + UNIT_RAISE] == 0 &&
+	    prev % (int64_t) pow10_tab[u + UNIT_RAISE] == 0)
 		goto rescale;
 	return zigzag((uint64_t) x);
 rescale:
@@ -374,7 +382,7 @@ rescale:
 		u = dec_tz(prev);
 	*unit   = u;
 	*change = 1;
-	return zigzag((uint64_t) (res / (int64_t) pow10[u]));
+	return zigzag((uint64_t) (res / (int64_t) pow10_tab[u]));
 }
 
 void
@@ -726,7 +734,7 @@ dec_fill(block_dec *d)
 	for (; n < i; n++) {
 		uint64_t ds = m.step_delta + unzigzag(u[n][F_STEP]);
 		uint64_t dt = time_predict(&m) +
-		    unzigzag(u[n][F_TIME]) * pow10[unit[n]];
+		    unzigzag(u[n][F_TIME]) * pow10_tab[unit[n]];
 		uint64_t v = value_predict(&m, shift[n]) +
 		    (unzigzag(u[n][F_VALUE]) << shift[n]);
 

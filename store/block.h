@@ -3,11 +3,15 @@
  *
  * A block holds samples (step, time_ns, value) with non-decreasing steps,
  * at most BLOCK_MAX_BYTES long so that it fills one LMDB overflow page.
- * Steps and times are delta-of-delta coded, values as the integer
- * difference of their bit patterns to the previous value, with trailing
- * zero bits dropped; each residual is written with an adaptive Rice code
- * (bit-packed, Gorilla-style). The encoding is lossless: every double (NaN
- * payloads, -0.0, infinities) decodes bit-exact. docs/storage-block.md
+ * Steps are delta-of-delta coded; times as their delta less the median of
+ * the last three, in the coarsest decimal unit the data allow (so times a
+ * caller rounded to us or ms cost no more than that); values as the
+ * difference of their bit patterns to a predicted one (previous value,
+ * linear extrapolation or moving average, whichever did best lately) with
+ * the trailing zero bits all values share dropped. Each residual is
+ * written with an adaptive Rice code, bit-packed (Gorilla-style). The
+ * encoding is lossless: every double (NaN payloads, -0.0, infinities),
+ * uint64 step and int64 time decodes bit-exact. docs/storage-block.md
  * describes the bit layout.
  *
  * The fixed header lets a reader skip a block without decoding it.
@@ -44,7 +48,6 @@ typedef struct block_model {
 	uint32_t n;              /* samples after the first */
 	uint8_t  unit;           /* time residuals count 10^unit ns */
 	uint8_t  shift;          /* trailing zero bits dropped from values */
-	uint8_t  pred;
 } block_model;
 
 /* An encoder: appends samples to a block being built. Plain value, no
@@ -86,7 +89,7 @@ int block_enc_resume(block_enc *e, const void *data, size_t len);
 /* Read the header of a stored block. Returns BLOCK_OK or BLOCK_CORRUPT. */
 int block_peek(const void *data, size_t len, block_info *out);
 
-/* Samples a decoder decodes at a time. */
+/* Samples a decoder decodes at a time (into its buffer). */
 #define BLOCK_DEC_BATCH 16
 
 /* A decoder over a stored block; borrows data, valid while it lives. One
@@ -112,7 +115,8 @@ typedef struct block_dec {
 int block_dec_init(block_dec *d, const void *data, size_t len);
 
 /* Next sample: returns 1 and fills the outputs, 0 at the end, -1 if the
- * block is corrupt (truncated bit stream, impossible codes). */
+ * block is corrupt (truncated bit stream, impossible codes), after the
+ * samples before the corrupt one, and from then on. */
 int block_dec_next(block_dec *d, uint64_t *step, int64_t *time_ns, double *v);
 
 #endif /* BLOCK_H */
