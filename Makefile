@@ -79,7 +79,7 @@ $(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
 BENCH_SRC  = $(wildcard bench/bench_*.c)
 BENCH_BINS = $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-$(B)/bench/%: $(B)/bench/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(B)/libvitals.a
+$(B)/bench/%: $(B)/bench/%.o $(B)/bench/realistic.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(LDLIBS_ALL) -lm
 
 .PHONY: all deps test test-build bench bench-peers demo asan ubsan clean format
@@ -119,3 +119,6 @@ clean:
 	rm -rf build build-address build-undefined
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
+
+# Keep objects of pattern-built programs (tests, benches) between runs.
+.SECONDARY:

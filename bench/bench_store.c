@@ -25,16 +25,16 @@
 #include "store/block.h"
 #include "store/scan.h"
 #include "store/store.h"
+#include "bench/realistic.h"
 #include "wire/wire.h"
 
 #define RANKS 4
-#define METRICS 6
+#define METRICS REAL_METRICS
 #define STEPS 100000
 #define BATCH_STEPS 512 /* steps per batch: ~a batch of an emitter */
 #define GROUP 32        /* batches per transaction */
 
-static const char *names[METRICS] = { "loss", "grad_norm", "tokens_per_sec",
-	"step_time", "entropy", "lr" };
+static real_gen gens[RANKS + 1];
 
 static double
 now_s(void)
@@ -45,61 +45,11 @@ now_s(void)
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-
-static double
-urand(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (double) ((rng_state * 2685821657736338717ull) >> 11) /
-	    9007199254740992.0;
-}
-
-static double
-nrand(void)
-{
-	double u = urand(), v = urand();
-
-	return sqrt(-2 * log(u + 1e-300)) * cos(2 * M_PI * v);
-}
-
-/* Realistic value of metric m at step s (float32 precision). */
-static double
-value(int m, uint64_t s)
-{
-	double x;
-
-	switch (m) {
-	case 0:
-		x = (2.2 * pow((double) s + 10, -0.12) + 1.2) *
-		    (1 + 0.01 * nrand());
-		break;
-	case 1:
-		x = (0.35 + 0.5 / sqrt((double) s + 1)) * exp(0.35 * nrand());
-		break;
-	case 2:
-		x = 65536 * (1 + 0.02 * nrand());
-		break;
-	case 3:
-		x = 0.5 * (1 + 0.02 * fabs(nrand()));
-		break;
-	case 4:
-		x = 3.0 * pow((double) s + 10, -0.05) * (1 + 0.005 * nrand());
-		break;
-	default:
-		x = 3e-4 * (0.1 + 0.45 * (1 + cos(M_PI * (double) s / STEPS)));
-		break;
-	}
-	return (double) (float) x;
-}
-
 static uint8_t msg[BATCH_STEPS * METRICS * WIRE_SAMPLE_SIZE + 4096];
 
 /* Build the batch of one rank for steps [s0, s0 + BATCH_STEPS). */
 static size_t
-build(int rank, uint64_t seq, uint64_t s0, int64_t *t)
+build(int rank, uint64_t seq, uint64_t s0)
 {
 	wire_ident id = { 0 };
 	size_t     off;
@@ -114,13 +64,15 @@ build(int rank, uint64_t seq, uint64_t s0, int64_t *t)
 	off            = wire_put_batch_head(msg, &id, seq, seq, 0);
 	wire_put_names_count(msg, &off, METRICS);
 	for (int m = 0; m < METRICS; m++)
-		wire_put_name(msg, &off, names[m], strlen(names[m]));
+		wire_put_name(
+		    msg, &off, real_names[m], strlen(real_names[m]));
 	wire_put_samples_count(msg, &off, BATCH_STEPS * METRICS);
 	for (uint64_t s = s0; s < s0 + BATCH_STEPS; s++) {
-		*t += (int64_t) (500e6 * (1 + 0.01 * nrand()));
+		int64_t t = real_step(&gens[rank]);
+
 		for (int m = 0; m < METRICS; m++) {
-			wire_sample w = { (uint16_t) m, s, *t + m * 1500,
-				value(m, s) };
+			wire_sample w = { (uint16_t) m, s, t + m * 1500,
+				real_value(&gens[rank], m, s) };
 			wire_put_sample(msg, &off, &w);
 		}
 	}
@@ -224,7 +176,6 @@ main(int argc, char **argv)
 	scan_usage   u;
 	first_series f = { 0, 0 };
 	uint64_t     total = (uint64_t) RANKS * METRICS * STEPS, seq = 0;
-	int64_t      t[RANKS];
 	double       ingest_s = 0, t0, best = 1e9, acc = 0;
 	uint64_t     commits = 0;
 
@@ -240,8 +191,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_store: %s\n", err);
 		return 1;
 	}
-	for (int r = 0; r < RANKS; r++)
-		t[r] = 1700000000000000000ll;
+	for (int r = 0; r <= RANKS; r++)
+		real_init(&gens[r], r, STEPS, 1700000000000000000ll);
 	/* Groups of GROUP batches per transaction, as vitalsd commits. */
 	for (uint64_t s0 = 0; s0 < STEPS; s0 += BATCH_STEPS * GROUP / RANKS) {
 		wire_batch b;
@@ -257,7 +208,7 @@ main(int argc, char **argv)
 		     k += BATCH_STEPS) {
 			seq++;
 			for (int r = 0; r < RANKS; r++) {
-				n = build(r, seq, k, &t[r]);
+				n = build(r, seq, k);
 				a = now_s();
 				wire_batch_decode(msg, n, &b, why, sizeof(why));
 				rc = ingest_batch(in, &b, 0, &is_new, why,
@@ -360,7 +311,7 @@ main(int argc, char **argv)
 			wire_put_samples_count(msg, &off, BATCH_STEPS);
 			for (uint64_t s = s0; s < s0 + BATCH_STEPS; s++) {
 				wire_sample w = { 0, s, tt += 500000000,
-					value(0, s) };
+					real_value(&gens[RANKS], 0, s) };
 				wire_put_sample(msg, &off, &w);
 			}
 			wire_batch_decode(msg, off, &b, why, sizeof(why));

@@ -197,12 +197,13 @@ size_t detect_alert_json(const detect_alert *a, char *buf, size_t len);
 typedef struct detect_engine detect_engine;
 
 /**
- * @param[in] rules  the engine takes its own reference; the caller still
- *                   frees its handle.
+ * @param[in] rules  the engine takes its own reference (the count is the
+ *                   only thing changed); the caller still frees its
+ *                   handle.
  * @param[out] out   caller frees with detect_engine_free.
  * @return 0, DETECT_EINVAL or DETECT_ENOMEM.
  */
-int detect_engine_new(const detect_rules *rules, detect_engine **out);
+int detect_engine_new(detect_rules *rules, detect_engine **out);
 
 /**
  * Switch to a new rule set. Per-series state of every rule whose name and
@@ -212,7 +213,7 @@ int detect_engine_new(const detect_rules *rules, detect_engine **out);
  * @param[in] rules  the engine takes its own reference.
  * @return 0 or DETECT_ENOMEM.
  */
-int detect_engine_reload(detect_engine *e, const detect_rules *rules);
+int detect_engine_reload(detect_engine *e, detect_rules *rules);
 
 /** NULL is a no-op. */
 void detect_engine_free(detect_engine *e);

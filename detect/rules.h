@@ -82,6 +82,12 @@ detect_p(const detect_rule *r, int i)
 	return r->p[i].v;
 }
 
+/* Match rule r with matcher m: 1, 0, or -1 (a limit was hit: counted as
+ * no match). host may be NULL. */
+int detect_rule_match(const detect_rule *r, const detect_matcher *m,
+    const char *run, size_t runlen, const char *metric, size_t mlen,
+    const char *host, size_t hostlen, int32_t rank);
+
 /* Free the contents of one rule. */
 void detect_rule_fini(detect_rule *r);
 

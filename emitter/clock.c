@@ -1,7 +1,5 @@
 #include "emitter/clock.h"
 
-#include <math.h>
-
 #if VTE_CLOCK_HAVE_TSC
 #include <cpuid.h>
 #endif
@@ -116,7 +114,9 @@ vte_clock_update(vte_clock *c)
 	}
 	rate = (double) dn / (double) (t - c->t_ref);
 	if (dn >= TRUST_NS) {
-		if (c->trusted && fabs(rate / c->ns_per_tick - 1.0) > 0.01)
+		double drift = rate / c->ns_per_tick - 1.0;
+
+		if (c->trusted && (drift > 0.01 || drift < -0.01))
 			goto reset; /* the wall clock stepped forward */
 		c->ns_per_tick = rate;
 		c->trusted     = 1;
@@ -138,11 +138,12 @@ reset:
 int64_t
 vte_clock_to_ns(const vte_clock *c, uint64_t ticks)
 {
-	int64_t back;
+	double back;
 
 	if (!c->tsc)
 		return (int64_t) ticks;
-	/* Signed: a sample read after the latest pair extrapolates forward. */
-	back = (int64_t) (c->t_now - ticks);
-	return c->n_now - (int64_t) llround((double) back * c->ns_per_tick);
+	/* Signed: a sample read after the latest pair extrapolates forward.
+	 * Rounded by hand: llround() would make libvitals need libm. */
+	back = (double) (int64_t) (c->t_now - ticks) * c->ns_per_tick;
+	return c->n_now - (int64_t) (back < 0 ? back - 0.5 : back + 0.5);
 }

@@ -1,0 +1,64 @@
+#!/bin/sh
+# make bench-peers: the same realistic samples into VictoriaMetrics (from
+# Debian, loopback only) and into vitals, in the same run; both ingest
+# rates and both sizes on disk.
+#
+# VictoriaMetrics takes its JSON line bulk import (/api/v1/import) and
+# answers before its data is on disk; vitals is timed until every sample
+# is acknowledged, which it does only after the LMDB commit.
+B=${B:-build}
+RANKS=${PEERS_RANKS:-4}
+STEPS=${PEERS_STEPS:-100000}
+T=$(mktemp -d /tmp/vitals-peers.XXXXXX)
+VMPORT=18428
+trap 'kill $VMPID $VPID 2>/dev/null; rm -rf "$T"' EXIT
+
+if [ "$(id -u)" = 0 ]; then
+	for p in victoria-metrics curl; do
+		dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q "ok installed" ||
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q $p >/dev/null
+	done
+fi
+command -v victoria-metrics >/dev/null || {
+	echo "bench-peers: victoria-metrics is not installed (apt-get install victoria-metrics)"
+	exit 1
+}
+
+N=$((RANKS * STEPS * 6))
+# Times end now: VictoriaMetrics keeps only its retention period.
+T0=$(( $(date +%s%3N) - STEPS * 505 ))
+"$B/bench/bench_peers" vm $RANKS $STEPS $T0 >"$T/import.jsonl"
+echo "samples: $N ($RANKS ranks x 6 metrics x $STEPS steps), import file $(du -h "$T/import.jsonl" | cut -f1)"
+
+victoria-metrics -storageDataPath "$T/vm" -httpListenAddr 127.0.0.1:$VMPORT \
+	-retentionPeriod 100y >"$T/vm.log" 2>&1 &
+VMPID=$!
+i=0
+until curl -sf http://127.0.0.1:$VMPORT/health >/dev/null; do
+	sleep 0.1; i=$((i + 1)); [ $i -gt 100 ] && { echo "victoria-metrics did not start"; cat "$T/vm.log"; exit 1; }
+done
+t0=$(date +%s%N)
+curl -sf --data-binary @"$T/import.jsonl" http://127.0.0.1:$VMPORT/api/v1/import
+t1=$(date +%s%N)
+curl -sf http://127.0.0.1:$VMPORT/internal/force_flush
+sleep 2
+curl -sf http://127.0.0.1:$VMPORT/internal/force_merge
+sleep 5
+count=$(curl -sf "http://127.0.0.1:$VMPORT/api/v1/query" --data-urlencode 'query=sum(count_over_time({run="peers"}[100y]))' | sed -n 's/.*"value":\[[0-9.]*,"\([0-9]*\)"\].*/\1/p')
+vmbytes=$(du -sb "$T/vm/data" | cut -f1)
+kill $VMPID; wait $VMPID 2>/dev/null; VMPID=
+awk -v n=$N -v ns=$((t1 - t0)) -v b=$vmbytes -v c="$count" 'BEGIN {
+	printf "victoria-metrics: %.2f M samples/s (import answered), %.2f bytes/sample on disk (%d bytes), %s samples queryable\n", n / (ns / 1e9) / 1e6, b / n, b, c }'
+
+EP=ipc://$T/collector.sock
+"$B/vitalsd" --listen "$EP" --db "$T/vitals" --quiet 2>"$T/vitalsd.log" &
+VPID=$!
+sleep 0.3
+t0=$(date +%s%N)
+VITALS_ENDPOINT=$EP "$B/bench/bench_peers" emit $RANKS $STEPS $T0 || echo "vitals: not every sample acknowledged"
+t1=$(date +%s%N)
+kill -TERM $VPID; wait $VPID; VPID=
+stored=$("$B/vitals" runs --db "$T/vitals" | awk -F, '$1 == "peers" { print $6 }')
+vbytes=$(du -sb "$T/vitals" | cut -f1)
+awk -v n=$N -v ns=$((t1 - t0)) -v b=$vbytes -v c="$stored" 'BEGIN {
+	printf "vitals:           %.2f M samples/s (all committed and acknowledged), %.2f bytes/sample on disk (%d bytes, data.mdb + lock.mdb), %s samples stored\n", n / (ns / 1e9) / 1e6, b / n, b, c }'
