@@ -53,6 +53,7 @@ $(B)/libvitals.a: $(LIB_OBJ)
 
 $(B)/libvitals.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libvitals.so.0 -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL)
+	ln -sf libvitals.so $(B)/libvitals.so.0
 
 $(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(call obj,$(WIRE_SRC))
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(LDLIBS_ALL) -lm

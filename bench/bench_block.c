@@ -16,7 +16,8 @@
  * sample including block headers, the bits per sample of each field, and
  * encode / decode rates in million samples per second on one core; and for
  * reference, what classic Gorilla coding of the same times and values
- * would take (no blocks, no headers).
+ * would take (no blocks, no headers). Last, the sizes for the series of
+ * bench/realistic.c, which bench_store stores.
  */
 #include "store/block.h"
 
@@ -25,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bench/realistic.h"
 
 #define SERIES_LEN 100000
 #define NKINDS 4
@@ -48,10 +51,10 @@ typedef struct encoded {
 	uint64_t field_bits[3];
 } encoded;
 
-static const char *const kind_names[NKINDS] = { "loss", "grad_norm",
-	"tok/s", "counter" };
-static const int64_t intervals[NINTERVALS] = { 100000000, 300000000,
-	1000000000 };
+static const char *const kind_names[NKINDS]
+    = { "loss", "grad_norm", "tok/s", "counter" };
+static const int64_t intervals[NINTERVALS]
+    = { 100000000, 300000000, 1000000000 };
 
 /* splitmix64: a small, good, seedable generator. */
 static uint64_t
@@ -93,14 +96,14 @@ gen_series(sample *out, int kind, int64_t interval, uint64_t seed)
 		uint64_t step = i + 1;
 		double   v;
 
-		t += (int64_t) llround((double) interval *
-		    (1 + 0.01 * rng_normal(&s)));
+		t += (int64_t) llround(
+		    (double) interval * (1 + 0.01 * rng_normal(&s)));
 		if (rng_unit(&s) < 0.001) /* an eval or a checkpoint */
 			t += (int64_t) (rng_unit(&s) * 60e9);
 		switch (kind) {
 		case 0:
-			v = 2.5 * pow((double) step, -0.1) *
-			    (1 + 0.01 * rng_normal(&s));
+			v = 2.5 * pow((double) step, -0.1)
+			    * (1 + 0.01 * rng_normal(&s));
 			break;
 		case 1:
 			v = 0.8 * exp(0.3 * rng_normal(&s));
@@ -137,29 +140,30 @@ quantize(int64_t t, int64_t q)
  * '11111' + 64.
  */
 static void
-gorilla_bits(const sample *in, size_t n, int64_t q, double *tbits,
-    double *vbits)
+gorilla_bits(
+    const sample *in, size_t n, int64_t q, double *tbits, double *vbits)
 {
 	static const int widths[] = { 8, 16, 24, 32, 64 };
-	uint64_t prev, x;
-	int      plead = -1, ptrail = 0;
-	int64_t  pdelta = 0, t0 = quantize(in[0].time, q);
+	uint64_t         prev, x;
+	int              plead = -1, ptrail = 0;
+	int64_t          pdelta = 0, t0 = quantize(in[0].time, q);
 
 	memcpy(&prev, &in[0].value, sizeof prev);
 	*vbits = 64;
 	*tbits = 64;
 	for (size_t i = 1; i < n; i++) {
-		int64_t t = quantize(in[i].time, q), delta = t - t0;
-		int64_t dod = delta - pdelta;
-		uint64_t z  = ((uint64_t) dod << 1) ^ (uint64_t) (dod >> 63);
-		pdelta = delta;
-		t0     = t;
+		int64_t  t = quantize(in[i].time, q), delta = t - t0;
+		int64_t  dod = delta - pdelta;
+		uint64_t z   = ((uint64_t) dod << 1) ^ (uint64_t) (dod >> 63);
+		pdelta       = delta;
+		t0           = t;
 		if (dod == 0) {
 			*tbits += 1;
 		} else {
 			for (int b = 0; b < 5; b++) {
 				if (b == 4 || z < (uint64_t) 1 << widths[b]) {
-					*tbits += (b < 4 ? b + 2 : 5) + widths[b];
+					*tbits
+					    += (b < 4 ? b + 2 : 5) + widths[b];
 					break;
 				}
 			}
@@ -232,8 +236,8 @@ encode_series(encoded *out, const sample *in, size_t n, int64_t q)
  * *sum so that the work cannot be optimised away. With check, compares
  * with the input (steps, values bit-exact; times rounded to q). */
 static size_t
-decode_series(const encoded *enc, const sample *in, int64_t q, int check,
-    uint64_t *sum)
+decode_series(
+    const encoded *enc, const sample *in, int64_t q, int check, uint64_t *sum)
 {
 	size_t         n = 0;
 	const uint8_t *p = enc->bytes;
@@ -250,9 +254,9 @@ decode_series(const encoded *enc, const sample *in, int64_t q, int check,
 		while ((rc = block_dec_next(&d, &step, &t, &v)) == 1) {
 			*sum += step + (uint64_t) t;
 			if (check) {
-				if (step != in[n].step ||
-				    t != quantize(in[n].time, q) ||
-				    memcmp(&v, &in[n].value, sizeof v) != 0)
+				if (step != in[n].step
+				    || t != quantize(in[n].time, q)
+				    || memcmp(&v, &in[n].value, sizeof v) != 0)
 					abort();
 			}
 			n++;
@@ -264,10 +268,47 @@ decode_series(const encoded *enc, const sample *in, int64_t q, int check,
 	return n;
 }
 
+/* Bytes per sample, headers included, of the bench/realistic.c series
+ * (one rank, SERIES_LEN steps), at each time quantum. */
+static void
+realistic_sizes(sample *data, encoded *enc)
+{
+	static const int64_t     quanta[] = { 1, 1000, 1000000 };
+	static const char *const qnames[] = { "1 ns", "1 us", "1 ms" };
+	real_gen                 g;
+
+	real_init(&g, 0, SERIES_LEN, 1700000000000000000);
+	for (uint64_t i = 0; i < SERIES_LEN; i++) {
+		int64_t t = real_step(&g);
+		for (int m = 0; m < REAL_METRICS; m++) {
+			sample *x = &data[(size_t) m * SERIES_LEN + i];
+			x->step   = i + 1;
+			x->time   = t;
+			x->value  = real_value(&g, m, i + 1);
+		}
+	}
+	printf("bench/realistic.c series, bytes/sample:\n  %-8s", "quantum");
+	for (int m = 0; m < REAL_METRICS; m++)
+		printf(" %9.9s", real_names[m]);
+	printf(" %9s\n", "all");
+	for (int qi = 0; qi < 3; qi++) {
+		size_t all = 0;
+		printf("  %-8s", qnames[qi]);
+		for (int m = 0; m < REAL_METRICS; m++) {
+			encode_series(enc, data + (size_t) m * SERIES_LEN,
+			    SERIES_LEN, quanta[qi]);
+			all += enc->total;
+			printf(" %9.3f", (double) enc->total / SERIES_LEN);
+		}
+		printf(" %9.3f\n",
+		    (double) all / (SERIES_LEN * (double) REAL_METRICS));
+	}
+}
+
 int
 main(void)
 {
-	static const int64_t quanta[] = { 1, 1000, 1000000 };
+	static const int64_t     quanta[] = { 1, 1000, 1000000 };
 	static const char *const qnames[] = { "1 ns (raw)", "1 us", "1 ms" };
 	sample  *data = malloc(sizeof(sample) * SERIES_LEN * NSERIES);
 	encoded  enc[NSERIES];
@@ -286,11 +327,12 @@ main(void)
 	printf("block codec: %d series x %d samples, %d-byte blocks\n\n",
 	    NSERIES, SERIES_LEN, BLOCK_MAX_BYTES);
 	for (int qi = 0; qi < 3; qi++) {
-		int64_t q = quanta[qi];
+		int64_t q    = quanta[qi];
 		double  tenc = 1e30, tdec = 1e30;
-		size_t  total = 0, nblocks = 0, n = (size_t) NSERIES * SERIES_LEN;
-		double  kb[NKINDS] = { 0 }, kf[NKINDS][3] = { { 0 } };
-		double  f[3] = { 0 };
+		size_t  total = 0, nblocks = 0,
+		       n          = (size_t) NSERIES * SERIES_LEN;
+		double kb[NKINDS] = { 0 }, kf[NKINDS][3] = { { 0 } };
+		double f[3] = { 0 };
 
 		for (int r = 0; r < REPEAT; r++) {
 			double t0 = now_s();
@@ -300,12 +342,12 @@ main(void)
 				    q);
 			double t1 = now_s();
 			for (int s = 0; s < NSERIES; s++)
-				if (decode_series(&enc[s], NULL, q, 0, &sum) !=
-				    SERIES_LEN)
+				if (decode_series(&enc[s], NULL, q, 0, &sum)
+				    != SERIES_LEN)
 					abort();
 			double t2 = now_s();
-			tenc = t1 - t0 < tenc ? t1 - t0 : tenc;
-			tdec = t2 - t1 < tdec ? t2 - t1 : tdec;
+			tenc      = t1 - t0 < tenc ? t1 - t0 : tenc;
+			tdec      = t2 - t1 < tdec ? t2 - t1 : tdec;
 		}
 		for (int s = 0; s < NSERIES; s++) {
 			decode_series(&enc[s], data + (size_t) s * SERIES_LEN,
@@ -314,8 +356,8 @@ main(void)
 			nblocks += enc[s].nblocks;
 			kb[s / NINTERVALS] += (double) enc[s].total;
 			for (int i = 0; i < 3; i++) {
-				kf[s / NINTERVALS][i] +=
-				    (double) enc[s].field_bits[i];
+				kf[s / NINTERVALS][i]
+				    += (double) enc[s].field_bits[i];
 				f[i] += (double) enc[s].field_bits[i];
 			}
 		}
@@ -339,8 +381,8 @@ main(void)
 		double gt = 0, gv = 0;
 		for (int s = 0; s < NSERIES; s++) {
 			double t, v;
-			gorilla_bits(data + (size_t) s * SERIES_LEN, SERIES_LEN,
-			    q, &t, &v);
+			gorilla_bits(data + (size_t) s * SERIES_LEN,
+			    SERIES_LEN, q, &t, &v);
 			gt += t;
 			gv += v;
 		}
@@ -348,6 +390,7 @@ main(void)
 		       "bits/sample\n\n",
 		    gt / (double) n, gv / (double) n);
 	}
+	realistic_sizes(data, &enc[0]);
 	for (int s = 0; s < NSERIES; s++) {
 		free(enc[s].bytes);
 		free(enc[s].lens);

@@ -52,6 +52,7 @@ typedef struct detect_group {
 	char              *metric; /* per-metric groups only */
 	size_t             mlen;
 	uint32_t           nslots, cap;
+	size_t             slot_size;
 	detect_rank      **slot_rank;
 	unsigned char     *slots; /* nslots x kind->slot_size */
 	void              *state; /* kind->state_size bytes */
@@ -87,8 +88,10 @@ typedef struct detect_kind {
 	size_t              nparams;
 	int                 severity; /* default */
 	int                 scope;
-	size_t              state_size; /* per series, or per group */
-	size_t              slot_size;  /* per rank slot of a group */
+	/* Bytes of state per series (or per group) and per rank slot of a
+	 * group, which may depend on the rule's parameters. */
+	size_t (*state_size)(const detect_rule *r);
+	size_t (*slot_size)(const detect_rule *r);
 	/* Optional: reject combinations of parameters (why: one line). */
 	int (*validate)(const detect_rule *r, char *why, size_t whylen);
 	/* Zeroed state or slot before these. */
@@ -109,8 +112,11 @@ extern const detect_kind detect_kind_nonfinite, detect_kind_spike,
 static inline void *
 detect_slot(const detect_group *g, uint32_t i)
 {
-	return g->slots + (size_t) i * g->r->kind->slot_size;
+	return g->slots + (size_t) i * g->slot_size;
 }
+
+/* The engine's clock: the latest detect_tick() time (0 before any). */
+int64_t detect_engine_now(const detect_engine *e);
 
 /* Where an alert comes from. */
 typedef struct detect_origin {

@@ -29,12 +29,12 @@
 
 /* Calibration state: owned by the I/O thread, one thread at a time. */
 typedef struct vte_clock {
-	int      tsc;     /* 1: ticks are TSC; 0: ticks are realtime ns */
-	uint64_t t_ref;   /* reference pair for the rate (older) */
+	int      tsc;   /* 1: ticks are TSC; 0: ticks are realtime ns */
+	uint64_t t_ref; /* reference pair for the rate (older) */
 	int64_t  n_ref;
-	uint64_t t_mid;   /* candidate next reference, taken ~1 s later */
+	uint64_t t_mid; /* candidate next reference, taken ~1 s later */
 	int64_t  n_mid;
-	uint64_t t_now;   /* latest pair */
+	uint64_t t_now; /* latest pair */
 	int64_t  n_now;
 	double   ns_per_tick;
 	int      trusted; /* rate measured over >= 100 ms */

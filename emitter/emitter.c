@@ -37,10 +37,10 @@ struct vt_emitter {
 	vte_names names;
 	vte_ring  ring;
 
-	vte_io   *io; /* NULL once stopped */
-	vte_ident ident;
-	unsigned  close_timeout_ms;
-	vt_stats  final; /* I/O counters when the I/O thread stopped */
+	vte_io     *io; /* NULL once stopped */
+	vte_ident   ident;
+	unsigned    close_timeout_ms;
+	vt_stats    final;       /* I/O counters when the I/O thread stopped */
 	vt_emitter *orphan_next; /* see vt_proc.orphans */
 
 	/* Last error: the code is atomic so that the drop path can set it
@@ -67,8 +67,8 @@ static struct {
 	/* Default emitters of parent processes, forgotten in this child:
 	 * never used or freed, only kept reachable so that leak checkers
 	 * run on a child do not report them. */
-	vt_emitter *orphans;
-	pthread_once_t        atfork_once;
+	vt_emitter    *orphans;
+	pthread_once_t atfork_once;
 } vt_proc = { .atfork_once = PTHREAD_ONCE_INIT };
 
 /* ---- options ----------------------------------------------------------- */
@@ -141,8 +141,8 @@ vt_opts_init(vt_opts *o)
 
 		errno = 0;
 		ms    = strtol(s, &end, 10);
-		if (errno == 0 && end != s && *end == '\0' && ms >= 0 &&
-		    ms <= 3600000)
+		if (errno == 0 && end != s && *end == '\0' && ms >= 0
+		    && ms <= 3600000)
 			o->close_timeout_ms = (unsigned) ms;
 	}
 }
@@ -165,11 +165,12 @@ ring_slots(size_t cap)
 static void
 note_err(vt_emitter *em, int code)
 {
-	if (atomic_load_explicit(&em->err_code, memory_order_relaxed) !=
-		code ||
-	    atomic_load_explicit(&em->err_detail, memory_order_relaxed)) {
-		atomic_store_explicit(&em->err_detail, 0, memory_order_relaxed);
-		atomic_store_explicit(&em->err_code, code, memory_order_release);
+	if (atomic_load_explicit(&em->err_code, memory_order_relaxed) != code
+	    || atomic_load_explicit(&em->err_detail, memory_order_relaxed)) {
+		atomic_store_explicit(
+		    &em->err_detail, 0, memory_order_relaxed);
+		atomic_store_explicit(
+		    &em->err_code, code, memory_order_release);
 	}
 }
 
@@ -200,7 +201,8 @@ quote(char *out, size_t size, const char *s, size_t len)
 		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
 			out[o++] = (char) c;
 		else
-			o += (size_t) snprintf(out + o, size - o, "\\x%02x", c);
+			o += (size_t) snprintf(
+			    out + o, size - o, "\\x%02x", c);
 	}
 	if (len > 60 && o + 4 < size) {
 		memcpy(out + o, "...", 3);
@@ -270,11 +272,11 @@ atfork_child(void)
 	/* The parent's default emitter has no I/O thread here and its
 	 * ZeroMQ context must not be touched: forget it. Only this thread
 	 * exists in the child, so plain stores are safe. */
-	vt_emitter *em =
-	    atomic_exchange_explicit(&vt_proc.dflt, NULL, memory_order_relaxed);
+	vt_emitter *em = atomic_exchange_explicit(
+	    &vt_proc.dflt, NULL, memory_order_relaxed);
 
 	if (em != NULL) {
-		em->orphan_next  = vt_proc.orphans;
+		em->orphan_next = vt_proc.orphans;
 		vt_proc.orphans = em;
 	}
 	atomic_store_explicit(&vt_proc.dflt_err, 0, memory_order_relaxed);
@@ -291,8 +293,8 @@ atfork_register(void)
 static int
 forked(const vt_emitter *em)
 {
-	return atomic_load_explicit(&vt_proc.fork_gen, memory_order_relaxed) !=
-	    em->fork_gen;
+	return atomic_load_explicit(&vt_proc.fork_gen, memory_order_relaxed)
+	    != em->fork_gen;
 }
 
 /*
@@ -324,8 +326,8 @@ vt_open(const vt_opts *opts, vt_emitter **out)
 	if (em == NULL)
 		goto fail;
 	memset(em, 0, sizeof(*em));
-	em->fork_gen =
-	    atomic_load_explicit(&vt_proc.fork_gen, memory_order_relaxed);
+	em->fork_gen
+	    = atomic_load_explicit(&vt_proc.fork_gen, memory_order_relaxed);
 	em->tsc              = vte_clock_tsc_usable();
 	em->close_timeout_ms = opts->close_timeout_ms;
 	atomic_init(&em->err_code, VT_OK);
@@ -358,7 +360,7 @@ vt_open(const vt_opts *opts, vt_emitter **out)
 	p.budget            = cap - VTE_RING_BYTES(slots);
 	p.flush_interval_ms = opts->flush_interval_ms;
 	p.tsc               = em->tsc;
-	rc = vte_io_start(&p, &em->io, err, sizeof(err));
+	rc                  = vte_io_start(&p, &em->io, err, sizeof(err));
 	if (rc != 0)
 		goto fail_names;
 	*out = em;
@@ -462,8 +464,7 @@ vt_flush(vt_emitter *em, unsigned timeout_ms)
 
 /* First sight of a name: intern it under the names lock. */
 static int
-intern(vt_emitter *em, const char *metric, size_t len, uint64_t h,
-    int64_t *id)
+intern(vt_emitter *em, const char *metric, size_t len, uint64_t h, int64_t *id)
 {
 	uint32_t nid;
 	char     q[256];
@@ -520,8 +521,9 @@ emit(vt_emitter *em, const char *metric, uint64_t step, int64_t time,
 			return rc;
 	}
 	if (__builtin_expect(vte_ring_push(&em->ring, (uint32_t) id | flag,
-				 step, time, value) != 0,
-		0)) {
+	                         step, time, value)
+	            != 0,
+	        0)) {
 		note_err(em, VT_EFULL);
 		return VT_EFULL;
 	}
@@ -538,8 +540,8 @@ vt_emit(vt_emitter *em, const char *metric, uint64_t step, double value)
 }
 
 int
-vt_emit_at(vt_emitter *em, const char *metric, uint64_t step,
-    int64_t time_ns, double value)
+vt_emit_at(vt_emitter *em, const char *metric, uint64_t step, int64_t time_ns,
+    double value)
 {
 	if (em == NULL || metric == NULL)
 		return VT_EINVAL;
@@ -558,7 +560,7 @@ static int
 default_get(vt_emitter **out)
 {
 	vt_emitter *em = NULL, *expected = NULL;
-	int         rc, zero = 0;
+	int         rc, zero             = 0;
 
 	if (atomic_load_explicit(&vt_proc.exiting, memory_order_acquire))
 		return VT_ECLOSED;
@@ -571,7 +573,7 @@ default_get(vt_emitter **out)
 		return rc;
 	}
 	if (!atomic_compare_exchange_strong_explicit(&vt_proc.dflt, &expected,
-		em, memory_order_acq_rel, memory_order_acquire)) {
+	        em, memory_order_acq_rel, memory_order_acquire)) {
 		vt_close(em);
 		em = expected;
 	}
@@ -582,8 +584,8 @@ default_get(vt_emitter **out)
 int
 vt_log(const char *metric, uint64_t step, double value)
 {
-	vt_emitter *em =
-	    atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
+	vt_emitter *em
+	    = atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
 
 	if (__builtin_expect(em == NULL, 0)) {
 		int rc = default_get(&em);
@@ -597,8 +599,8 @@ vt_log(const char *metric, uint64_t step, double value)
 vt_emitter *
 vt_default(void)
 {
-	vt_emitter *em =
-	    atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
+	vt_emitter *em
+	    = atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
 
 	if (em == NULL && default_get(&em) != 0)
 		return NULL;

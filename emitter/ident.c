@@ -111,7 +111,8 @@ process_start(void)
 		ticks = strtoull(p + 1, &end, 10);
 		if (errno != 0 || end == p + 1)
 			return real.tv_sec;
-		return real.tv_sec - boot.tv_sec + (time_t) (ticks / (unsigned long long) tck);
+		return real.tv_sec - boot.tv_sec
+		    + (time_t) (ticks / (unsigned long long) tck);
 	}
 }
 
@@ -126,8 +127,8 @@ default_run(char *buf, size_t size)
 	struct tm tm;
 
 	command_name(cmd, sizeof(cmd));
-	if (gmtime_r(&t, &tm) == NULL ||
-	    strftime(when, sizeof(when), "%Y%m%d-%H%M%S", &tm) == 0)
+	if (gmtime_r(&t, &tm) == NULL
+	    || strftime(when, sizeof(when), "%Y%m%d-%H%M%S", &tm) == 0)
 		snprintf(when, sizeof(when), "%lld", (long long) t);
 	snprintf(buf, size, "%s-%s", cmd, when);
 }
@@ -140,9 +141,9 @@ incarnation(void)
 	uint64_t x = 0;
 
 	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t) sizeof(x)) {
-		x = (uint64_t) vte_clock_real_ns() ^
-		    ((uint64_t) vte_clock_mono_ns() << 17) ^
-		    ((uint64_t) getpid() << 40) ^ (uint64_t) (uintptr_t) &x;
+		x = (uint64_t) vte_clock_real_ns()
+		    ^ ((uint64_t) vte_clock_mono_ns() << 17)
+		    ^ ((uint64_t) getpid() << 40) ^ (uint64_t) (uintptr_t) &x;
 		/* splitmix64 finaliser */
 		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
 		x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
@@ -163,8 +164,8 @@ resolve_run(const vt_opts *o, vte_ident *id, char *err, size_t errlen)
 	} else if ((v = env("VITALS_RUN")) != NULL) {
 		src = "$VITALS_RUN";
 		n   = snprintf(id->run, sizeof(id->run), "%s", v);
-	} else if ((v = env("TORCHELASTIC_RUN_ID")) != NULL &&
-	    strcmp(v, "none") != 0) {
+	} else if ((v = env("TORCHELASTIC_RUN_ID")) != NULL
+	    && strcmp(v, "none") != 0) {
 		src = "$TORCHELASTIC_RUN_ID";
 		n   = snprintf(id->run, sizeof(id->run), "%s", v);
 	} else if ((v = env("SLURM_JOB_ID")) != NULL) {
@@ -174,8 +175,8 @@ resolve_run(const vt_opts *o, vte_ident *id, char *err, size_t errlen)
 		default_run(id->run, sizeof(id->run));
 		return 0;
 	}
-	if (n < 0 || (size_t) n >= sizeof(id->run) ||
-	    wire_name_check(id->run, (size_t) n, VT_RUN_MAX) != 0) {
+	if (n < 0 || (size_t) n >= sizeof(id->run)
+	    || wire_name_check(id->run, (size_t) n, VT_RUN_MAX) != 0) {
 		snprintf(err, errlen,
 		    "run name from %s is empty, over %d bytes, not UTF-8 or "
 		    "has control characters",
@@ -216,8 +217,8 @@ resolve_host(const vt_opts *o, vte_ident *id, char *err, size_t errlen)
  * valid of the two variables, else dflt); anything else is an error.
  */
 static int
-resolve_int(int opt, long lo, const char *var1, const char *var2,
-    int32_t dflt, int32_t *out, const char *what, char *err, size_t errlen)
+resolve_int(int opt, long lo, const char *var1, const char *var2, int32_t dflt,
+    int32_t *out, const char *what, char *err, size_t errlen)
 {
 	if (opt >= lo) {
 		*out = opt;
@@ -227,8 +228,8 @@ resolve_int(int opt, long lo, const char *var1, const char *var2,
 		snprintf(err, errlen, "%s %d out of range", what, opt);
 		return VT_EINVAL;
 	}
-	if (!env_int(var1, lo, INT32_MAX, out) &&
-	    !env_int(var2, lo, INT32_MAX, out))
+	if (!env_int(var1, lo, INT32_MAX, out)
+	    && !env_int(var2, lo, INT32_MAX, out))
 		*out = dflt;
 	return 0;
 }
@@ -238,14 +239,19 @@ vte_ident_resolve(const vt_opts *o, vte_ident *id, char *err, size_t errlen)
 {
 	int rc;
 
-	if ((rc = resolve_run(o, id, err, errlen)) != 0 ||
-	    (rc = resolve_host(o, id, err, errlen)) != 0 ||
-	    (rc = resolve_int(o->rank, 0, "RANK", "SLURM_PROCID", 0,
-		 &id->w.rank, "rank", err, errlen)) != 0 ||
-	    (rc = resolve_int(o->local_rank, 0, "LOCAL_RANK", "SLURM_LOCALID",
-		 0, &id->w.local_rank, "local rank", err, errlen)) != 0 ||
-	    (rc = resolve_int(o->world_size, 1, "WORLD_SIZE", "SLURM_NTASKS",
-		 1, &id->w.world_size, "world size", err, errlen)) != 0)
+	if ((rc = resolve_run(o, id, err, errlen)) != 0
+	    || (rc = resolve_host(o, id, err, errlen)) != 0
+	    || (rc = resolve_int(o->rank, 0, "RANK", "SLURM_PROCID", 0,
+	            &id->w.rank, "rank", err, errlen))
+	        != 0
+	    || (rc = resolve_int(o->local_rank, 0, "LOCAL_RANK",
+	            "SLURM_LOCALID", 0, &id->w.local_rank, "local rank", err,
+	            errlen))
+	        != 0
+	    || (rc = resolve_int(o->world_size, 1, "WORLD_SIZE",
+	            "SLURM_NTASKS", 1, &id->w.world_size, "world size", err,
+	            errlen))
+	        != 0)
 		return rc;
 	id->w.incarnation = incarnation();
 	id->w.start_ns    = (uint64_t) vte_clock_real_ns();

@@ -74,21 +74,21 @@ struct vte_io {
 
 	/* Startup handshake and flush waiters. */
 	pthread_mutex_t mu;
-	pthread_cond_t  cond; /* CLOCK_MONOTONIC */
+	pthread_cond_t  cond;    /* CLOCK_MONOTONIC */
 	int             started; /* under mu */
 	int             start_rc;
 	char            start_err[160];
 	int             waiters; /* under mu */
 
-	atomic_int                    stop;
-	_Alignas(64) _Atomic uint64_t flush_pos;  /* requested targets */
-	_Atomic uint64_t              flush_drop;
+	atomic_int stop;
+	_Alignas(64) _Atomic uint64_t flush_pos; /* requested targets */
+	_Atomic uint64_t flush_drop;
 	_Alignas(64) _Atomic uint64_t settled_pos; /* published progress */
-	_Atomic uint64_t              settled_drop;
+	_Atomic uint64_t settled_drop;
 	_Alignas(64) _Atomic uint64_t st_sent;
-	_Atomic uint64_t              st_acked;
-	_Atomic uint64_t              st_resent;
-	_Atomic uint64_t              st_rejected;
+	_Atomic uint64_t st_acked;
+	_Atomic uint64_t st_resent;
+	_Atomic uint64_t st_rejected;
 
 	/* I/O thread only. */
 	void     *zctx, *zsock, *zmon;
@@ -145,8 +145,9 @@ atomic_max_u64(_Atomic uint64_t *a, uint64_t v)
 {
 	uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
 
-	while (cur < v && !atomic_compare_exchange_weak_explicit(a, &cur, v,
-			      memory_order_release, memory_order_relaxed))
+	while (cur < v
+	    && !atomic_compare_exchange_weak_explicit(
+	        a, &cur, v, memory_order_release, memory_order_relaxed))
 		;
 }
 
@@ -161,8 +162,8 @@ stat_add(_Atomic uint64_t *a, uint64_t v)
 static size_t
 staged_bytes(const vte_io *io)
 {
-	return wire_batch_header_size(&io->ident->w, io->names_bytes) +
-	    (size_t) io->nstg * WIRE_SAMPLE_SIZE;
+	return wire_batch_header_size(&io->ident->w, io->names_bytes)
+	    + (size_t) io->nstg * WIRE_SAMPLE_SIZE;
 }
 
 /*
@@ -173,11 +174,12 @@ staged_bytes(const vte_io *io)
 static int
 can_stage(const vte_io *io)
 {
-	if (io->nstg >= VTE_IO_BATCH_MAX ||
-	    io->next_seq - io->base >= VTE_IO_WINDOW)
+	if (io->nstg >= VTE_IO_BATCH_MAX
+	    || io->next_seq - io->base >= VTE_IO_WINDOW)
 		return 0;
-	return io->unacked_bytes + staged_bytes(io) + WIRE_SAMPLE_SIZE + 1 +
-	    WIRE_NAME_MAX <= io->budget;
+	return io->unacked_bytes + staged_bytes(io) + WIRE_SAMPLE_SIZE + 1
+	    + WIRE_NAME_MAX
+	    <= io->budget;
 }
 
 static void
@@ -187,17 +189,17 @@ stage(vte_io *io, const vte_ring_slot *s)
 	staged   *st = &io->stg[io->nstg++];
 
 	if (nm->batch_gen != io->gen) {
-		nm->batch_gen          = io->gen;
-		nm->batch_idx          = (uint16_t) io->nnames;
+		nm->batch_gen           = io->gen;
+		nm->batch_idx           = (uint16_t) io->nnames;
 		io->order[io->nnames++] = nm;
 		io->names_bytes += 1 + nm->len;
 	}
 	st->name    = nm->batch_idx;
 	st->step    = s->step;
-	st->time_ns = (s->name & VTE_RING_TICKS) ?
-	    vte_clock_to_ns(&io->clock, (uint64_t) s->time) :
-	    s->time;
-	st->value = s->value;
+	st->time_ns = (s->name & VTE_RING_TICKS)
+	    ? vte_clock_to_ns(&io->clock, (uint64_t) s->time)
+	    : s->time;
+	st->value   = s->value;
 }
 
 /*
@@ -209,10 +211,10 @@ stage(vte_io *io, const vte_ring_slot *s)
 static int
 seal(vte_io *io, int64_t now)
 {
-	const wire_ident *w    = &io->ident->w;
-	size_t            size = staged_bytes(io);
+	const wire_ident *w       = &io->ident->w;
+	size_t            size    = staged_bytes(io);
 	uint64_t          dropped = vte_ring_dropped(io->ring);
-	bbuf             *bb   = malloc(sizeof(*bb) + size);
+	bbuf             *bb      = malloc(sizeof(*bb) + size);
 	batch            *b;
 	size_t            off;
 
@@ -220,18 +222,18 @@ seal(vte_io *io, int64_t now)
 		return -1;
 	atomic_init(&bb->refs, 1);
 	bb->len = size;
-	off     = wire_put_batch_head(bb->data, w, io->next_seq, io->base,
-            dropped);
+	off     = wire_put_batch_head(
+	        bb->data, w, io->next_seq, io->base, dropped);
 	wire_put_names_count(bb->data, &off, (uint16_t) io->nnames);
 	for (uint32_t i = 0; i < io->nnames; i++)
-		wire_put_name(bb->data, &off, io->order[i]->str,
-		    io->order[i]->len);
+		wire_put_name(
+		    bb->data, &off, io->order[i]->str, io->order[i]->len);
 	wire_put_samples_count(bb->data, &off, io->nstg);
 	for (uint32_t i = 0; i < io->nstg; i++) {
 		wire_sample ws = { .name = io->stg[i].name,
-			.step          = io->stg[i].step,
-			.time_ns       = io->stg[i].time_ns,
-			.value         = io->stg[i].value };
+			.step            = io->stg[i].step,
+			.time_ns         = io->stg[i].time_ns,
+			.value           = io->stg[i].value };
 
 		wire_put_sample(bb->data, &off, &ws);
 	}
@@ -245,8 +247,8 @@ seal(vte_io *io, int64_t now)
 	b->n          = io->nstg;
 	b->sends      = 0;
 	b->first_send = b->last_send = 0;
-	b->need       = 1;
-	b->done       = 0;
+	b->need                      = 1;
+	b->done                      = 0;
 	io->next_seq++;
 	io->unacked_bytes += size;
 	io->last_drop = dropped;
@@ -287,19 +289,19 @@ drain(vte_io *io, int64_t now)
 			break;
 	}
 	if (io->nstg > 0) {
-		if (now - io->stg_since >= io->flush_ns ||
-		    atomic_load_explicit(&io->flush_pos,
-			memory_order_acquire) > io->stg_pos)
+		if (now - io->stg_since >= io->flush_ns
+		    || atomic_load_explicit(
+		           &io->flush_pos, memory_order_acquire)
+		        > io->stg_pos)
 			seal(io, now);
 		return moved;
 	}
 	dropped = vte_ring_dropped(io->ring);
-	if (dropped > io->last_drop &&
-	    io->next_seq - io->base < VTE_IO_WINDOW &&
-	    io->unacked_bytes + staged_bytes(io) <= io->budget &&
-	    (now - io->last_seal >= io->flush_ns ||
-		atomic_load_explicit(&io->flush_drop, memory_order_acquire) >
-		    io->last_drop))
+	if (dropped > io->last_drop && io->next_seq - io->base < VTE_IO_WINDOW
+	    && io->unacked_bytes + staged_bytes(io) <= io->budget
+	    && (now - io->last_seal >= io->flush_ns
+	        || atomic_load_explicit(&io->flush_drop, memory_order_acquire)
+	            > io->last_drop))
 		seal(io, now);
 	return moved;
 }
@@ -320,8 +322,9 @@ send_batch(vte_io *io, batch *b, int64_t now)
 	if (atomic_load_explicit(&b->buf->refs, memory_order_acquire) == 1)
 		wire_put64(b->buf->data + 24, io->base);
 	atomic_fetch_add_explicit(&b->buf->refs, 1, memory_order_relaxed);
-	if (zmq_msg_init_data(&m, b->buf->data, b->buf->len, zmq_release,
-		b->buf) != 0) {
+	if (zmq_msg_init_data(
+	        &m, b->buf->data, b->buf->len, zmq_release, b->buf)
+	    != 0) {
 		bbuf_unref(b->buf);
 		return -1;
 	}
@@ -360,23 +363,27 @@ send_due(vte_io *io, int64_t now)
 
 	io->want_pollout = 0;
 	if (io->base < io->next_seq) {
-		batch   *b     = &io->win[io->base % VTE_IO_WINDOW];
-		unsigned shift = b->sends > RTO_MAX_SHIFT + 1 ? RTO_MAX_SHIFT :
-		    b->sends > 0 ? b->sends - 1 : 0;
+		batch   *b = &io->win[io->base % VTE_IO_WINDOW];
+		unsigned shift;
+		int64_t  since;
 
-		int64_t since = b->last_send > io->last_ack ? b->last_send :
-		    io->last_ack;
-
-		if (!b->done && b->sends > 0 && now - since >= io->rto << shift)
-			b->need = 1;
+		if (!b->done && b->sends > 0) {
+			shift = b->sends - 1 < RTO_MAX_SHIFT ? b->sends - 1
+			                                     : RTO_MAX_SHIFT;
+			since = b->last_send > io->last_ack ? b->last_send
+			                                    : io->last_ack;
+			if (now - since >= io->rto << shift)
+				b->need = 1;
+		}
 	}
 	for (uint64_t s = io->base; s < io->next_seq; s++) {
 		batch *b = &io->win[s % VTE_IO_WINDOW];
 		int    r;
 
-		if (b->done || !b->need ||
-		    atomic_load_explicit(&b->buf->refs, memory_order_acquire) >
-			1)
+		if (b->done || !b->need
+		    || atomic_load_explicit(
+		           &b->buf->refs, memory_order_acquire)
+		        > 1)
 			continue;
 		r = send_batch(io, b, now);
 		if (r != 0) {
@@ -464,15 +471,14 @@ recv_acks(vte_io *io, int64_t now)
 		uint8_t  buf[64];
 		wire_ack a;
 		batch   *b;
-		int      len = zmq_recv(io->zsock, buf, sizeof(buf),
-                    ZMQ_DONTWAIT);
+		int len = zmq_recv(io->zsock, buf, sizeof(buf), ZMQ_DONTWAIT);
 
 		if (len < 0)
 			break;
-		if (len != WIRE_ACK_SIZE ||
-		    wire_ack_decode(buf, (size_t) len, &a) != 0 ||
-		    a.incarnation != io->ident->w.incarnation ||
-		    a.seq < io->base || a.seq >= io->next_seq)
+		if (len != WIRE_ACK_SIZE
+		    || wire_ack_decode(buf, (size_t) len, &a) != 0
+		    || a.incarnation != io->ident->w.incarnation
+		    || a.seq < io->base || a.seq >= io->next_seq)
 			continue;
 		b = &io->win[a.seq % VTE_IO_WINDOW];
 		if (b->done)
@@ -481,8 +487,8 @@ recv_acks(vte_io *io, int64_t now)
 		io->last_ack = now;
 		n++;
 	}
-	while (io->base < io->next_seq &&
-	    io->win[io->base % VTE_IO_WINDOW].done)
+	while (
+	    io->base < io->next_seq && io->win[io->base % VTE_IO_WINDOW].done)
 		io->base++;
 	return n;
 }
@@ -491,13 +497,14 @@ recv_acks(vte_io *io, int64_t now)
 static void
 publish(vte_io *io)
 {
-	uint64_t pos = io->base < io->next_seq ?
-	    io->win[io->base % VTE_IO_WINDOW].pos_start :
-	    io->stg_pos;
+	uint64_t pos = io->base < io->next_seq
+	    ? io->win[io->base % VTE_IO_WINDOW].pos_start
+	    : io->stg_pos;
 
-	if (pos == io->pub_pos &&
-	    io->pub_drop == atomic_load_explicit(&io->settled_drop,
-				memory_order_relaxed))
+	if (pos == io->pub_pos
+	    && io->pub_drop
+	        == atomic_load_explicit(
+	            &io->settled_drop, memory_order_relaxed))
 		return;
 	io->pub_pos = pos;
 	atomic_store_explicit(&io->settled_pos, pos, memory_order_release);
@@ -544,15 +551,16 @@ zmq_setup(vte_io *io)
 		goto fail_ctx;
 	}
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
-		if (zmq_setsockopt(io->zsock, opts[i][0], &opts[i][1],
-			sizeof(int)) != 0) {
+		if (zmq_setsockopt(
+		        io->zsock, opts[i][0], &opts[i][1], sizeof(int))
+		    != 0) {
 			what = "zmq_setsockopt";
 			goto fail_sock;
 		}
 	}
 	/* Disconnections tell when to resend. */
-	if (zmq_socket_monitor(io->zsock, MONITOR_EP,
-		ZMQ_EVENT_DISCONNECTED) != 0) {
+	if (zmq_socket_monitor(io->zsock, MONITOR_EP, ZMQ_EVENT_DISCONNECTED)
+	    != 0) {
 		what = "zmq_socket_monitor";
 		goto fail_sock;
 	}
@@ -561,9 +569,8 @@ zmq_setup(vte_io *io)
 		what = "zmq_socket";
 		goto fail_sock;
 	}
-	if (zmq_setsockopt(io->zmon, ZMQ_LINGER, &opts[0][1], sizeof(int)) !=
-		0 ||
-	    zmq_connect(io->zmon, MONITOR_EP) != 0) {
+	if (zmq_setsockopt(io->zmon, ZMQ_LINGER, &opts[0][1], sizeof(int)) != 0
+	    || zmq_connect(io->zmon, MONITOR_EP) != 0) {
 		what = "monitor";
 		goto fail_mon;
 	}
@@ -622,14 +629,14 @@ run(vte_io *io)
 		if (io->want_pollout && !pollout_spun)
 			items[0].events |= ZMQ_POLLOUT;
 		if (zmq_poll(items, 3,
-			moved > 0 || acts > 0 ? POLL_BUSY_MS : POLL_IDLE_MS) <
-		    0) {
+		        moved > 0 || acts > 0 ? POLL_BUSY_MS : POLL_IDLE_MS)
+		    < 0) {
 			if (zmq_errno() == ETERM)
 				break;
 			continue;
 		}
-		pollout_spun = io->want_pollout &&
-		    (items[0].revents & ZMQ_POLLOUT) != 0;
+		pollout_spun = io->want_pollout
+		    && (items[0].revents & ZMQ_POLLOUT) != 0;
 		if (items[1].revents & ZMQ_POLLIN) {
 			uint64_t v;
 
@@ -712,7 +719,7 @@ vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
 	io->rto                 = RTO_INIT_NS;
 	io->gen                 = 1;
 	io->endpoint            = strdup(p->endpoint);
-	io->stg   = malloc(VTE_IO_BATCH_MAX * sizeof(*io->stg));
+	io->stg                 = malloc(VTE_IO_BATCH_MAX * sizeof(*io->stg));
 	io->order = malloc(VTE_IO_BATCH_MAX * sizeof(*io->order));
 	if (io->endpoint == NULL || io->stg == NULL || io->order == NULL)
 		goto fail_io;
@@ -780,10 +787,10 @@ fail:
 static int
 flushed(const vte_io *io, uint64_t pos, uint64_t drop)
 {
-	return atomic_load_explicit(&io->settled_pos, memory_order_acquire) >=
-	    pos &&
-	    atomic_load_explicit(&io->settled_drop, memory_order_acquire) >=
-	    drop;
+	return atomic_load_explicit(&io->settled_pos, memory_order_acquire)
+	    >= pos
+	    && atomic_load_explicit(&io->settled_drop, memory_order_acquire)
+	    >= drop;
 }
 
 int
@@ -809,8 +816,8 @@ vte_io_flush(vte_io *io, unsigned timeout_ms)
 	pthread_mutex_lock(&io->mu);
 	io->waiters++;
 	while (!flushed(io, pos, drop)) {
-		if (pthread_cond_timedwait(&io->cond, &io->mu, &deadline) ==
-		    ETIMEDOUT) {
+		if (pthread_cond_timedwait(&io->cond, &io->mu, &deadline)
+		    == ETIMEDOUT) {
 			if (!flushed(io, pos, drop))
 				rc = VT_ETIMEDOUT;
 			break;
@@ -835,9 +842,10 @@ vte_io_stop(vte_io *io)
 void
 vte_io_stats(const vte_io *io, vt_stats *st)
 {
-	st->sent     = atomic_load_explicit(&io->st_sent, memory_order_relaxed);
-	st->acked    = atomic_load_explicit(&io->st_acked, memory_order_relaxed);
-	st->resent   = atomic_load_explicit(&io->st_resent, memory_order_relaxed);
-	st->rejected = atomic_load_explicit(&io->st_rejected,
-	    memory_order_relaxed);
+	st->sent  = atomic_load_explicit(&io->st_sent, memory_order_relaxed);
+	st->acked = atomic_load_explicit(&io->st_acked, memory_order_relaxed);
+	st->resent
+	    = atomic_load_explicit(&io->st_resent, memory_order_relaxed);
+	st->rejected
+	    = atomic_load_explicit(&io->st_rejected, memory_order_relaxed);
 }

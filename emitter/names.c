@@ -78,8 +78,9 @@ vte_names_free(vte_names *n)
 static int
 grow(vte_names *n)
 {
-	vte_names_tab *old = atomic_load_explicit(&n->tab, memory_order_relaxed);
-	vte_names_tab *t   = tab_new((old->mask + 1) * 2);
+	vte_names_tab *old
+	    = atomic_load_explicit(&n->tab, memory_order_relaxed);
+	vte_names_tab *t = tab_new((old->mask + 1) * 2);
 
 	if (t == NULL)
 		return -1;
@@ -119,8 +120,8 @@ vte_names_intern(
 	rc  = VT_ENOMEM;
 	nid = n->count;
 	if (n->chunks[nid / VTE_NAMES_CHUNK] == NULL) {
-		n->chunks[nid / VTE_NAMES_CHUNK] =
-		    calloc(VTE_NAMES_CHUNK, sizeof(vte_name *));
+		n->chunks[nid / VTE_NAMES_CHUNK]
+		    = calloc(VTE_NAMES_CHUNK, sizeof(vte_name *));
 		if (n->chunks[nid / VTE_NAMES_CHUNK] == NULL)
 			goto out;
 	}

@@ -88,18 +88,18 @@ vte_names_hash(const char *s, size_t len)
 static inline int64_t
 vte_names_find(vte_names *n, const char *s, size_t len, uint64_t h)
 {
-	const vte_names_tab *t =
-	    atomic_load_explicit(&n->tab, memory_order_acquire);
+	const vte_names_tab *t
+	    = atomic_load_explicit(&n->tab, memory_order_acquire);
 	size_t i = (size_t) h & t->mask;
 
 	for (;;) {
-		const vte_name *e = atomic_load_explicit(
-		    &t->slot[i], memory_order_acquire);
+		const vte_name *e
+		    = atomic_load_explicit(&t->slot[i], memory_order_acquire);
 
 		if (e == NULL)
 			return -1;
-		if (e->hash == h && e->len == len &&
-		    memcmp(e->str, s, len) == 0)
+		if (e->hash == h && e->len == len
+		    && memcmp(e->str, s, len) == 0)
 			return e->id;
 		i = (i + 1) & t->mask;
 	}

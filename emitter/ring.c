@@ -12,8 +12,8 @@ int
 vte_ring_init(vte_ring *r, size_t nslots)
 {
 	r->slots = NULL;
-	if (nslots < VTE_RING_MIN_SLOTS || nslots > VTE_RING_MAX_SLOTS ||
-	    (nslots & (nslots - 1)) != 0)
+	if (nslots < VTE_RING_MIN_SLOTS || nslots > VTE_RING_MAX_SLOTS
+	    || (nslots & (nslots - 1)) != 0)
 		return -1;
 	r->slots = aligned_alloc(64, VTE_RING_BYTES(nslots));
 	if (r->slots == NULL)

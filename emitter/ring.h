@@ -55,7 +55,7 @@ typedef struct vte_ring {
 
 /* Allocate a ring of nslots (a power of 2 within the limits above) and
  * touch every page so that pushes never fault. Returns 0 or -1 (ENOMEM). */
-int vte_ring_init(vte_ring *r, size_t nslots);
+int  vte_ring_init(vte_ring *r, size_t nslots);
 void vte_ring_free(vte_ring *r);
 
 /*
@@ -63,10 +63,10 @@ void vte_ring_free(vte_ring *r);
  * dropped and counted). Thread-safe for any number of producers.
  */
 static inline int
-vte_ring_push(vte_ring *r, uint32_t name, uint64_t step, int64_t time,
-    double value)
+vte_ring_push(
+    vte_ring *r, uint32_t name, uint64_t step, int64_t time, double value)
 {
-	uint64_t       pos = atomic_load_explicit(&r->enq, memory_order_relaxed);
+	uint64_t pos = atomic_load_explicit(&r->enq, memory_order_relaxed);
 	vte_ring_slot *s;
 
 	for (;;) {
@@ -78,8 +78,8 @@ vte_ring_push(vte_ring *r, uint32_t name, uint64_t step, int64_t time,
 		dif = (int32_t) (seq - (uint32_t) pos);
 		if (dif == 0) {
 			if (atomic_compare_exchange_weak_explicit(&r->enq,
-				&pos, pos + 1, memory_order_relaxed,
-				memory_order_relaxed))
+			        &pos, pos + 1, memory_order_relaxed,
+			        memory_order_relaxed))
 				break;
 		} else if (dif < 0) {
 			atomic_fetch_add_explicit(
@@ -94,8 +94,8 @@ vte_ring_push(vte_ring *r, uint32_t name, uint64_t step, int64_t time,
 	s->step  = step;
 	s->time  = time;
 	s->value = value;
-	atomic_store_explicit(&s->seq, (uint32_t) (pos + 1),
-	    memory_order_release);
+	atomic_store_explicit(
+	    &s->seq, (uint32_t) (pos + 1), memory_order_release);
 	return 0;
 }
 
@@ -108,7 +108,7 @@ static inline int
 vte_ring_pop(vte_ring *r, vte_ring_slot *out)
 {
 	vte_ring_slot *s = &r->slots[r->deq & r->mask];
-	uint32_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+	uint32_t seq     = atomic_load_explicit(&s->seq, memory_order_acquire);
 
 	if (seq != (uint32_t) (r->deq + 1))
 		return 0;
@@ -116,8 +116,8 @@ vte_ring_pop(vte_ring *r, vte_ring_slot *out)
 	out->step  = s->step;
 	out->time  = s->time;
 	out->value = s->value;
-	atomic_store_explicit(&s->seq, (uint32_t) (r->deq + r->mask + 1),
-	    memory_order_release);
+	atomic_store_explicit(
+	    &s->seq, (uint32_t) (r->deq + r->mask + 1), memory_order_release);
 	r->deq++;
 	return 1;
 }

@@ -71,6 +71,9 @@ typedef enum vt_err {
  * @note Thread rule: thread-safe. Any number of threads may call vt_emit()
  * on the same emitter at once. vt_close() must not race with other calls on
  * the same handle.
+ * @note fork(): a handle belongs to the process that opened it. In a child,
+ * calls on it return VT_EFORKED and vt_close() leaks it (its I/O thread and
+ * ZeroMQ context exist only in the parent).
  */
 typedef struct vt_emitter vt_emitter;
 
@@ -97,7 +100,12 @@ typedef struct vt_opts {
 	int world_size;
 	/** Cap on the memory held for samples not yet acknowledged by the
 	 * collector (ring plus unacknowledged batches). Default 64 MiB;
-	 * $VITALS_MAX_BUFFER (bytes) overrides the default. */
+	 * $VITALS_MAX_BUFFER (bytes, or with a K, M or G suffix) overrides
+	 * the default. Values below 1 MiB are raised to 1 MiB. The ring of
+	 * recent samples takes an eighth (a power of two of 32-byte slots,
+	 * 4096 to 2^24 slots), batches awaiting acknowledgement the rest:
+	 * with the default, 262144 samples in the ring and about 2.2 million
+	 * in batches. */
 	size_t max_buffer_bytes;
 	/** Longest time a sample waits in the ring before it is sent.
 	 * Default 50 ms. */
@@ -122,7 +130,9 @@ typedef struct vt_stats {
 } vt_stats;
 
 /**
- * Fill @p opts with defaults.
+ * Fill @p opts with defaults, including those taken from the environment
+ * ($VITALS_MAX_BUFFER, $VITALS_CLOSE_TIMEOUT_MS; a malformed value is
+ * ignored). The other environment variables are read by vt_open().
  * @param[out] opts Options to initialise.
  */
 void vt_opts_init(vt_opts *opts);
@@ -132,16 +142,22 @@ void vt_opts_init(vt_opts *opts);
  * running: samples are kept (within the cap) until it is.
  *
  * @param[in] opts Options, or NULL for all defaults.
- * @param[out] out The new emitter; caller frees with vt_close().
- * @return 0, or VT_EINVAL, VT_ENAME (run name), VT_ENOMEM, VT_ETRANSPORT
- *	(endpoint not understood by ZeroMQ), VT_ETHREAD.
+ * @param[out] out The new emitter; caller frees with vt_close(). Set to
+ *	NULL on failure.
+ * @return 0, or VT_EINVAL (NULL @p out, a rank below -1, a world size of
+ *	0 or below -1), VT_ENAME (run or host name invalid, whether from
+ *	@p opts or the environment), VT_ENOMEM, VT_ETRANSPORT (endpoint not
+ *	understood by ZeroMQ), VT_ETHREAD.
+ * @note A malformed rank variable in the environment (RANK=abc) is
+ *	ignored and the next source is used.
  */
 int vt_open(const vt_opts *opts, vt_emitter **out);
 
 /**
  * Flush what is pending for at most the emitter's close timeout, stop the
  * I/O thread and free the emitter. Samples not acknowledged by then are
- * lost and were counted as pending. NULL is a no-op.
+ * lost and were counted as pending. NULL is a no-op. Never waits longer
+ * than the close timeout plus a few ms.
  */
 void vt_close(vt_emitter *em);
 
@@ -166,15 +182,19 @@ int vt_emit_at(vt_emitter *em, const char *metric, uint64_t step,
     int64_t time_ns, double value);
 
 /**
- * Wait until every sample recorded before the call is acknowledged by the
- * collector, or @p timeout_ms passes.
- * @return 0, or VT_ETIMEDOUT.
+ * Wait until every sample recorded before the call, and the count of
+ * samples dropped before the call, are acknowledged by the collector, or
+ * @p timeout_ms passes. Samples the collector rejected as malformed count
+ * as settled.
+ * @return 0, or VT_ETIMEDOUT; VT_EINVAL (NULL), VT_EFORKED, VT_ECLOSED
+ *	(the default emitter after the exit-time flush).
  */
 int vt_flush(vt_emitter *em, unsigned timeout_ms);
 
 /**
- * Read the emitter's counters.
- * @param[in] em The emitter.
+ * Read the emitter's counters. Each is read atomically, but not all at the
+ * same instant.
+ * @param[in] em The emitter (NULL: all zero).
  * @param[out] out Counters.
  */
 void vt_get_stats(const vt_emitter *em, vt_stats *out);
@@ -185,9 +205,12 @@ void vt_get_stats(const vt_emitter *em, vt_stats *out);
 uint64_t vt_incarnation(const vt_emitter *em);
 
 /**
- * Detail on the last error of a call on @p em.
- * @return A string borrowed from the handle, valid until the next call on
- *	it.
+ * Detail on the last error of a call on @p em (calls that succeed do not
+ * clear it).
+ * @return A string borrowed from the handle (or static), valid until the
+ *	next call on it.
+ * @note When several threads use the handle, the message may describe
+ *	another thread's error.
  */
 const char *vt_errmsg(const vt_emitter *em);
 
@@ -197,9 +220,11 @@ const char *vt_errmsg(const vt_emitter *em);
  * emitter (new incarnation) is created on first use.
  *
  * The default emitter is flushed (bounded by its close timeout) when the
- * process exits normally or when vt_shutdown() is called.
+ * process exits normally or when vt_shutdown() is called. Samples logged
+ * by other threads after the exit-time flush are dropped.
  * @return As vt_emit(); also what vt_open() returned if the default emitter
- *	could not be created.
+ *	could not be created (that failure is remembered, and returned without
+ *	retrying, until vt_shutdown()); VT_ECLOSED during process exit.
  */
 int vt_log(const char *metric, uint64_t step, double value);
 
@@ -213,6 +238,8 @@ vt_emitter *vt_default(void);
 /**
  * Flush and close the default emitter now (bounded by its close timeout).
  * A later vt_log() creates a new one.
+ * @note Must not race with vt_log() or uses of vt_default()'s pointer on
+ *	other threads (as vt_close() must not race with calls on its handle).
  */
 void vt_shutdown(void);
 

@@ -40,7 +40,7 @@
  * bits, weight 1/16), value predictor scores (decay 1/32) and the moving
  * average value predictor (weight 1/16). */
 #define MEAN_W 4
-#define COST_W 5
+#define SCORE_W 5
 #define AVG_W 4
 
 /* Bits of the first sample (its value, verbatim) and the most any later
@@ -56,11 +56,11 @@ _Static_assert(STREAM_BITS > FIRST_SAMPLE_BITS + SAMPLE_MAX_BITS,
 
 enum { F_STEP, F_TIME, F_VALUE };
 
-static const uint64_t pow10_tab[UNIT_MAX + 1] = { 1, 10, 100, 1000, 10000,
-	100000, 1000000, 10000000, 100000000, 1000000000, 10000000000,
-	100000000000, 1000000000000, 10000000000000, 100000000000000,
-	1000000000000000, 10000000000000000, 100000000000000000,
-	1000000000000000000 };
+static const uint64_t pow10_tab[UNIT_MAX + 1]
+    = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+	      1000000000, 10000000000, 100000000000, 1000000000000,
+	      10000000000000, 100000000000000, 1000000000000000,
+	      10000000000000000, 100000000000000000, 1000000000000000000 };
 
 /* --- integer helpers --------------------------------------------------- */
 
@@ -115,10 +115,10 @@ dec_tz(int64_t x)
 static inline uint64_t
 load_be64(const uint8_t *p)
 {
-	return (uint64_t) p[0] << 56 | (uint64_t) p[1] << 48 |
-	    (uint64_t) p[2] << 40 | (uint64_t) p[3] << 32 |
-	    (uint64_t) p[4] << 24 | (uint64_t) p[5] << 16 |
-	    (uint64_t) p[6] << 8 | (uint64_t) p[7];
+	return (uint64_t) p[0] << 56 | (uint64_t) p[1] << 48
+	    | (uint64_t) p[2] << 40 | (uint64_t) p[3] << 32
+	    | (uint64_t) p[4] << 24 | (uint64_t) p[5] << 16
+	    | (uint64_t) p[6] << 8 | (uint64_t) p[7];
 }
 
 static inline void
@@ -207,9 +207,9 @@ time_predict(const block_model *m)
 static inline uint64_t
 value_predict(const block_model *m, unsigned shift)
 {
-	const uint32_t *c = m->pred_score;
+	const uint32_t *c   = m->pred_score;
 	uint64_t        lin = 2 * m->value - m->value2, avg = m->value_avg;
-	uint64_t        p   = c[1] >= c[2] ? lin : avg;
+	uint64_t        p    = c[1] >= c[2] ? lin : avg;
 	uint32_t        best = c[1] >= c[2] ? c[1] : c[2];
 
 	/* selects, not branches: the choice is as good as random on noise */
@@ -217,14 +217,14 @@ value_predict(const block_model *m, unsigned shift)
 	return m->value + ((p - m->value) & ~(((uint64_t) 1 << shift) - 1));
 }
 
-/* A predictor's score decays by 1/2^COST_W and gains the leading zeros of
+/* A predictor's score decays by 1/2^SCORE_W and gains the leading zeros of
  * its error's magnitude: the higher, the better it has done lately. */
 static inline uint32_t
 score_step(uint32_t score, uint64_t err)
 {
 	err ^= asr(err, 63);
-	return score - (score >> COST_W) +
-	    (uint32_t) __builtin_clzll(err | 1);
+	return score - (score >> SCORE_W)
+	    + (uint32_t) __builtin_clzll(err | 1);
 }
 
 /* A code length mean after a new length, which weighs 1/2^w; rounded to
@@ -232,8 +232,8 @@ score_step(uint32_t score, uint64_t err)
 static inline uint32_t
 mean_step(uint32_t mean, unsigned len, unsigned w)
 {
-	return (mean * ((1u << w) - 1) + (len << MEAN_W) + ((1u << w) >> 1)) >>
-	    w;
+	return (mean * ((1u << w) - 1) + (len << MEAN_W) + ((1u << w) >> 1))
+	    >> w;
 }
 
 /*
@@ -254,7 +254,7 @@ model_codes(block_model *m, unsigned ls, unsigned lt, unsigned lv,
 		mean[F_TIME]  = mean_step(mean[F_TIME], lt, MEAN_W);
 		mean[F_VALUE] = mean_step(mean[F_VALUE], lv, MEAN_W);
 	} else if (m->n > 0) {
-		unsigned w = bitlen(m->n) - 1;
+		unsigned w    = bitlen(m->n) - 1;
 		mean[F_STEP]  = mean_step(mean[F_STEP], ls, w);
 		mean[F_TIME]  = mean_step(mean[F_TIME], lt, w);
 		mean[F_VALUE] = mean_step(mean[F_VALUE], lv, w);
@@ -330,7 +330,8 @@ put_code(block_enc *e, uint64_t u, unsigned k, unsigned scale_bits,
 	if (q < QMAX && !change) {
 		uint64_t low = u & (((uint64_t) 1 << k) - 1);
 		if (q + 1 + k <= 57) {
-			put_bits(e, (uint64_t) 1 << k | low, (unsigned) q + 1 + k);
+			put_bits(
+			    e, (uint64_t) 1 << k | low, (unsigned) q + 1 + k);
 		} else {
 			put_bits(e, 1, (unsigned) q + 1);
 			put_long(e, low, k);
@@ -369,9 +370,9 @@ time_code(const block_model *m, int64_t time, int64_t res, unsigned *unit,
 		if (x * (int64_t) pow10_tab[u] != res)
 			goto rescale;
 	}
-	if (u + UNIT_RAISE <= UNIT_MAX && x % 1000 == 0 &&
-	    time % (int64_t) pow10_tab[u + UNIT_RAISE] == 0 &&
-	    prev % (int64_t) pow10_tab[u + UNIT_RAISE] == 0)
+	if (u + UNIT_RAISE <= UNIT_MAX && x % 1000 == 0
+	    && time % (int64_t) pow10_tab[u + UNIT_RAISE] == 0
+	    && prev % (int64_t) pow10_tab[u + UNIT_RAISE] == 0)
 		goto rescale;
 	return zigzag((uint64_t) x);
 rescale:
@@ -422,8 +423,8 @@ block_enc_append(block_enc *e, uint64_t step, int64_t time_ns, double v)
 	ds = step - m->step;
 	us = zigzag(ds - m->step_delta);
 	dt = (uint64_t) time_ns - m->time;
-	ut = time_code(m, time_ns, to_i64(dt - time_predict(m)), &unit,
-	    &tchange);
+	ut = time_code(
+	    m, time_ns, to_i64(dt - time_predict(m)), &unit, &tchange);
 	r     = bits - m->value;
 	shift = m->shift;
 	if (r != 0) {
@@ -503,19 +504,19 @@ parse_header(const uint8_t *p, size_t len, block_info *out, uint32_t *bits)
 	out->first_time = to_i64(get_le(p + 24, 8));
 	out->last_time  = to_i64(get_le(p + 32, 8));
 	if (count == 0) {
-		if (b != 0 || out->first_step || out->last_step ||
-		    out->first_time || out->last_time)
+		if (b != 0 || out->first_step || out->last_step
+		    || out->first_time || out->last_time)
 			return BLOCK_CORRUPT;
 	} else {
-		if (b < FIRST_SAMPLE_BITS ||
-		    (b - FIRST_SAMPLE_BITS) / 3 < count - 1)
+		if (b < FIRST_SAMPLE_BITS
+		    || (b - FIRST_SAMPLE_BITS) / 3 < count - 1)
 			return BLOCK_CORRUPT;
 		if (out->first_step > out->last_step)
 			return BLOCK_CORRUPT;
-		if (count == 1 &&
-		    (b != FIRST_SAMPLE_BITS ||
-			out->first_step != out->last_step ||
-			out->first_time != out->last_time))
+		if (count == 1
+		    && (b != FIRST_SAMPLE_BITS
+		        || out->first_step != out->last_step
+		        || out->first_time != out->last_time))
 			return BLOCK_CORRUPT;
 	}
 	*bits = b;
@@ -639,8 +640,8 @@ read_code_slow(bitwin b, unsigned k, unsigned scale_bits, unsigned scale)
 	if (n > 64) {
 		r.bad = 1;
 	} else if (n > 0) {
-		r.u = (uint64_t) 1 << (n - 1) |
-		    take(b.s, b.nbytes, r.pos, n - 1);
+		r.u = (uint64_t) 1 << (n - 1)
+		    | take(b.s, b.nbytes, r.pos, n - 1);
 		r.pos += n - 1;
 	}
 	return r;
@@ -650,8 +651,8 @@ read_code_slow(bitwin b, unsigned k, unsigned scale_bits, unsigned scale)
  * *scale (when scale_bits is not 0), and *bad if its length is
  * impossible. */
 static inline uint64_t
-read_code(bitwin *b, unsigned k, unsigned scale_bits, unsigned *scale,
-    int *bad)
+read_code(
+    bitwin *b, unsigned k, unsigned scale_bits, unsigned *scale, int *bad)
 {
 	unsigned q = (unsigned) __builtin_clzll(b->w | 1);
 	unsigned n = q + 1 + k;
@@ -690,11 +691,11 @@ dec_fill(block_dec *d)
 	block_model m     = d->m;
 	uint32_t    fb[3] = { 0, 0, 0 };
 	uint32_t    index = d->index, bitend = d->bitend;
-	uint32_t    todo = d->left < BLOCK_DEC_BATCH ? d->left : BLOCK_DEC_BATCH;
-	uint64_t    u[BLOCK_DEC_BATCH][3];
-	uint8_t     unit[BLOCK_DEC_BATCH], shift[BLOCK_DEC_BATCH];
-	unsigned    i, n = 0, bad = 0;
-	bitwin      b = { d->stream, d->nbytes, d->bitpos, 0, 0 };
+	uint32_t todo = d->left < BLOCK_DEC_BATCH ? d->left : BLOCK_DEC_BATCH;
+	uint64_t u[BLOCK_DEC_BATCH][3];
+	uint8_t  unit[BLOCK_DEC_BATCH], shift[BLOCK_DEC_BATCH];
+	unsigned i, n = 0, bad = 0;
+	bitwin   b = { d->stream, d->nbytes, d->bitpos, 0, 0 };
 
 	if (index == 0 && todo > 0) {
 		model_start(&m, m.step, m.time, take(b.s, b.nbytes, 0, 64));
@@ -703,20 +704,20 @@ dec_fill(block_dec *d)
 		d->buf_step[0]  = m.step;
 		d->buf_time[0]  = m.time;
 		d->buf_value[0] = m.value;
-		n = 1;
+		n               = 1;
 	}
 	for (i = n; i < todo; i++) {
 		unsigned ut_unit = m.unit, uv_shift = m.shift, none = 0;
-		uint32_t p0 = b.pos, p1, p2;
+		uint32_t p0  = b.pos, p1, p2;
 		int      err = 0;
 
 		win_load(&b);
-		u[i][F_STEP] = read_code(&b, rice_k(m.mean_len[F_STEP]), 0,
-		    &none, &err);
-		p1 = b.pos;
-		u[i][F_TIME] = read_code(&b, rice_k(m.mean_len[F_TIME]),
-		    UNIT_BITS, &ut_unit, &err);
-		p2 = b.pos;
+		u[i][F_STEP] = read_code(
+		    &b, rice_k(m.mean_len[F_STEP]), 0, &none, &err);
+		p1           = b.pos;
+		u[i][F_TIME] = read_code(
+		    &b, rice_k(m.mean_len[F_TIME]), UNIT_BITS, &ut_unit, &err);
+		p2            = b.pos;
 		u[i][F_VALUE] = read_code(&b, rice_k(m.mean_len[F_VALUE]),
 		    SHIFT_BITS, &uv_shift, &err);
 		if (err || ut_unit > UNIT_MAX || b.pos > bitend) {
@@ -733,10 +734,10 @@ dec_fill(block_dec *d)
 	}
 	for (; n < i; n++) {
 		uint64_t ds = m.step_delta + unzigzag(u[n][F_STEP]);
-		uint64_t dt = time_predict(&m) +
-		    unzigzag(u[n][F_TIME]) * pow10_tab[unit[n]];
-		uint64_t v = value_predict(&m, shift[n]) +
-		    (unzigzag(u[n][F_VALUE]) << shift[n]);
+		uint64_t dt = time_predict(&m)
+		    + unzigzag(u[n][F_TIME]) * pow10_tab[unit[n]];
+		uint64_t v = value_predict(&m, shift[n])
+		    + (unzigzag(u[n][F_VALUE]) << shift[n]);
 
 		if (m.step + ds < m.step) {
 			bad = 1;
@@ -747,9 +748,9 @@ dec_fill(block_dec *d)
 		d->buf_time[n]  = m.time;
 		d->buf_value[n] = m.value;
 	}
-	if (!bad && n == d->left &&
-	    (b.pos != bitend || m.step != d->last_step ||
-		m.time != d->last_time)) {
+	if (!bad && n == d->left
+	    && (b.pos != bitend || m.step != d->last_step
+	        || m.time != d->last_time)) {
 		bad = 1;
 		n--; /* the last sample is not returned */
 	}
@@ -788,7 +789,8 @@ block_dec_next(block_dec *d, uint64_t *step, int64_t *time_ns, double *v)
 /*
  * Decode the whole block and take over its bytes and the decoder's model:
  * the encoder then continues exactly as if it had encoded the samples
- * itself. On BLOCK_CORRUPT *e is left empty (as after block_enc_init).
+ * itself. data may be e's own buffer (it is decoded before e changes). On
+ * BLOCK_CORRUPT *e is left empty (as after block_enc_init).
  */
 int
 block_enc_resume(block_enc *e, const void *data, size_t len)
@@ -797,16 +799,17 @@ block_enc_resume(block_enc *e, const void *data, size_t len)
 	uint64_t  step;
 	int64_t   t;
 	double    v;
-	int       rc;
+	int       rc = BLOCK_CORRUPT;
 
-	block_enc_init(e);
-	if (block_dec_init(&d, data, len) != BLOCK_OK)
+	if (block_dec_init(&d, data, len) == BLOCK_OK)
+		while ((rc = block_dec_next(&d, &step, &t, &v)) == 1)
+			;
+	if (rc != 0) {
+		block_enc_init(e);
 		return BLOCK_CORRUPT;
-	while ((rc = block_dec_next(&d, &step, &t, &v)) == 1)
-		;
-	if (rc < 0)
-		return BLOCK_CORRUPT;
-	memcpy(e->buf, data, len);
+	}
+	memmove(e->buf, data, len);
+	memset(e->buf + len, 0, sizeof e->buf - len);
 	e->bits       = d.bitend;
 	e->count      = d.index;
 	e->first_step = get_le(e->buf + 8, 8);

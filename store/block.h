@@ -39,15 +39,15 @@ typedef struct block_info {
  * next sample is predicted and its codes are chosen. Private to block.c. */
 typedef struct block_model {
 	uint64_t step, step_delta;
-	uint64_t time;           /* int64 times, wrapping arithmetic */
-	uint64_t time_delta[3];  /* the last three time deltas, newest first */
-	uint64_t value, value2;  /* bit patterns of the last two values */
-	uint64_t value_avg;      /* moving average of the bit patterns */
-	uint32_t pred_score[3];  /* recent success of each value predictor */
-	uint32_t mean_len[3];    /* steps, times, values: code length stats */
-	uint32_t n;              /* samples after the first */
-	uint8_t  unit;           /* time residuals count 10^unit ns */
-	uint8_t  shift;          /* trailing zero bits dropped from values */
+	uint64_t time;          /* int64 times, wrapping arithmetic */
+	uint64_t time_delta[3]; /* the last three time deltas, newest first */
+	uint64_t value, value2; /* bit patterns of the last two values */
+	uint64_t value_avg;     /* moving average of the bit patterns */
+	uint32_t pred_score[3]; /* recent success of each value predictor */
+	uint32_t mean_len[3];   /* steps, times, values: code length stats */
+	uint32_t n;             /* samples after the first */
+	uint8_t  unit;          /* time residuals count 10^unit ns */
+	uint8_t  shift;         /* trailing zero bits dropped from values */
 } block_model;
 
 /* An encoder: appends samples to a block being built. Plain value, no
@@ -65,10 +65,10 @@ typedef struct block_enc {
 } block_enc;
 
 enum {
-	BLOCK_OK    = 0,
-	BLOCK_FULL  = 1,  /* not appended: start a new block */
-	BLOCK_ORDER = 2,  /* not appended: step below the last step */
-	BLOCK_CORRUPT = 3 /* input is not a valid block */
+	BLOCK_OK      = 0,
+	BLOCK_FULL    = 1, /* not appended: start a new block */
+	BLOCK_ORDER   = 2, /* not appended: step below the last step */
+	BLOCK_CORRUPT = 3  /* input is not a valid block */
 };
 
 /* Start an empty block. */

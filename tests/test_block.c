@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/harness.h"
@@ -116,21 +117,22 @@ decode_matches(size_t n)
 		int        rc;
 		size_t     first = k;
 
-		if (out.len[b] > BLOCK_MAX_BYTES ||
-		    block_peek(out.bytes + out.off[b], out.len[b], &h) != 0 ||
-		    block_dec_init(&d, out.bytes + out.off[b], out.len[b]) != 0)
+		if (out.len[b] > BLOCK_MAX_BYTES
+		    || block_peek(out.bytes + out.off[b], out.len[b], &h) != 0
+		    || block_dec_init(&d, out.bytes + out.off[b], out.len[b])
+		        != 0)
 			return 0;
 		while ((rc = block_dec_next(&d, &step, &t, &v)) == 1) {
-			if (k >= n || step != in[k].step || t != in[k].time ||
-			    bits_of(v) != in[k].bits)
+			if (k >= n || step != in[k].step || t != in[k].time
+			    || bits_of(v) != in[k].bits)
 				return 0;
 			k++;
 		}
-		if (rc != 0 || k - first != h.count ||
-		    h.first_step != in[first].step ||
-		    h.first_time != in[first].time ||
-		    h.last_step != in[k - 1].step ||
-		    h.last_time != in[k - 1].time)
+		if (rc != 0 || k - first != h.count
+		    || h.first_step != in[first].step
+		    || h.first_time != in[first].time
+		    || h.last_step != in[k - 1].step
+		    || h.last_time != in[k - 1].time)
 			return 0;
 	}
 	return k == n;
@@ -150,8 +152,8 @@ fill_realistic(size_t n, int64_t quantum, uint64_t seed)
 	int64_t t = 1700000000123456789;
 
 	for (size_t i = 0; i < n; i++) {
-		double loss = 2.5 * pow((double) (i + 1), -0.1) *
-		    (1 + 0.02 * (unit_rnd(&seed) - 0.5));
+		double loss = 2.5 * pow((double) (i + 1), -0.1)
+		    * (1 + 0.02 * (unit_rnd(&seed) - 0.5));
 		t += 100000000 + (int64_t) (rnd(&seed) % 2000000) - 1000000;
 		in[i].step = i + 1;
 		in[i].time = t / quantum * quantum;
@@ -186,9 +188,11 @@ TEST(special_values_round_trip)
 	/* every special after every other one */
 	for (size_t i = 0; i < NSPECIALS; i++) {
 		for (size_t j = 0; j < NSPECIALS; j++) {
-			in[n] = (sample) { n, (int64_t) n * 1000, specials[i] };
+			in[n]
+			    = (sample) { n, (int64_t) n * 1000, specials[i] };
 			n++;
-			in[n] = (sample) { n, (int64_t) n * 1000, specials[j] };
+			in[n]
+			    = (sample) { n, (int64_t) n * 1000, specials[j] };
 			n++;
 		}
 	}
@@ -199,11 +203,11 @@ TEST(random_bits_round_trip)
 {
 	uint64_t seed = 1;
 
+	in[0].step = rnd(&seed);
 	for (size_t i = 0; i < 5000; i++) {
-		in[i].step = i ? in[i - 1].step + (rnd(&seed) % 3 == 0 ?
-		                                          rnd(&seed) % 1000 :
-		                                          1) :
-		                 rnd(&seed);
+		uint64_t gap = rnd(&seed) % 3 == 0 ? rnd(&seed) % 1000 : 1;
+		if (i > 0)
+			in[i].step = in[i - 1].step + gap;
 		in[i].time = (int64_t) rnd(&seed);
 		in[i].bits = rnd(&seed);
 	}
@@ -223,26 +227,38 @@ TEST(realistic_round_trip)
 
 TEST(mixed_regimes_round_trip)
 {
-	uint64_t seed = 3;
-	size_t   n    = 0;
+	static const int64_t quanta[] = { 1, 1000, 1000000, 1000000000 };
+	uint64_t             seed     = 3;
+	size_t               n        = 0;
 
 	/* runs of constants, counters, noise, random bits and specials,
 	 * with time units changing in between */
 	for (int run = 0; run < 60; run++) {
 		int      kind = (int) (rnd(&seed) % 6);
-		int64_t  q    = (int64_t) 1 << (rnd(&seed) % 4 * 10);
+		int64_t  q    = quanta[rnd(&seed) % 4];
 		uint64_t base = rnd(&seed);
 		for (int i = 0; i < 100; i++, n++) {
 			uint64_t b;
 			switch (kind) {
-			case 0: b = base; break;
-			case 1: b = bits_of((double) (n * 7)); break;
-			case 2: b = bits_of((double) (float) (1 +
-				    0.01 * unit_rnd(&seed)));
+			case 0:
+				b = base;
 				break;
-			case 3: b = rnd(&seed); break;
-			case 4: b = specials[rnd(&seed) % NSPECIALS]; break;
-			default: b = bits_of(-(double) n / 3); break;
+			case 1:
+				b = bits_of((double) (n * 7));
+				break;
+			case 2:
+				b = bits_of((double) (float) (1
+				    + 0.01 * unit_rnd(&seed)));
+				break;
+			case 3:
+				b = rnd(&seed);
+				break;
+			case 4:
+				b = specials[rnd(&seed) % NSPECIALS];
+				break;
+			default:
+				b = bits_of(-(double) n / 3);
+				break;
 			}
 			in[n].step = n / 2;
 			in[n].time = (int64_t) n * 250000000 / q * q;
@@ -280,7 +296,7 @@ TEST(steps_with_big_gaps)
 	static const uint64_t steps[] = { 0, 0, 1, 2, 1000000, 1000000,
 		1000001, (uint64_t) 1 << 40, ((uint64_t) 1 << 40) + 1,
 		UINT64_MAX - 1, UINT64_MAX, UINT64_MAX };
-	size_t n = sizeof steps / sizeof steps[0];
+	size_t                n       = sizeof steps / sizeof steps[0];
 
 	for (size_t i = 0; i < n; i++)
 		in[i] = (sample) { steps[i], (int64_t) i, bits_of(0.5) };
@@ -319,16 +335,20 @@ fill_one_block(block_enc *e, size_t n, size_t *len, int *unchanged)
 
 	block_enc_init(e);
 	for (i = 0; i < n; i++)
-		if (block_enc_append(e, in[i].step, in[i].time,
-		        double_of(in[i].bits)) != BLOCK_OK)
+		if (block_enc_append(
+		        e, in[i].step, in[i].time, double_of(in[i].bits))
+		    != BLOCK_OK)
 			break;
 	const uint8_t *p = block_enc_data(e, len);
+	*unchanged       = 0;
+	if (i == n) /* never full */
+		return i;
 	memcpy(before, p, *len);
 	block_enc_append(e, in[i].step, in[i].time, double_of(in[i].bits));
 	size_t len2;
 	p          = block_enc_data(e, &len2);
-	*unchanged = len2 == *len && memcmp(before, p, *len) == 0 &&
-	    e->count == i;
+	*unchanged = len2 == *len && memcmp(before, p, *len) == 0;
+	*unchanged = *unchanged && e->count == i;
 	return i;
 }
 
@@ -363,31 +383,38 @@ TEST(full_block_never_over)
 TEST(sample_size_bounded)
 {
 	block_enc e;
-	uint64_t  seed = 17;
-	uint32_t  max  = 0;
+	uint64_t  seed = 17, last = 0;
+	uint32_t  max = 0;
 
 	/* no append takes more than the documented worst case, even with
-	 * specials, wrapping steps and times, and changing units */
+	 * specials, huge step gaps, random times and changing units */
 	block_enc_init(&e);
 	for (int i = 0; i < 20000; i++) {
-		uint64_t step = e.count ? e.m.step : 0;
+		uint64_t step   = last, v;
 		uint32_t before = e.bits;
 		int64_t  t;
-		switch (rnd(&seed) % 4) {
-		case 0: step += rnd(&seed) >> (rnd(&seed) % 64); break;
-		case 1: break;
-		default: step += 1;
-		}
-		t = (rnd(&seed) & 1) ? (int64_t) rnd(&seed) :
-		                       (int64_t) (rnd(&seed) % 1000) * 1000000;
-		uint64_t v = (rnd(&seed) & 1) ? rnd(&seed) :
-		                                specials[rnd(&seed) % NSPECIALS];
-		int rc = block_enc_append(&e, step, t, double_of(v));
+		int      rc;
+
+		if (rnd(&seed) % 4 == 0)
+			step += rnd(&seed) >> (rnd(&seed) % 64);
+		else if (rnd(&seed) % 2)
+			step += 1;
+		if (rnd(&seed) & 1)
+			t = (int64_t) rnd(&seed);
+		else
+			t = (int64_t) (rnd(&seed) % 1000) * 1000000;
+		if (rnd(&seed) & 1)
+			v = rnd(&seed);
+		else
+			v = specials[rnd(&seed) % NSPECIALS];
+		rc = block_enc_append(&e, step, t, double_of(v));
 		if (rc == BLOCK_FULL || rc == BLOCK_ORDER) {
 			block_enc_init(&e);
+			last = 0;
 			continue;
 		}
 		REQUIRE(rc == BLOCK_OK);
+		last = step;
 		if (e.count > 1 && e.bits - before > max)
 			max = e.bits - before;
 	}
@@ -409,9 +436,11 @@ TEST(resume_equals_one_go)
 		in[i].bits = specials[rnd(&seed) % NSPECIALS];
 	block_enc_init(&whole);
 	for (n = 0; n < 2000; n++)
-		if (block_enc_append(&whole, in[n].step, in[n].time,
-		        double_of(in[n].bits)) != BLOCK_OK)
+		if (block_enc_append(
+		        &whole, in[n].step, in[n].time, double_of(in[n].bits))
+		    != BLOCK_OK)
 			break;
+	REQUIRE(n < 2000); /* the block filled up */
 	const uint8_t *w = block_enc_data(&whole, &wlen);
 
 	for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
@@ -426,13 +455,15 @@ TEST(resume_equals_one_go)
 		CHECK_EQ_INT(resumed.count, cuts[c]);
 		for (; i <= n; i++)
 			if (block_enc_append(&resumed, in[i].step, in[i].time,
-			        double_of(in[i].bits)) != BLOCK_OK)
+			        double_of(in[i].bits))
+			    != BLOCK_OK)
 				break;
 		CHECK_EQ_INT(i, n); /* full at the same sample */
 		const uint8_t *r = block_enc_data(&resumed, &rlen);
 		CHECK(rlen == wlen && memcmp(r, w, wlen) == 0);
 		CHECK(memcmp(resumed.field_bits, whole.field_bits,
-		          sizeof whole.field_bits) == 0);
+		          sizeof whole.field_bits)
+		    == 0);
 	}
 }
 
@@ -493,8 +524,8 @@ TEST(single_sample_block)
 	CHECK_EQ_INT(len, BLOCK_HEADER_SIZE + 8);
 	REQUIRE(block_dec_init(&d, p, len) == BLOCK_OK);
 	CHECK_EQ_INT(block_dec_next(&d, &step, &t, &v), 1);
-	CHECK(step == UINT64_MAX && t == INT64_MIN &&
-	    bits_of(v) == 0x8000000000000000u);
+	CHECK(step == UINT64_MAX && t == INT64_MIN
+	    && bits_of(v) == 0x8000000000000000u);
 	CHECK_EQ_INT(block_dec_next(&d, &step, &t, &v), 0);
 	CHECK_EQ_INT(block_dec_next(&d, &step, &t, &v), 0);
 
@@ -502,6 +533,17 @@ TEST(single_sample_block)
 	REQUIRE(block_enc_resume(&r, copy, len) == BLOCK_OK);
 	CHECK_EQ_INT(block_enc_append(&r, UINT64_MAX, 0, 1.0), BLOCK_OK);
 	CHECK_EQ_INT(r.count, 2);
+	/* resuming from the encoder's own data is fine */
+	p = block_enc_data(&r, &len);
+	REQUIRE(block_enc_resume(&r, p, len) == BLOCK_OK);
+	CHECK_EQ_INT(r.count, 2);
+	CHECK_EQ_INT(block_enc_append(&r, UINT64_MAX, 5, 2.0), BLOCK_OK);
+	p = block_enc_data(&r, &len);
+	REQUIRE(block_dec_init(&d, p, len) == BLOCK_OK);
+	int n = 0;
+	while (block_dec_next(&d, &step, &t, &v) == 1)
+		n++;
+	CHECK(n == 3 && t == 5 && v == 2.0);
 }
 
 TEST(empty_block_decodes_to_nothing)
@@ -534,14 +576,15 @@ TEST(data_valid_after_every_append)
 	fill_realistic(300, 1, 29);
 	block_enc_init(&e);
 	for (size_t i = 0; i < 300; i++) {
-		REQUIRE(block_enc_append(&e, in[i].step, in[i].time,
-		            double_of(in[i].bits)) == BLOCK_OK);
+		REQUIRE(block_enc_append(
+		            &e, in[i].step, in[i].time, double_of(in[i].bits))
+		    == BLOCK_OK);
 		const uint8_t *p = block_enc_data(&e, &len);
 		REQUIRE(block_dec_init(&d, p, len) == BLOCK_OK);
 		n = 0;
 		while (block_dec_next(&d, &step, &t, &v) == 1)
-			n += step == in[n].step && t == in[n].time &&
-			    bits_of(v) == in[n].bits;
+			n += step == in[n].step && t == in[n].time
+			    && bits_of(v) == in[n].bits;
 		CHECK_EQ_INT(n, i + 1);
 	}
 }
@@ -573,19 +616,20 @@ TEST(realistic_size)
 	block_enc e;
 	block_enc_init(&e);
 	for (size_t i = 0; i < 1000; i++)
-		block_enc_append(&e, in[i].step, in[i].time,
-		    double_of(in[i].bits));
+		block_enc_append(
+		    &e, in[i].step, in[i].time, double_of(in[i].bits));
 	CHECK(e.field_bits[0] < 1100);
 }
 
 /*
- * Decode a possibly corrupt block: must not crash, and either fail or
- * return a well-formed decode: the header's count of samples, steps not
- * decreasing, ending on the header's last step and time. Returns -1 for
- * a failure, else the samples.
+ * Decode a possibly corrupt block from a heap copy of exactly len bytes
+ * (so that AddressSanitizer sees any read past it): must not crash, and
+ * either fail or return a well-formed decode: the header's count of
+ * samples, steps not decreasing, ending on the header's last step and
+ * time. Returns -1 for a failure, else the samples.
  */
 static long
-decode_checked(const uint8_t *p, size_t len, int *wellformed)
+decode_exact(const uint8_t *p, size_t len, int *wellformed)
 {
 	block_dec  d;
 	block_info h;
@@ -613,9 +657,23 @@ decode_checked(const uint8_t *p, size_t len, int *wellformed)
 			*wellformed = 0;
 		return -1;
 	}
-	if (n != (long) h.count ||
-	    (n > 0 && (step != h.last_step || t != h.last_time)))
+	if (n != (long) h.count
+	    || (n > 0 && (step != h.last_step || t != h.last_time)))
 		*wellformed = 0;
+	return n;
+}
+
+static long
+decode_checked(const uint8_t *p, size_t len, int *wellformed)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	long     n;
+
+	if (copy == NULL)
+		return -2;
+	memcpy(copy, p, len);
+	n = decode_exact(copy, len, wellformed);
+	free(copy);
 	return n;
 }
 
@@ -640,9 +698,9 @@ TEST(truncated_blocks_fail_cleanly)
 		 * that the decoder runs into the end of the stream */
 		if (l >= BLOCK_HEADER_SIZE) {
 			uint32_t bits = (uint32_t) (l - BLOCK_HEADER_SIZE) * 8;
-			cut[2] = (uint8_t) bits;
-			cut[3] = (uint8_t) (bits >> 8);
-			long n = decode_checked(cut, l, &wf);
+			cut[2]        = (uint8_t) bits;
+			cut[3]        = (uint8_t) (bits >> 8);
+			long n        = decode_checked(cut, l, &wf);
 			CHECK(n == -1 || wf);
 		}
 	}
@@ -666,9 +724,10 @@ TEST(bit_flips_fail_cleanly)
 		int flips = 1 + (int) (rnd(&seed) % 3);
 		for (int f = 0; f < flips; f++) {
 			/* mostly in the stream, sometimes in the header */
-			size_t at = rnd(&seed) % 8 ? BLOCK_HEADER_SIZE +
-			                                 rnd(&seed) % (len - BLOCK_HEADER_SIZE) :
-			                             rnd(&seed) % BLOCK_HEADER_SIZE;
+			size_t at = rnd(&seed) % 8
+			    ? BLOCK_HEADER_SIZE
+			        + rnd(&seed) % (len - BLOCK_HEADER_SIZE)
+			    : rnd(&seed) % BLOCK_HEADER_SIZE;
 			copy[at] ^= (uint8_t) (1u << (rnd(&seed) % 8));
 		}
 		long n = decode_checked(copy, len, &wf);
@@ -687,16 +746,16 @@ TEST(random_garbage_fails_cleanly)
 	static uint8_t junk[BLOCK_MAX_BYTES];
 
 	for (int trial = 0; trial < 5000; trial++) {
-		size_t len = BLOCK_HEADER_SIZE + rnd(&seed) %
-		    (BLOCK_MAX_BYTES - BLOCK_HEADER_SIZE + 1);
+		size_t len = BLOCK_HEADER_SIZE
+		    + rnd(&seed) % (BLOCK_MAX_BYTES - BLOCK_HEADER_SIZE + 1);
 		for (size_t i = 0; i < len; i++)
 			junk[i] = (uint8_t) rnd(&seed);
 		/* a header the decoder accepts, over garbage */
-		uint32_t bits = (uint32_t) (len - BLOCK_HEADER_SIZE) * 8;
-		junk[0]       = 1;
-		junk[1]       = 0;
-		junk[2]       = (uint8_t) bits;
-		junk[3]       = (uint8_t) (bits >> 8);
+		uint32_t bits  = (uint32_t) (len - BLOCK_HEADER_SIZE) * 8;
+		junk[0]        = 1;
+		junk[1]        = 0;
+		junk[2]        = (uint8_t) bits;
+		junk[3]        = (uint8_t) (bits >> 8);
 		uint32_t count = (uint32_t) (rnd(&seed) % 2000);
 		for (int i = 0; i < 4; i++)
 			junk[4 + i] = (uint8_t) (count >> (8 * i));

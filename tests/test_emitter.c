@@ -135,13 +135,13 @@ typedef struct late_ack {
 } late_ack;
 
 typedef struct mock {
-	rx         *rx;
-	int         mode;
-	late_ack   *late; /* MOCK_SLOW: FIFO of owed ACKs */
-	size_t      nlate;
-	void       *ctx, *sock;
-	pthread_t   th;
-	atomic_int  stop;
+	rx        *rx;
+	int        mode;
+	late_ack  *late; /* MOCK_SLOW: FIFO of owed ACKs */
+	size_t     nlate;
+	void      *ctx, *sock;
+	pthread_t  th;
+	atomic_int stop;
 } mock;
 
 static void
@@ -233,14 +233,14 @@ reply(mock *m, zmq_msg_t *id, uint64_t inc, uint64_t seq, uint32_t status)
 	late_ack *l;
 
 	if (m->mode != MOCK_SLOW) {
-		reply_to(m, zmq_msg_data(id), zmq_msg_size(id), inc, seq,
-		    status);
+		reply_to(
+		    m, zmq_msg_data(id), zmq_msg_size(id), inc, seq, status);
 		return;
 	}
 	if (m->nlate == MAX_LATE || zmq_msg_size(id) > sizeof(l->id))
 		return;
-	l         = &m->late[m->nlate++];
-	l->idlen  = zmq_msg_size(id);
+	l        = &m->late[m->nlate++];
+	l->idlen = zmq_msg_size(id);
 	memcpy(l->id, zmq_msg_data(id), l->idlen);
 	l->inc    = inc;
 	l->seq    = seq;
@@ -272,8 +272,9 @@ handle(mock *m, zmq_msg_t *id, zmq_msg_t *body)
 	int        ack = -1;
 
 	pthread_mutex_lock(&r->mu);
-	if (wire_batch_decode(zmq_msg_data(body), zmq_msg_size(body), &b, err,
-		sizeof(err)) != 0) {
+	if (wire_batch_decode(
+	        zmq_msg_data(body), zmq_msg_size(body), &b, err, sizeof(err))
+	    != 0) {
 		r->malformed++;
 		pthread_mutex_unlock(&r->mu);
 		return;
@@ -282,14 +283,14 @@ handle(mock *m, zmq_msg_t *id, zmq_msg_t *body)
 		r->capb = r->capb ? r->capb * 2 : 256;
 		r->b    = realloc(r->b, r->capb * sizeof(*r->b));
 	}
-	rb           = &r->b[r->nb++];
-	rb->inc      = b.id.incarnation;
-	rb->seq      = b.seq;
-	rb->floor    = b.floor;
-	rb->dropped  = b.dropped;
-	rb->start_ns = b.id.start_ns;
-	rb->nsamples = b.nsamples;
-	rb->pid      = b.id.pid;
+	rb             = &r->b[r->nb++];
+	rb->inc        = b.id.incarnation;
+	rb->seq        = b.seq;
+	rb->floor      = b.floor;
+	rb->dropped    = b.dropped;
+	rb->start_ns   = b.id.start_ns;
+	rb->nsamples   = b.nsamples;
+	rb->pid        = b.id.pid;
 	rb->rank       = b.id.rank;
 	rb->local_rank = b.id.local_rank;
 	rb->world_size = b.id.world_size;
@@ -309,8 +310,8 @@ handle(mock *m, zmq_msg_t *id, zmq_msg_t *body)
 		size_t stored_before = 0;
 
 		for (size_t i = 0; i + 1 < r->nb; i++)
-			if (r->b[i].inc == b.id.incarnation &&
-			    r->b[i].seq == b.seq && r->b[i].stored)
+			if (r->b[i].inc == b.id.incarnation
+			    && r->b[i].seq == b.seq && r->b[i].stored)
 				stored_before++;
 		if (stored_before == 0) {
 			store_samples(r, &b);
@@ -349,9 +350,9 @@ mock_main(void *arg)
 			continue;
 		zmq_msg_init(&id);
 		zmq_msg_init(&body);
-		if (zmq_msg_recv(&id, m->sock, ZMQ_DONTWAIT) >= 0 &&
-		    zmq_msg_more(&id) &&
-		    zmq_msg_recv(&body, m->sock, 0) >= 0)
+		if (zmq_msg_recv(&id, m->sock, ZMQ_DONTWAIT) >= 0
+		    && zmq_msg_more(&id)
+		    && zmq_msg_recv(&body, m->sock, 0) >= 0)
 			handle(m, &id, &body);
 		zmq_msg_close(&id);
 		zmq_msg_close(&body);
@@ -484,15 +485,15 @@ open_to(const char *ep, unsigned close_ms)
 
 TEST(values_names_identity_roundtrip)
 {
-	char        ep[128];
-	rx          r;
-	mock        m;
-	vt_emitter *em;
-	vt_stats    st;
+	char         ep[128];
+	rx           r;
+	mock         m;
+	vt_emitter  *em;
+	vt_stats     st;
 	const double vals[] = { 0.0, -0.0, 1.5, -2.25e300, 5e-324, NAN, -NAN,
 		INFINITY, -INFINITY, double_of(0x7ff0000000000abcull),
 		double_of(0xfff8dead0000beefull) };
-	const size_t nv = sizeof(vals) / sizeof(vals[0]);
+	const size_t nv     = sizeof(vals) / sizeof(vals[0]);
 
 	rx_init(&r);
 	endpoint(ep, sizeof(ep), "rt.sock");
@@ -502,7 +503,7 @@ TEST(values_names_identity_roundtrip)
 	for (size_t i = 0; i < nv; i++) {
 		CHECK_EQ_INT(vt_emit(em, "loss", 100 + i, vals[i]), 0);
 		CHECK_EQ_INT(vt_emit(em, "grad/norm λ", UINT64_MAX - i,
-				 vals[nv - 1 - i]),
+		                 vals[nv - 1 - i]),
 		    0);
 	}
 	CHECK_EQ_INT(vt_emit_at(em, "explicit", 7, -123456789, 3.0), 0);
@@ -534,13 +535,13 @@ TEST(values_names_identity_roundtrip)
 		CHECK(b->floor >= 1 && b->floor <= b->seq);
 		CHECK(strcmp(b->run, "test-run") == 0);
 		CHECK(strcmp(b->host, "test-host") == 0);
-		CHECK(b->rank == 2 && b->local_rank == 1 &&
-		    b->world_size == 4);
+		CHECK(
+		    b->rank == 2 && b->local_rank == 1 && b->world_size == 4);
 		CHECK(b->pid == (uint32_t) getpid());
 		CHECK(b->inc == vt_incarnation(em));
 		CHECK(b->dropped == 0);
-		CHECK(llabs((long long) b->start_ns - real_ns()) <
-		    60000000000LL);
+		CHECK(llabs((long long) b->start_ns - real_ns())
+		    < 60000000000LL);
 	}
 	CHECK(r.malformed == 0);
 	pthread_mutex_unlock(&r.mu);
@@ -679,11 +680,11 @@ TEST(identity_from_environment)
 	static const char *vars[] = { "VITALS_RUN", "TORCHELASTIC_RUN_ID",
 		"SLURM_JOB_ID", "RANK", "LOCAL_RANK", "WORLD_SIZE",
 		"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS" };
-	char        ep[128];
-	rx          r;
-	mock        m;
-	rx_batch    b;
-	char        host[256];
+	char               ep[128];
+	rx                 r;
+	mock               m;
+	rx_batch           b;
+	char               host[256];
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
@@ -740,9 +741,9 @@ TEST(identity_from_environment)
 		}
 		comm[strcspn(comm, "\n")] = '\0';
 		REQUIRE(dash != NULL && dash - b.run > 9);
-		CHECK(strlen(comm) > 0 &&
-		    strncmp(b.run, comm, strlen(comm)) == 0 &&
-		    b.run[strlen(comm)] == '-');
+		CHECK(strlen(comm) > 0
+		    && strncmp(b.run, comm, strlen(comm)) == 0
+		    && b.run[strlen(comm)] == '-');
 		memset(&tm, 0, sizeof(tm));
 		REQUIRE(strptime(dash - 8, "%Y%m%d-%H%M%S", &tm) != NULL);
 		t = timegm(&tm);
@@ -786,8 +787,8 @@ thr_log(void *p)
 		/* A full ring is not expected (the cap holds all), but a
 		 * slow CI machine may starve the I/O thread: retry. */
 		while ((rc = vt_emit(a->em, name, i,
-			    (double) (i * NTHREADS + (uint64_t) a->k))) ==
-		    VT_EFULL)
+		            (double) (i * NTHREADS + (uint64_t) a->k)))
+		    == VT_EFULL)
 			sleep_ms(1);
 		if (rc != 0)
 			a->fails++;
@@ -813,7 +814,7 @@ TEST(four_threads_every_sample_once)
 	em = open_to(ep, 1000);
 	REQUIRE(em != NULL);
 	for (int k = 0; k < NTHREADS; k++) {
-		args[k] = (thr_arg){ em, k, 0 };
+		args[k] = (thr_arg) { em, k, 0 };
 		pthread_create(&th[k], NULL, thr_log, &args[k]);
 	}
 	for (int k = 0; k < NTHREADS; k++) {
@@ -829,10 +830,10 @@ TEST(four_threads_every_sample_once)
 		int      k;
 		uint64_t s = r.s[i].step;
 
-		if (sscanf(r.s[i].name, "thr%d", &k) != 1 || k < 0 ||
-		    k >= NTHREADS || s >= PER_THREAD ||
-		    r.s[i].bits !=
-			bits_of((double) (s * NTHREADS + (uint64_t) k))) {
+		if (sscanf(r.s[i].name, "thr%d", &k) != 1 || k < 0
+		    || k >= NTHREADS || s >= PER_THREAD
+		    || r.s[i].bits
+		        != bits_of((double) (s * NTHREADS + (uint64_t) k))) {
 			bad++;
 			continue;
 		}
@@ -856,16 +857,16 @@ TEST(four_threads_every_sample_once)
 
 TEST(full_buffer_drops_exactly_and_reports_them)
 {
-	char        ep[128];
-	rx          r;
-	mock        m;
-	vt_emitter *em;
-	vt_opts     o;
-	vt_stats    st;
+	char           ep[128];
+	rx             r;
+	mock           m;
+	vt_emitter    *em;
+	vt_opts        o;
+	vt_stats       st;
 	const uint64_t attempts = 200000;
-	uint64_t    full = 0, other = 0;
-	uint8_t    *seen;
-	size_t      dup = 0;
+	uint64_t       full = 0, other = 0;
+	uint8_t       *seen;
+	size_t         dup = 0;
 
 	rx_init(&r);
 	endpoint(ep, sizeof(ep), "full.sock");
@@ -1070,7 +1071,7 @@ TEST(slow_collector_gets_few_duplicates)
 	for (int round = 0; round < 12; round++) {
 		for (int i = 0; i < 1000; i++)
 			CHECK_EQ_INT(vt_emit(em, "slow",
-					 (uint64_t) (round * 1000 + i), 1.0),
+			                 (uint64_t) (round * 1000 + i), 1.0),
 			    0);
 		sleep_ms(100);
 	}
@@ -1173,8 +1174,9 @@ TEST(clock_converts_old_ticks_within_1ms)
 		int64_t ns = vte_clock_to_ns(&c, t[i]);
 
 		printf("  tick %d: %lld ns from the window\n", i,
-		    (long long) (ns < lo[i] ? ns - lo[i] :
-			    ns > hi[i] ? ns - hi[i] : 0));
+		    (long long) (ns < lo[i] ? ns - lo[i]
+		            : ns > hi[i]    ? ns - hi[i]
+		                            : 0));
 		CHECK(ns >= lo[i] - 1000000 && ns <= hi[i] + 1000000);
 	}
 }
@@ -1214,7 +1216,8 @@ thr_default(void *p)
 
 	pthread_barrier_wait(a->bar);
 	for (int i = 0; i < 100; i++)
-		a->fails += vt_log("dflt", (uint64_t) (a->k * 100 + i), 1.0) != 0;
+		a->fails
+		    += vt_log("dflt", (uint64_t) (a->k * 100 + i), 1.0) != 0;
 	a->inc = vt_incarnation(vt_default());
 	return NULL;
 }
@@ -1236,7 +1239,7 @@ TEST(default_emitter_created_once_and_shutdown)
 	setenv("VITALS_RUN", "default-run", 1);
 	pthread_barrier_init(&bar, NULL, 4);
 	for (int k = 0; k < 4; k++) {
-		a[k] = (dflt_arg){ &bar, k, 0, 0 };
+		a[k] = (dflt_arg) { &bar, k, 0, 0 };
 		pthread_create(&th[k], NULL, thr_default, &a[k]);
 	}
 	for (int k = 0; k < 4; k++)
@@ -1315,8 +1318,8 @@ TEST(fork_child_gets_new_default_emitter)
 			bad |= 2;
 		if (vt_log("child", 7, 2.0) != 0)
 			bad |= 4;
-		if (vt_default() == NULL ||
-		    vt_incarnation(vt_default()) == parent_inc)
+		if (vt_default() == NULL
+		    || vt_incarnation(vt_default()) == parent_inc)
 			bad |= 8;
 		vt_close(em); /* the parent's: leaked, not touched */
 		/* exit(), not _exit(): the library's destructor flushes the
@@ -1355,9 +1358,10 @@ TEST(fork_child_gets_new_default_emitter)
 static void
 rmtree(const char *dir)
 {
-	static const char *files[] = { "rt.sock", "nobody.sock", "id.sock",
-		"mt.sock", "full.sock", "absent.sock", "restart.sock",
-		"time.sock", "slow.sock", "names.sock", "dflt.sock", "fork.sock" };
+	static const char *files[]
+	    = { "rt.sock", "nobody.sock", "id.sock", "mt.sock", "full.sock",
+		      "absent.sock", "restart.sock", "time.sock", "slow.sock",
+		      "names.sock", "dflt.sock", "fork.sock" };
 	char path[128];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {

@@ -1,0 +1,834 @@
+/*
+ * engine: series, ranks, runs and detector groups; feeding samples and
+ * ticks to the detectors; reloading rules without losing the state of
+ * unchanged rules.
+ *
+ * A series (run, metric, rank) is matched against every rule once, when
+ * it is first seen; the rules that match become its instances. Objects
+ * are kept in creation order as well as in hash tables, so everything
+ * that emits alerts walks them in an order that depends only on the
+ * input: the same samples always give the same alerts.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "detect/detector.h"
+
+struct detect_engine {
+	detect_rules   *rules;
+	detect_matcher  m;
+	detect_table    runs, ranks, series, groups;
+	detect_series **sv;
+	size_t          ns, cs;
+	detect_group  **gv; /* groups whose detector ticks */
+	size_t          ng, cg;
+	int64_t         now;
+	int             limit_reported;
+	detect_stats    st;
+	char            msg[512];
+	detect_rule     limit_rule; /* names series_limit alerts */
+	char            limit_name[16];
+};
+
+/* ---- keys ---------------------------------------------------------------- */
+
+typedef struct skey {
+	const char *run;
+	size_t      runlen;
+	const char *metric;
+	size_t      mlen;
+	int32_t     rank;
+	const char *rule;
+	const detect_run *runp;
+} skey;
+
+static uint64_t
+hash_rank(uint64_t h, int32_t rank)
+{
+	uint8_t b[4] = { (uint8_t) rank, (uint8_t) (rank >> 8),
+		(uint8_t) (rank >> 16), (uint8_t) (rank >> 24) };
+
+	return detect_hash(h, b, 4);
+}
+
+static uint64_t
+hash_run(const char *run, size_t len)
+{
+	return detect_hash(DETECT_HASH_INIT, run, len);
+}
+
+static int
+eq_run(const void *o, const void *k)
+{
+	const detect_run *r = o;
+	const skey       *key = k;
+
+	return r->len == key->runlen && memcmp(r->name, key->run, r->len) == 0;
+}
+
+static int
+eq_rank(const void *o, const void *k)
+{
+	const detect_rank *r   = o;
+	const skey        *key = k;
+
+	return r->rank == key->rank && eq_run(r->run, k);
+}
+
+static int
+eq_series(const void *o, const void *k)
+{
+	const detect_series *s   = o;
+	const skey          *key = k;
+
+	return s->rk->rank == key->rank && s->mlen == key->mlen &&
+	    memcmp(s->metric, key->metric, s->mlen) == 0 && eq_run(s->run, k);
+}
+
+static int
+eq_group(const void *o, const void *k)
+{
+	const detect_group *g   = o;
+	const skey         *key = k;
+
+	return g->run == key->runp && strcmp(g->r->name, key->rule) == 0 &&
+	    (key->metric == NULL ?
+		    g->metric == NULL :
+		    g->metric != NULL && g->mlen == key->mlen &&
+			memcmp(g->metric, key->metric, g->mlen) == 0);
+}
+
+static uint64_t
+hash_group(const char *rule, const detect_run *run, const char *metric,
+    size_t mlen)
+{
+	uint64_t h = detect_hash(DETECT_HASH_INIT, rule, strlen(rule) + 1);
+
+	h = detect_hash(h, run->name, run->len + 1);
+	return metric ? detect_hash(h, metric, mlen) : h;
+}
+
+static char *
+dupn(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+
+	if (p != NULL) {
+		if (n)
+			memcpy(p, s, n);
+		p[n] = 0;
+	}
+	return p;
+}
+
+/* ---- runs, ranks ---------------------------------------------------------- */
+
+static detect_run *
+get_run(detect_engine *e, const detect_sample *s)
+{
+	skey        k = { .run = s->run, .runlen = s->runlen };
+	uint64_t    h = hash_run(s->run, s->runlen);
+	detect_run *r = detect_table_find(&e->runs, h, eq_run, &k);
+
+	if (r != NULL)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return NULL;
+	r->hash = h;
+	r->len  = s->runlen;
+	r->name = dupn(s->run, s->runlen);
+	if (r->name == NULL || detect_table_put(&e->runs, h, r) != 0) {
+		free(r->name);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static void
+put_run(detect_engine *e, detect_run *r)
+{
+	if (--r->refs > 0)
+		return;
+	detect_table_del(&e->runs, r->hash, r);
+	free(r->name);
+	free(r);
+}
+
+/* The host of a rank follows its latest sample (a restart may move it). */
+static void
+set_host(detect_rank *rk, const detect_sample *s)
+{
+	char *h;
+
+	if (s->host == NULL || s->hostlen == 0 ||
+	    (rk->hostlen == s->hostlen &&
+		memcmp(rk->host, s->host, s->hostlen) == 0))
+		return;
+	h = dupn(s->host, s->hostlen);
+	if (h == NULL)
+		return; /* keeps the old name */
+	free(rk->host);
+	rk->host    = h;
+	rk->hostlen = s->hostlen;
+}
+
+static detect_rank *
+get_rank(detect_engine *e, detect_run *run, const detect_sample *s)
+{
+	skey         k = { .run = s->run, .runlen = s->runlen,
+		 .rank = s->rank };
+	uint64_t     h  = hash_rank(run->hash, s->rank);
+	detect_rank *rk = detect_table_find(&e->ranks, h, eq_rank, &k);
+
+	if (rk != NULL)
+		return rk;
+	rk = calloc(1, sizeof(*rk));
+	if (rk == NULL)
+		return NULL;
+	rk->hash = h;
+	rk->run  = run;
+	rk->rank = s->rank;
+	rk->host = dupn("", 0);
+	if (rk->host == NULL || detect_table_put(&e->ranks, h, rk) != 0) {
+		free(rk->host);
+		free(rk);
+		return NULL;
+	}
+	run->refs++;
+	return rk;
+}
+
+static void
+put_rank(detect_engine *e, detect_rank *rk)
+{
+	if (--rk->refs > 0)
+		return;
+	detect_table_del(&e->ranks, rk->hash, rk);
+	put_run(e, rk->run);
+	free(rk->host);
+	free(rk);
+}
+
+/* ---- groups ------------------------------------------------------------- */
+
+static void
+group_free(detect_engine *e, detect_group *g)
+{
+	for (size_t i = 0; i < e->ng; i++) {
+		if (e->gv[i] == g) {
+			memmove(&e->gv[i], &e->gv[i + 1],
+			    (e->ng - i - 1) * sizeof(*e->gv));
+			e->ng--;
+			break;
+		}
+	}
+	detect_table_del(&e->groups, g->hash, g);
+	for (uint32_t i = 0; i < g->nslots; i++)
+		put_rank(e, g->slot_rank[i]);
+	put_run(e, g->run);
+	free(g->slot_rank);
+	free(g->slots);
+	free(g->state);
+	free(g->metric);
+	free(g);
+}
+
+static void
+group_put(detect_engine *e, detect_group *g)
+{
+	if (g != NULL && --g->refs == 0)
+		group_free(e, g);
+}
+
+/* The slot of rank rk in g, added if new. Returns -1 if out of memory. */
+static int64_t
+group_slot(detect_group *g, detect_rank *rk)
+{
+	const detect_kind *k = g->r->kind;
+	size_t             sz = g->slot_size;
+
+	for (uint32_t i = 0; i < g->nslots; i++)
+		if (g->slot_rank[i] == rk)
+			return i;
+	if (g->nslots == g->cap) {
+		uint32_t       cap = g->cap ? g->cap * 2 : 4;
+		detect_rank  **sr  = realloc(g->slot_rank, cap * sizeof(*sr));
+		unsigned char *sl;
+
+		if (sr == NULL)
+			return -1;
+		g->slot_rank = sr;
+		sl = realloc(g->slots, (size_t) cap * (sz ? sz : 1));
+		if (sl == NULL)
+			return -1;
+		g->slots = sl;
+		g->cap   = cap;
+	}
+	memset(g->slots + (size_t) g->nslots * sz, 0, sz);
+	if (k->slot_init != NULL)
+		k->slot_init(g->slots + (size_t) g->nslots * sz, g->r);
+	g->slot_rank[g->nslots] = rk;
+	rk->refs++;
+	return g->nslots++;
+}
+
+/* Attach a group-scope instance of series s to its group and slot.
+ * Returns 0 or -1 (out of memory: the instance stays detached). */
+static int
+attach(detect_engine *e, detect_series *s, detect_inst *in)
+{
+	const detect_kind *k  = in->r->kind;
+	int                pm = k->scope == DETECT_SCOPE_RUN_METRIC;
+	skey               key = { .run = s->run->name, .runlen = s->run->len,
+		 .metric = pm ? s->metric : NULL, .mlen = s->mlen,
+		 .rule = in->r->name, .runp = s->run };
+	uint64_t           h   = hash_group(in->r->name, s->run,
+			      pm ? s->metric : NULL, s->mlen);
+	detect_group      *g   = detect_table_find(&e->groups, h, eq_group, &key);
+	int64_t            slot;
+
+	if (g == NULL) {
+		g = calloc(1, sizeof(*g));
+		if (g == NULL)
+			return -1;
+		g->hash  = h;
+		g->r     = in->r;
+		g->run   = s->run;
+		g->state = calloc(1, k->state_size ? k->state_size(g->r) : 1);
+		g->slot_size = k->slot_size ? k->slot_size(g->r) : 0;
+		if (pm)
+			g->metric = dupn(s->metric, s->mlen);
+		g->mlen = s->mlen;
+		if (g->state == NULL || (pm && g->metric == NULL))
+			goto fail;
+		if (k->tick != NULL && e->ng == e->cg) {
+			size_t         c  = e->cg ? e->cg * 2 : 16;
+			detect_group **gv = realloc(e->gv, c * sizeof(*gv));
+
+			if (gv == NULL)
+				goto fail;
+			e->gv = gv;
+			e->cg = c;
+		}
+		if (detect_table_put(&e->groups, h, g) != 0)
+			goto fail;
+		if (k->tick != NULL)
+			e->gv[e->ng++] = g;
+		if (k->init != NULL)
+			k->init(g->state, g->r);
+		s->run->refs++;
+	}
+	slot = group_slot(g, s->rk);
+	if (slot < 0) {
+		if (g->refs == 0)
+			group_free(e, g);
+		return -1;
+	}
+	g->refs++;
+	in->g    = g;
+	in->slot = (uint32_t) slot;
+	return 0;
+fail:
+	free(g->state);
+	free(g->metric);
+	free(g);
+	return -1;
+}
+
+/* ---- series ------------------------------------------------------------- */
+
+static void
+inst_fini(detect_engine *e, detect_inst *in)
+{
+	free(in->st);
+	group_put(e, in->g);
+	in->st = NULL;
+	in->g  = NULL;
+}
+
+/* A fresh instance of rule r: state allocated for series-scope rules,
+ * the group attached on first feed. Returns 0 or -1. */
+static int
+inst_new(detect_inst *in, const detect_rule *r)
+{
+	const detect_kind *k = r->kind;
+
+	memset(in, 0, sizeof(*in));
+	in->r = r;
+	if (k->scope != DETECT_SCOPE_SERIES)
+		return 0;
+	in->st = calloc(1, k->state_size ? k->state_size(r) : 1);
+	if (in->st == NULL)
+		return -1;
+	if (k->init != NULL)
+		k->init(in->st, r);
+	return 0;
+}
+
+static int
+matches(detect_engine *e, const detect_rule *r, const detect_series *s)
+{
+	int rc = detect_rule_match(r, &e->m, s->run->name, s->run->len,
+	    s->metric, s->mlen, s->rk->host, s->rk->hostlen, s->rk->rank);
+
+	if (rc < 0)
+		e->st.match_limit++;
+	return rc == 1;
+}
+
+static void
+series_free(detect_engine *e, detect_series *s)
+{
+	for (uint32_t i = 0; i < s->ninst; i++)
+		inst_fini(e, &s->inst[i]);
+	free(s->inst);
+	free(s->metric);
+	put_rank(e, s->rk);
+	free(s);
+}
+
+static detect_series *
+new_series(detect_engine *e, const detect_sample *s, uint64_t h)
+{
+	detect_series *ser;
+	detect_run    *run;
+	detect_rank   *rk;
+	size_t         n = 0;
+
+	if (e->ns == e->cs) {
+		size_t          c  = e->cs ? e->cs * 2 : 64;
+		detect_series **sv = realloc(e->sv, c * sizeof(*sv));
+
+		if (sv == NULL)
+			return NULL;
+		e->sv = sv;
+		e->cs = c;
+	}
+	run = get_run(e, s);
+	if (run == NULL)
+		return NULL;
+	run->refs++;
+	rk = get_rank(e, run, s);
+	put_run(e, run);
+	if (rk == NULL)
+		return NULL;
+	rk->refs++;
+	set_host(rk, s);
+	ser = calloc(1, sizeof(*ser));
+	if (ser == NULL)
+		goto fail;
+	ser->hash   = h;
+	ser->run    = run;
+	ser->rk     = rk;
+	ser->mlen   = s->mlen;
+	ser->metric = dupn(s->metric, s->mlen);
+	ser->inst   = calloc(e->rules->n ? e->rules->n : 1, sizeof(*ser->inst));
+	if (ser->metric == NULL || ser->inst == NULL)
+		goto fail;
+	for (size_t i = 0; i < e->rules->n; i++) {
+		const detect_rule *r = &e->rules->v[i];
+
+		if (!matches(e, r, ser))
+			continue;
+		if (inst_new(&ser->inst[n], r) != 0)
+			goto fail;
+		ser->ninst = (uint32_t) ++n;
+	}
+	if (detect_table_put(&e->series, h, ser) != 0)
+		goto fail;
+	e->sv[e->ns++] = ser;
+	return ser;
+fail:
+	if (ser == NULL) {
+		put_rank(e, rk);
+		return NULL;
+	}
+	series_free(e, ser);
+	return NULL;
+}
+
+/* ---- engine ------------------------------------------------------------- */
+
+int
+detect_engine_new(detect_rules *rules, detect_engine **out)
+{
+	detect_engine *e;
+
+	*out = NULL;
+	if (rules == NULL)
+		return DETECT_EINVAL;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return DETECT_ENOMEM;
+	if (detect_matcher_init(&e->m) != 0) {
+		free(e);
+		return DETECT_ENOMEM;
+	}
+	atomic_fetch_add(&rules->refs, 1);
+	e->rules = rules;
+	snprintf(e->limit_name, sizeof(e->limit_name), "max_series");
+	e->limit_rule.name = e->limit_name;
+	*out     = e;
+	return 0;
+}
+
+void
+detect_engine_free(detect_engine *e)
+{
+	if (e == NULL)
+		return;
+	for (size_t i = e->ns; i-- > 0;)
+		series_free(e, e->sv[i]);
+	free(e->sv);
+	free(e->gv);
+	detect_table_fini(&e->series);
+	detect_table_fini(&e->groups);
+	detect_table_fini(&e->ranks);
+	detect_table_fini(&e->runs);
+	detect_matcher_fini(&e->m);
+	detect_rules_free(e->rules);
+	free(e);
+}
+
+void
+detect_engine_stats(const detect_engine *e, detect_stats *out)
+{
+	*out        = e->st;
+	out->series = e->ns;
+}
+
+static void
+limit_reached(detect_engine *e, const detect_sample *s, detect_emit_fn emit,
+    void *ctx)
+{
+	detect_ctx               c    = { e, &e->limit_rule, NULL, emit, ctx };
+	detect_origin            o    = { s->run, s->runlen, s->rank,
+		       s->host ? s->host : "", s->host ? s->hostlen : 0,
+		       s->metric, s->mlen };
+
+	e->st.series_dropped++;
+	if (e->limit_reported)
+		return;
+	e->limit_reported = 1;
+	detect_emit(&c, &o, "series_limit", DETECT_WARNING, DETECT_RESOLVED,
+	    DETECT_EVENT, s->step, s->time_ns, (double) e->ns, NAN,
+	    "tracking %zu series, the most allowed (max_series): new series "
+	    "are not checked",
+	    e->ns);
+}
+
+void
+detect_feed(detect_engine *e, const detect_sample *s, detect_emit_fn emit,
+    void *ctx)
+{
+	skey           k = { .run = s->run, .runlen = s->runlen,
+		  .metric = s->metric, .mlen = s->mlen, .rank = s->rank };
+	uint64_t       h;
+	detect_series *ser;
+	detect_ctx     c;
+
+	e->st.samples++;
+	h   = hash_rank(detect_hash(hash_run(s->run, s->runlen) ^ 0x5bd1e995,
+			    s->metric, s->mlen),
+	      s->rank);
+	ser = detect_table_find(&e->series, h, eq_series, &k);
+	if (ser == NULL) {
+		if (e->ns >= e->rules->max_series) {
+			limit_reached(e, s, emit, ctx);
+			return;
+		}
+		ser = new_series(e, s, h);
+		if (ser == NULL)
+			return; /* out of memory: the sample is not checked */
+	} else {
+		set_host(ser->rk, s);
+	}
+	c.e    = e;
+	c.s    = ser;
+	c.emit = emit;
+	c.ctx  = ctx;
+	for (uint32_t i = 0; i < ser->ninst; i++) {
+		detect_inst       *in = &ser->inst[i];
+		const detect_kind *kd = in->r->kind;
+
+		if (kd->scope != DETECT_SCOPE_SERIES && in->g == NULL &&
+		    attach(e, ser, in) != 0)
+			continue;
+		c.r = in->r;
+		if (ser->seen && s->step < ser->last_step && kd->rollback)
+			kd->rollback(&c, in, s, ser->last_step, ser->last_time);
+		kd->feed(&c, in, s);
+	}
+	ser->last_step = s->step;
+	ser->last_time = s->time_ns;
+	ser->seen      = 1;
+}
+
+void
+detect_tick(detect_engine *e, int64_t now_ns, detect_emit_fn emit,
+    void *ctx)
+{
+	detect_ctx c = { e, NULL, NULL, emit, ctx };
+
+	if (now_ns < e->now)
+		return;
+	e->now = now_ns;
+	for (size_t i = 0; i < e->ng; i++) {
+		c.r = e->gv[i]->r;
+		c.r->kind->tick(&c, e->gv[i], now_ns);
+	}
+}
+
+int64_t
+detect_engine_now(const detect_engine *e)
+{
+	return e->now;
+}
+
+/* ---- reload ------------------------------------------------------------- */
+
+/*
+ * Two phases, so that running out of memory leaves the engine as it was:
+ * first every series gets its new instance array (kept instances are
+ * borrowed, new ones allocated); then the old arrays are released and the
+ * new ones installed.
+ */
+int
+detect_engine_reload(detect_engine *e, detect_rules *nr)
+{
+	detect_rules *or = e->rules;
+	int          *keep; /* new rule j <- old rule keep[j], or -1 */
+	detect_inst **nv;
+	size_t        i;
+
+	if (nr == NULL)
+		return DETECT_EINVAL;
+	keep = malloc((nr->n + 1) * sizeof(*keep));
+	nv   = calloc(e->ns + 1, sizeof(*nv));
+	if (keep == NULL || nv == NULL)
+		goto oom;
+	for (size_t j = 0; j < nr->n; j++) {
+		keep[j] = -1;
+		for (size_t o = 0; o < or->n; o++)
+			if (strcmp(or->v[o].name, nr->v[j].name) == 0 &&
+			    strcmp(or->v[o].canon, nr->v[j].canon) == 0)
+				keep[j] = (int) o;
+	}
+	for (i = 0; i < e->ns; i++) {
+		detect_series *s = e->sv[i];
+		size_t         n = 0;
+
+		nv[i] = calloc(nr->n ? nr->n : 1, sizeof(**nv));
+		if (nv[i] == NULL)
+			goto oom;
+		for (size_t j = 0; j < nr->n; j++) {
+			const detect_rule *r = &nr->v[j];
+
+			if (keep[j] >= 0) {
+				const detect_rule *old = &or->v[keep[j]];
+
+				for (uint32_t q = 0; q < s->ninst; q++) {
+					if (s->inst[q].r != old)
+						continue;
+					nv[i][n]   = s->inst[q];
+					nv[i][n].r = r;
+					n++;
+				}
+				continue;
+			}
+			if (!matches(e, r, s))
+				continue;
+			if (inst_new(&nv[i][n], r) != 0)
+				goto oom;
+			n++;
+		}
+	}
+	/* Commit: release instances of rules that changed or went away. */
+	for (i = 0; i < e->ns; i++) {
+		detect_series *s = e->sv[i];
+		uint32_t       n = 0;
+
+		for (uint32_t q = 0; q < s->ninst; q++) {
+			int kept = 0;
+
+			for (size_t j = 0; j < nr->n; j++)
+				kept |= keep[j] >= 0 &&
+				    s->inst[q].r == &or->v[keep[j]];
+			if (!kept)
+				inst_fini(e, &s->inst[q]);
+		}
+		for (size_t j = 0; j < nr->n; j++)
+			if (nv[i][j].r != NULL)
+				n++;
+		free(s->inst);
+		s->inst  = nv[i];
+		s->ninst = n;
+	}
+	/* Groups of kept rules now belong to the new rule set. */
+	for (size_t q = 0; q < e->groups.cap; q++) {
+		detect_group *g = e->groups.obj[q];
+
+		if (g == NULL)
+			continue;
+		for (size_t j = 0; j < nr->n; j++)
+			if (keep[j] >= 0 && g->r == &or->v[keep[j]])
+				g->r = &nr->v[j];
+	}
+	free(keep);
+	free(nv);
+	atomic_fetch_add(&nr->refs, 1);
+	e->rules = nr;
+	detect_rules_free(or);
+	return 0;
+oom:
+	if (nv != NULL) {
+		for (i = 0; i < e->ns && nv[i] != NULL; i++) {
+			for (size_t j = 0; j < nr->n; j++)
+				if (nv[i][j].r != NULL &&
+				    keep[nv[i][j].r - nr->v] < 0)
+					free(nv[i][j].st);
+			free(nv[i]);
+		}
+	}
+	free(keep);
+	free(nv);
+	return DETECT_ENOMEM;
+}
+
+/* ---- emitting ------------------------------------------------------------ */
+
+void
+detect_origin_series(detect_origin *o, const detect_series *s)
+{
+	o->run     = s->run->name;
+	o->runlen  = s->run->len;
+	o->rank    = s->rk->rank;
+	o->host    = s->rk->host;
+	o->hostlen = s->rk->hostlen;
+	o->metric  = s->metric;
+	o->mlen    = s->mlen;
+}
+
+void
+detect_origin_rank(detect_origin *o, const detect_rank *rk)
+{
+	o->run     = rk->run->name;
+	o->runlen  = rk->run->len;
+	o->rank    = rk->rank;
+	o->host    = rk->host;
+	o->hostlen = rk->hostlen;
+	o->metric  = "";
+	o->mlen    = 0;
+}
+
+void
+detect_origin_run(detect_origin *o, const detect_run *run)
+{
+	o->run     = run->name;
+	o->runlen  = run->len;
+	o->rank    = -1;
+	o->host    = "";
+	o->hostlen = 0;
+	o->metric  = "";
+	o->mlen    = 0;
+}
+
+static void
+emit_v(detect_ctx *c, const detect_origin *o, const char *kind, int sev,
+    int state, int flags, uint64_t step, int64_t t, double value,
+    double baseline, const char *fmt, va_list ap)
+{
+	detect_engine     *e = c->e;
+	const detect_rule *r = c->r;
+	detect_alert       a;
+	char               run[160], metric[224], host[272];
+
+	if (sev < 0 || c->emit == NULL)
+		return;
+	/* Names are NUL-terminated for the callback; series names are
+	 * already, origins built from samples may not be. */
+	snprintf(run, sizeof(run), "%.*s", (int) (o->runlen < 159 ? o->runlen : 159), o->run);
+	snprintf(metric, sizeof(metric), "%.*s", (int) (o->mlen < 223 ? o->mlen : 223), o->metric);
+	snprintf(host, sizeof(host), "%.*s", (int) (o->hostlen < 271 ? o->hostlen : 271), o->host);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	memset(&a, 0, sizeof(a));
+	a.rule     = r->name;
+	a.kind     = kind;
+	a.severity = sev;
+	a.state    = state;
+	a.run      = run;
+	a.runlen   = strlen(run);
+	a.rank     = o->rank;
+	a.host     = host;
+	a.hostlen  = strlen(host);
+	a.metric   = metric;
+	a.mlen     = strlen(metric);
+	a.step     = step;
+	a.time_ns  = t;
+	a.value    = value;
+	a.baseline = baseline;
+	a.message  = e->msg;
+	if (r->argv != NULL && sev >= r->exec_on &&
+	    (state == DETECT_FIRING || (flags & DETECT_EVENT))) {
+		a.exec_argv       = (const char *const *) r->argv;
+		a.exec_argc       = r->argc;
+		a.exec_timeout_ms = r->timeout_ms;
+	}
+	e->st.alerts++;
+	c->emit(c->ctx, &a);
+}
+
+void
+detect_emit(detect_ctx *c, const detect_origin *o, const char *kind,
+    int severity, int state, int flags, uint64_t step, int64_t time_ns,
+    double value, double baseline, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit_v(c, o, kind, severity, state, flags, step, time_ns, value,
+	    baseline, fmt, ap);
+	va_end(ap);
+}
+
+void
+detect_emit_series(detect_ctx *c, const char *kind, int severity, int state,
+    int flags, const detect_sample *s, double value, double baseline,
+    const char *fmt, ...)
+{
+	detect_origin o;
+	va_list       ap;
+
+	detect_origin_series(&o, c->s);
+	va_start(ap, fmt);
+	emit_v(c, &o, kind, severity, state, flags, s->step, s->time_ns, value,
+	    baseline, fmt, ap);
+	va_end(ap);
+}
+
+detect_num
+detect_fmt(double v)
+{
+	detect_num n;
+
+	if (isnan(v))
+		snprintf(n.s, sizeof(n.s), "NaN");
+	else if (isinf(v))
+		snprintf(n.s, sizeof(n.s), "%s", v > 0 ? "Inf" : "-Inf");
+	else
+		snprintf(n.s, sizeof(n.s), "%.3g", v);
+	return n;
+}
+
+detect_name
+detect_name_of(const char *p, size_t len)
+{
+	detect_name n;
+
+	snprintf(n.s, sizeof(n.s), "%.*s", (int) (len < 200 ? len : 200), p);
+	return n;
+}
