@@ -183,9 +183,9 @@ main(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s'", base, base);
 	if (system(cmd) != 0)
 		return 1;
-	/* Times to the microsecond, as vitalsd stores them by default. */
+	/* Times to the millisecond, as vitalsd stores them by default. */
 	ingest_opts_init(&io);
-	io.time_quantum_ns = 1000;
+	io.time_quantum_ns = 1000000;
 	if (store_open(dir, 0, &st, err, sizeof(err)) != 0 ||
 	    ingest_open(st, &io, &in) != 0) {
 		fprintf(stderr, "bench_store: %s\n", err);

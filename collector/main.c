@@ -42,7 +42,7 @@ usage(FILE *f)
 	    "  --commit-ms N      longest wait before committing a group of\n"
 	    "                     batches (default 20)\n"
 	    "  --time-quantum-ns N  store times rounded down to N ns "
-	    "(default 1000)\n"
+	    "(default 1000000)\n"
 	    "  --nosync           do not fsync commits: survives a crash of\n"
 	    "                     vitalsd, not of the machine\n",
 	    VT_DEFAULT_ENDPOINT);
@@ -82,7 +82,7 @@ main(int argc, char **argv)
 
 	server_opts_init(&so);
 	ingest_opts_init(&io);
-	io.time_quantum_ns = 1000;
+	io.time_quantum_ns = 1000000;
 	so.listen          = VT_DEFAULT_ENDPOINT;
 	for (int i = 1; i < argc; i++) {
 		const char *a    = argv[i];
