@@ -43,6 +43,8 @@ struct ingest {
 	run        *dirty_runs;
 	uint32_t    next_sid;
 	int         next_sid_dirty;
+	uint64_t    next_alert; /* 0: not loaded */
+	int         next_alert_dirty;
 	ser       **names; /* per batch: name index -> series */
 	ingest_stats stats, tentative;
 };
@@ -81,6 +83,8 @@ drop_caches(ingest *in)
 	in->dirty_runs                       = NULL;
 	in->next_sid                         = 0;
 	in->next_sid_dirty                   = 0;
+	in->next_alert                       = 0;
+	in->next_alert_dirty                 = 0;
 }
 
 static int
@@ -589,6 +593,52 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 	return WIRE_ACK_STORED;
 }
 
+/* Load a u64 counter kept in the meta database (absent: 1). */
+static int
+meta_counter(ingest *in, const char *name, uint64_t *out)
+{
+	MDB_val k, v;
+	int     rc;
+
+	k.mv_data = (void *) (uintptr_t) name;
+	k.mv_size = strlen(name);
+	rc        = mdb_get(in->txn, in->st->meta, &k, &v);
+	if (rc == MDB_NOTFOUND) {
+		*out = 1;
+		return 0;
+	}
+	if (rc != 0)
+		return store_fail(in->st, rc, "reading a counter");
+	if (v.mv_size != 8)
+		return STORE_ECORRUPT;
+	*out = wire_get64(v.mv_data);
+	return 0;
+}
+
+int
+ingest_alert(ingest *in, const char *runname, size_t runlen,
+    const char *json, size_t len)
+{
+	uint8_t key[STORE_KEY_MAX];
+	MDB_val k, v;
+	int     rc;
+
+	if (runlen > WIRE_RUN_MAX)
+		return STORE_ECORRUPT;
+	if (in->next_alert == 0 &&
+	    (rc = meta_counter(in, "next_alert", &in->next_alert)) != 0)
+		return rc;
+	k.mv_data = key;
+	k.mv_size = store_emitter_key(key, runname, runlen, in->next_alert);
+	v.mv_data = (void *) (uintptr_t) json;
+	v.mv_size = len;
+	if ((rc = mdb_put(in->txn, in->st->alerts, &k, &v, 0)) != 0)
+		return store_fail(in->st, rc, "writing an alert");
+	in->next_alert++;
+	in->next_alert_dirty = 1;
+	return 0;
+}
+
 static int
 flush_dirty(ingest *in)
 {
@@ -623,6 +673,15 @@ flush_dirty(ingest *in)
 		v.mv_size = RUN_REC_SIZE;
 		if ((rc = mdb_put(in->txn, in->st->runs, &k, &v, 0)) != 0)
 			return store_fail(in->st, rc, "writing a run");
+	}
+	if (in->next_alert_dirty) {
+		wire_put64(buf, in->next_alert);
+		k.mv_data = (void *) (uintptr_t) "next_alert";
+		k.mv_size = 10;
+		v.mv_data = buf;
+		v.mv_size = 8;
+		if ((rc = mdb_put(in->txn, in->st->meta, &k, &v, 0)) != 0)
+			return store_fail(in->st, rc, "writing next_alert");
 	}
 	if (in->next_sid_dirty) {
 		wire_put32(buf, in->next_sid);
@@ -672,7 +731,8 @@ ingest_commit(ingest *in)
 	in->dirty_series   = NULL;
 	in->dirty_emitters = NULL;
 	in->dirty_runs     = NULL;
-	in->next_sid_dirty = 0;
+	in->next_sid_dirty   = 0;
+	in->next_alert_dirty = 0;
 	in->stats.batches += in->tentative.batches;
 	in->stats.samples += in->tentative.samples;
 	in->stats.duplicates += in->tentative.duplicates;

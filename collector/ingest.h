@@ -54,6 +54,14 @@ int ingest_begin(ingest *in);
 int ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns,
     int *is_new, char *why, size_t whylen);
 
+/*
+ * Store an alert (one JSON object) of a run in the open transaction.
+ * Alerts are numbered in the order they are stored. Returns 0 or a
+ * store_err (then the caller calls ingest_abort()).
+ */
+int ingest_alert(ingest *in, const char *run, size_t runlen,
+    const char *json, size_t len);
+
 /* Commit. Returns 0 or a store_err; on failure the transaction is
  * aborted and the caches dropped. */
 int ingest_commit(ingest *in);

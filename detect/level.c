@@ -12,6 +12,7 @@
  * below the reference for `for`; it resolves when within by/2 again.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "detect/baseline.h"

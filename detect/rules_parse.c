@@ -452,10 +452,6 @@ set_pattern(parser *P, detect_rule *r, int which, const assign *a)
 	return 0;
 }
 
-static const char *const generic[] = { "detector", "metric", "run", "host",
-	"rank", "severity", "cooldown", "clear", "exec", "timeout", "exec_on",
-	NULL };
-
 /* Checks and converts the assignments of one rule into r. */
 static int
 build_rule(parser *P, detect_rule *r, int line, int col)

@@ -7,6 +7,7 @@
  *	flatline   a value that stops changing
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "detect/baseline.h"

@@ -21,10 +21,12 @@
  *   - lasting `adapt` samples: its level is taken as the new baseline.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "detect/baseline.h"
 #include "detect/detector.h"
+#include "detect/fsm.h"
 
 enum { SP_DIRECTION, SP_Z, SP_RATIO, SP_FOR, SP_WARMUP, SP_HALFLIFE,
 	SP_BLIP, SP_DIVERGENCE, SP_GROWTH, SP_RISING, SP_ADAPT };

@@ -22,6 +22,7 @@
  * checks are refreshed at most every 200 ms of clock.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "detect/baseline.h"

@@ -10,6 +10,7 @@
  * design need a rule per stage (rank = '...').
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -323,3 +323,53 @@ scan_usage_get(store *st, MDB_txn *txn, scan_usage *out)
 	mdb_cursor_close(cur);
 	return 0;
 }
+
+int
+scan_alerts(store *st, MDB_txn *txn, const char *run, uint64_t after_seq,
+    scan_alert_fn fn, void *ctx)
+{
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	size_t      rl = run ? strlen(run) : 0;
+	int         rc, op = MDB_FIRST;
+	uint8_t     key[STORE_KEY_MAX];
+
+	if ((rc = mdb_cursor_open(txn, st->alerts, &cur)) != 0)
+		return store_fail(st, rc, "reading alerts");
+	if (run != NULL) {
+		if (rl > 128) {
+			mdb_cursor_close(cur);
+			return 0;
+		}
+		/* Alert keys are laid out as emitter keys: run NUL seq. */
+		k.mv_data = key;
+		k.mv_size = store_emitter_key(key, run, rl, after_seq + 1);
+		op        = MDB_SET_RANGE;
+	}
+	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
+		const uint8_t *p = k.mv_data;
+		const uint8_t *z = memchr(p, 0, k.mv_size);
+		size_t         krl;
+		uint64_t       seq = 0;
+
+		op = MDB_NEXT;
+		if (z == NULL || (size_t) (p + k.mv_size - z) != 9) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: an alert key does not parse", st->dir);
+			rc = STORE_ECORRUPT;
+			break;
+		}
+		krl = (size_t) (z - p);
+		if (run != NULL && (krl != rl || memcmp(p, run, rl)))
+			break;
+		for (int i = 1; i <= 8; i++)
+			seq = (seq << 8) | z[i];
+		if (seq <= after_seq)
+			continue;
+		if ((rc = fn(ctx, (const char *) p, krl, seq, v.mv_data,
+			 v.mv_size)) != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}

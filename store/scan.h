@@ -43,6 +43,14 @@ int scan_series_of(
 int scan_emitters(
     store *st, MDB_txn *txn, const char *run, scan_emitter_fn fn, void *ctx);
 
+/* Alerts of one run (or all runs if run is NULL) in the order they were
+ * raised; json is one JSON object (not NUL-terminated), seq numbers the
+ * alert within the store. */
+typedef int (*scan_alert_fn)(void *ctx, const char *run, size_t runlen,
+    uint64_t seq, const char *json, size_t len);
+int scan_alerts(store *st, MDB_txn *txn, const char *run, uint64_t after_seq,
+    scan_alert_fn fn, void *ctx);
+
 /*
  * Every sample of series sid with from <= step <= to, in step order. Where
  * a restart made blocks overlap, their samples are merged by step (equal

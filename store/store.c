@@ -76,7 +76,8 @@ open_dbs(store *st, char *err, size_t errlen)
 	    (rc = mdb_dbi_open(txn, "blocks", dbflags, &st->blocks)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "emitters", dbflags, &st->emitters)) !=
 		0 ||
-	    (rc = mdb_dbi_open(txn, "runs", dbflags, &st->runs)) != 0) {
+	    (rc = mdb_dbi_open(txn, "runs", dbflags, &st->runs)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "alerts", dbflags, &st->alerts)) != 0) {
 		mdb_txn_abort(txn);
 		goto fail;
 	}

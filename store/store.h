@@ -39,6 +39,7 @@ typedef struct store {
 	MDB_dbi  blocks;   /* sid BE, first step BE, block no BE -> block */
 	MDB_dbi  emitters; /* run NUL incarnation BE -> emitter_rec */
 	MDB_dbi  runs;     /* run -> run_rec */
+	MDB_dbi  alerts;   /* run NUL seq BE -> alert as one JSON object */
 	int      flags;
 	char     dir[1024];
 	char     err[1400];

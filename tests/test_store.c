@@ -383,6 +383,66 @@ TEST(abort_leaves_nothing)
 	CHECK_EQ_INT(g.n, 100);
 }
 
+typedef struct alerts_seen {
+	int      n;
+	uint64_t seq[8];
+	char     text[8][32];
+} alerts_seen;
+
+static int
+each_alert(void *ctx, const char *run, size_t runlen, uint64_t seq,
+    const char *json, size_t len)
+{
+	alerts_seen *a = ctx;
+
+	(void) run;
+	(void) runlen;
+	if (a->n < 8) {
+		a->seq[a->n] = seq;
+		snprintf(a->text[a->n], sizeof(a->text[0]), "%.*s", (int) len,
+		    json);
+	}
+	a->n++;
+	return 0;
+}
+
+TEST(alerts_in_order_per_run)
+{
+	store      *st;
+	ingest     *in;
+	MDB_txn    *txn;
+	alerts_seen a = { 0 };
+
+	fresh_dir();
+	open_both(&st, &in);
+	REQUIRE(ingest_begin(in) == 0);
+	CHECK(ingest_alert(in, "ra", 2, "{\"n\":1}", 7) == 0);
+	CHECK(ingest_alert(in, "rb", 2, "{\"n\":2}", 7) == 0);
+	REQUIRE(ingest_commit(in) == 0);
+	ingest_close(in);
+	store_close(st);
+	/* Numbering survives a restart of the collector. */
+	open_both(&st, &in);
+	REQUIRE(ingest_begin(in) == 0);
+	CHECK(ingest_alert(in, "ra", 2, "{\"n\":3}", 7) == 0);
+	REQUIRE(ingest_commit(in) == 0);
+	ingest_close(in);
+	REQUIRE(store_read_begin(st, &txn) == 0);
+	CHECK(scan_alerts(st, txn, "ra", 0, each_alert, &a) == 0);
+	CHECK_EQ_INT(a.n, 2);
+	CHECK(a.seq[0] < a.seq[1]);
+	CHECK(strcmp(a.text[0], "{\"n\":1}") == 0);
+	CHECK(strcmp(a.text[1], "{\"n\":3}") == 0);
+	memset(&a, 0, sizeof(a));
+	CHECK(scan_alerts(st, txn, "ra", 1, each_alert, &a) == 0);
+	CHECK_EQ_INT(a.n, 1);
+	memset(&a, 0, sizeof(a));
+	CHECK(scan_alerts(st, txn, NULL, 0, each_alert, &a) == 0);
+	CHECK_EQ_INT(a.n, 3);
+	mdb_txn_abort(txn);
+	store_close(st);
+}
+
 TEST(readonly_missing_db_is_clear)
 {
 	store *st;
@@ -417,6 +477,7 @@ main(void)
 	RUN(restart_overlap_merges_by_step);
 	RUN(map_grows);
 	RUN(abort_leaves_nothing);
+	RUN(alerts_in_order_per_run);
 	RUN(readonly_missing_db_is_clear);
 	fresh_dir();
 	rmdir(dir);
