@@ -23,11 +23,13 @@ ZMQ_LIBS  = -lzmq
 LMDB_LIBS = -llmdb
 PCRE_LIBS = -lpcre2-8
 JSON_LIBS = -ljson-c
+CURSES_LIBS = -lncursesw
 
 WIRE_SRC    = wire/wire.c
 EMITTER_SRC = $(wildcard emitter/*.c)
 STORE_SRC   = $(wildcard store/*.c)
 DETECT_SRC  = $(wildcard detect/*.c)
+TUI_SRC     = $(wildcard tui/*.c)
 COLLECT_SRC = $(filter-out collector/main.c,$(wildcard collector/*.c))
 CLI_SRC     = $(filter-out cli/main.c,$(wildcard cli/*.c))
 
@@ -36,6 +38,7 @@ obj = $(patsubst %.c,$(B)/%.o,$(1))
 LIB_OBJ     = $(call obj,$(EMITTER_SRC) $(WIRE_SRC))
 STORE_OBJ   = $(call obj,$(STORE_SRC))
 DETECT_OBJ  = $(call obj,$(DETECT_SRC))
+TUI_OBJ     = $(call obj,$(TUI_SRC))
 COLLECT_OBJ = $(call obj,$(COLLECT_SRC))
 CLI_OBJ     = $(call obj,$(CLI_SRC))
 
@@ -58,8 +61,8 @@ $(B)/libvitals.so: $(LIB_OBJ)
 $(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(call obj,$(WIRE_SRC))
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(LDLIBS_ALL) -lm
 
-$(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(B)/libvitals.a
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(LDLIBS_ALL) -lm
+$(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(TUI_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/vt-simtrainer: $(B)/demo/simtrainer.o $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL) -lm
@@ -71,8 +74,8 @@ TEST_SRC  = $(wildcard tests/test_*.c)
 TEST_BINS = $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HELPERS = $(patsubst tests/helpers/%.c,$(B)/tests/%,$(wildcard tests/helpers/*.c))
 
-$(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(B)/libvitals.a
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(LDLIBS_ALL) -lm
+$(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL) -lm
@@ -80,8 +83,8 @@ $(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
 BENCH_SRC  = $(wildcard bench/bench_*.c)
 BENCH_BINS = $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-$(B)/bench/%: $(B)/bench/%.o $(B)/bench/realistic.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(B)/libvitals.a
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(LDLIBS_ALL) -lm
+$(B)/bench/%: $(B)/bench/%.o $(B)/bench/realistic.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
 
 .PHONY: all deps test test-build bench bench-peers demo asan ubsan clean format
 
