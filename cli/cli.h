@@ -21,6 +21,7 @@ typedef struct cli_args {
 	enum out_format format;
 	const char     *endpoint;
 	long            timeout_ms;
+	const char     *rules; /* replay, rules: --rules FILE */
 	int             npos;
 	char          **pos; /* positional arguments */
 } cli_args;
@@ -32,5 +33,8 @@ int cmd_query(const cli_args *a);
 int cmd_export(const cli_args *a);
 int cmd_emitters(const cli_args *a);
 int cmd_emit(const cli_args *a);
+int cmd_alerts(const cli_args *a);
+int cmd_replay(const cli_args *a);
+int cmd_rules(const cli_args *a);
 
 #endif /* CLI_CLI_H */

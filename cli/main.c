@@ -29,11 +29,18 @@ usage(FILE *f)
 	    "  query     --run R --metric M [--rank N] [--steps A:B]\n"
 	    "            [--db DIR] [--format csv|jsonl]\n"
 	    "            one metric's samples in step order\n"
+	    "  alerts    [--run R] [--db DIR] [--format csv|jsonl]\n"
+	    "            alert transitions vitalsd raised, oldest first\n"
 	    "  export    [--run R] [--db DIR] [--format csv|jsonl]\n"
 	    "            whole runs, in the format `vitals replay` reads\n"
 	    "  emit      --run R --step N NAME=VALUE... [--rank N]\n"
 	    "            [--endpoint E] [--timeout-ms N]\n"
 	    "            send samples; waits until vitalsd stored them\n"
+	    "  replay    [--rules FILE] FILE...   (FILE: .jsonl or .csv, - "
+	    "stdin)\n"
+	    "            run the detectors offline; one JSON alert per line\n"
+	    "  rules     default | check [FILE] [--db DIR]\n"
+	    "            print the built-in rules; validate and list rules\n"
 	    "  version\n"
 	    "\n"
 	    "--db defaults to $VITALS_DB, else ~/.local/share/vitals.\n");
@@ -123,6 +130,8 @@ parse_args(int argc, char **argv, cli_args *a)
 			a->metric = v;
 		else if (strcmp(o, "--endpoint") == 0)
 			a->endpoint = v;
+		else if (strcmp(o, "--rules") == 0)
+			a->rules = v;
 		else if (strcmp(o, "--rank") == 0) {
 			if (parse_u64(o, v, &u) || u > INT32_MAX)
 				return -1;
@@ -169,6 +178,9 @@ main(int argc, char **argv)
 		{ "query", cmd_query },
 		{ "export", cmd_export },
 		{ "emit", cmd_emit },
+		{ "alerts", cmd_alerts },
+		{ "replay", cmd_replay },
+		{ "rules", cmd_rules },
 	};
 	cli_args a = { 0 };
 	int      rc;

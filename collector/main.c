@@ -10,21 +10,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/alerting.h"
 #include "collector/ingest.h"
 #include "collector/server.h"
 #include "store/paths.h"
 #include "store/store.h"
 #include "vitals.h"
 
-/* The stop flag set by SIGTERM and SIGINT: the one global of the daemon,
- * written only by the signal handler. */
-static volatile sig_atomic_t stop_flag;
+/* The flags set by signals (SIGTERM and SIGINT stop, SIGHUP reloads the
+ * rules): the daemon's only globals, written only by the handlers. */
+static volatile sig_atomic_t stop_flag, reload_flag;
 
 static void
-on_stop(int sig)
+on_signal(int sig)
 {
-	(void) sig;
-	stop_flag = 1;
+	if (sig == SIGHUP)
+		reload_flag = 1;
+	else
+		stop_flag = 1;
 }
 
 static void
@@ -38,7 +41,9 @@ usage(FILE *f)
 	    "  --listen ENDPOINT  ZeroMQ endpoint (default %s)\n"
 	    "  --db DIR           database folder (default $VITALS_DB, else\n"
 	    "                     ~/.local/share/vitals)\n"
-	    "  --rules FILE       anomaly rules (detection is not built yet)\n"
+	    "  --rules FILE       anomaly rules (default: the built-in set,\n"
+	    "                     see vitals rules default); SIGHUP rereads\n"
+	    "  --no-detect        store samples only, no anomaly rules\n"
 	    "  --commit-ms N      longest wait before committing a group of\n"
 	    "                     batches (default 20)\n"
 	    "  --time-quantum-ns N  store times rounded down to N ns "
@@ -74,7 +79,8 @@ main(int argc, char **argv)
 	const char      *db    = NULL;
 	const char      *rules = NULL;
 	char             dbbuf[1024], err[1400];
-	int              flags = 0, rc;
+	int              flags = 0, rc, detect = 1;
+	alerting        *al    = NULL;
 	store           *st    = NULL;
 	ingest          *in    = NULL;
 	struct sigaction sa;
@@ -96,6 +102,9 @@ main(int argc, char **argv)
 			return 0;
 		} else if (strcmp(a, "--nosync") == 0) {
 			flags |= STORE_NOSYNC;
+			continue;
+		} else if (strcmp(a, "--no-detect") == 0) {
+			detect = 0;
 			continue;
 		} else if (strcmp(a, "--quiet") == 0) {
 			so.quiet = 1;
@@ -137,31 +146,32 @@ main(int argc, char **argv)
 		}
 		db = dbbuf;
 	}
-	if (rules != NULL)
-		fprintf(stderr, "vitalsd: --rules %s: detection is not built "
-				"yet; samples are stored, rules ignored\n",
-		    rules);
+	if (detect && alerting_open(rules, &al) != 0)
+		return 1;
 
 	if ((rc = store_open(db, flags, &st, err, sizeof(err))) != 0) {
 		fprintf(stderr, "vitalsd: %s\n", err);
+		alerting_close(al);
 		return 1;
 	}
 	if (ingest_open(st, &io, &in) != 0) {
 		fprintf(stderr, "vitalsd: out of memory\n");
+		alerting_close(al);
 		store_close(st);
 		return 1;
 	}
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
+	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 
-	rc = server_run(&so, st, in, &stop_flag);
+	rc = server_run(&so, st, in, al, &stop_flag, &reload_flag);
+	alerting_close(al);
 	ingest_close(in);
 	store_close(st);
 	if (rc == 0)

@@ -12,6 +12,7 @@
 #define MAX_PENDING 8192 /* batches in one transaction */
 #define RETRY_MS 1000    /* after a disk error */
 #define STATS_EVERY_NS (10 * 1000000000ll)
+#define TICK_NS (200 * 1000000ll) /* detection clock: stalls */
 
 typedef struct pend {
 	zmq_msg_t  id, body;
@@ -24,6 +25,8 @@ typedef struct srv {
 	const server_opts *o;
 	store             *st;
 	ingest            *in;
+	alerting          *al;
+	int64_t            last_tick;
 	void              *sock;
 	pend              *p;
 	size_t             n;
@@ -127,6 +130,37 @@ log_emitter(const wire_batch *b)
 }
 
 /*
+ * Store the alerts raised since the last call, growing the map if needed.
+ * A failure leaves them queued for the next call; the batches they came
+ * from are already stored.
+ */
+static void
+store_alerts(srv *s)
+{
+	int rc;
+
+	for (int tries = 0; tries < 8; tries++) {
+		rc = alerting_store(s->al, s->in);
+		if (rc != STORE_EMAPFULL || store_grow(s->st) != 0)
+			break;
+	}
+	if (rc != 0 && rc != STORE_EMAPFULL)
+		fprintf(stderr, "vitalsd: storing alerts: %s\n", s->st->err);
+}
+
+static void
+tick(srv *s)
+{
+	int64_t m = mono_ns();
+
+	if (s->al == NULL || m - s->last_tick < TICK_NS)
+		return;
+	s->last_tick = m;
+	alerting_tick(s->al, now_ns(), m);
+	store_alerts(s);
+}
+
+/*
  * Apply every pending batch in one transaction and commit; then, and only
  * then, acknowledge them. A full map is grown and the group applied again
  * from the messages (the caches were dropped with the aborted
@@ -189,6 +223,13 @@ commit_group(srv *s)
 		if (p->is_new && !s->o->quiet)
 			log_emitter(&p->b);
 		send_ack(s, &p->id, p->b.id.incarnation, p->b.seq, p->status);
+	}
+	/* Detection sees each stored sample once: after its commit. */
+	if (s->al != NULL) {
+		for (size_t i = 0; i < s->n; i++)
+			if (s->p[i].status == WIRE_ACK_STORED)
+				alerting_feed(s->al, s->in, &s->p[i].b);
+		store_alerts(s);
 	}
 	free_pending(s);
 	return 0;
@@ -310,8 +351,8 @@ open_socket(srv *s, void *ctx)
 }
 
 int
-server_run(const server_opts *o, store *st, ingest *in,
-    volatile sig_atomic_t *stop)
+server_run(const server_opts *o, store *st, ingest *in, alerting *al,
+    volatile sig_atomic_t *stop, volatile sig_atomic_t *reload)
 {
 	srv   s   = { 0 };
 	void *ctx = zmq_ctx_new();
@@ -320,6 +361,7 @@ server_run(const server_opts *o, store *st, ingest *in,
 	s.o  = o;
 	s.st = st;
 	s.in = in;
+	s.al = al;
 	s.p  = calloc(MAX_PENDING + 1, sizeof(pend));
 	if (ctx == NULL || s.p == NULL) {
 		fprintf(stderr, "vitalsd: out of memory\n");
@@ -336,6 +378,11 @@ server_run(const server_opts *o, store *st, ingest *in,
 		long           timeout;
 		int            got = 0, r;
 
+		if (*reload) {
+			*reload = 0;
+			if (al != NULL)
+				alerting_reload(al);
+		}
 		if (s.blocked) {
 			/* Read nothing until the store takes writes again. */
 			zmq_poll(NULL, 0, RETRY_MS);
@@ -361,6 +408,7 @@ server_run(const server_opts *o, store *st, ingest *in,
 			mono_ns() - s.first_ns >=
 			    (int64_t) o->commit_ms * 1000000))
 			commit_group(&s);
+		tick(&s);
 		log_stats(&s, 0);
 	}
 	/* Stopping: take what already arrived, commit, acknowledge. */

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "collector/alerting.h"
 #include "collector/ingest.h"
 #include "store/store.h"
 
@@ -25,11 +26,12 @@ void server_opts_init(server_opts *o);
 
 /*
  * Serve until *stop becomes non-zero, then commit and acknowledge what was
- * received and return 0. Returns 1 after logging the reason if the
- * endpoint cannot be bound or the store fails in a way retrying cannot
- * fix.
+ * received and return 0. Stored samples go to al (which may be NULL);
+ * when *reload becomes non-zero the rules are read again. Returns 1 after
+ * logging the reason if the endpoint cannot be bound or the store fails in
+ * a way retrying cannot fix.
  */
-int server_run(const server_opts *o, store *st, ingest *in,
-    volatile sig_atomic_t *stop);
+int server_run(const server_opts *o, store *st, ingest *in, alerting *al,
+    volatile sig_atomic_t *stop, volatile sig_atomic_t *reload);
 
 #endif /* COLLECTOR_SERVER_H */
