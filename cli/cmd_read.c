@@ -5,6 +5,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -230,10 +231,70 @@ cmd_emitters(const cli_args *a)
 				  (void *) (uintptr_t) a));
 }
 
+/*
+ * The host of each rank of a run, for output: the store keeps hosts per
+ * emitter (incarnation), not per sample, so a rank's samples are shown
+ * with the host of its latest incarnation.
+ */
+#define HOSTS_MAX 4096
+typedef struct hostmap {
+	char    run[132];
+	size_t  runlen;
+	size_t  n;
+	int32_t rank[HOSTS_MAX];
+	int64_t seen[HOSTS_MAX];
+	char    host[HOSTS_MAX][256];
+} hostmap;
+
+static int
+each_host(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
+{
+	hostmap *h = vctx;
+	size_t   i;
+
+	(void) run;
+	(void) runlen;
+	for (i = 0; i < h->n && h->rank[i] != e->rank; i++)
+		;
+	if (i == h->n) {
+		if (h->n == HOSTS_MAX)
+			return 0;
+		h->n++;
+		h->seen[i] = INT64_MIN;
+	}
+	if (e->last_seen >= h->seen[i]) {
+		h->rank[i] = e->rank;
+		h->seen[i] = e->last_seen;
+		snprintf(h->host[i], sizeof(h->host[i]), "%s", e->host);
+	}
+	return 0;
+}
+
+/* The host of (run, rank), loading the run's emitters on a new run. */
+static const char *
+host_of(hostmap *h, store *st, MDB_txn *txn, const scan_series *s)
+{
+	if (h->runlen != s->runlen || memcmp(h->run, s->run, s->runlen)) {
+		char run[132];
+
+		memcpy(run, s->run, s->runlen);
+		run[s->runlen] = 0;
+		memcpy(h->run, run, s->runlen + 1);
+		h->runlen = s->runlen;
+		h->n      = 0;
+		scan_emitters(st, txn, run, each_host, h);
+	}
+	for (size_t i = 0; i < h->n; i++)
+		if (h->rank[i] == s->rank)
+			return h->host[i];
+	return "";
+}
+
 /* Samples of one series, written with the series' names. */
 typedef struct ctx_samples {
 	const cli_args    *a;
 	const scan_series *s;
+	const char        *host;
 	uint64_t           n;
 } ctx_samples;
 
@@ -243,7 +304,7 @@ each_sample(void *vctx, uint64_t step, int64_t t, double v)
 	ctx_samples *c = vctx;
 
 	c->n++;
-	out_sample(stdout, c->a->format, c->s->run, c->s->runlen,
+	out_sample(stdout, c->a->format, c->s->run, c->s->runlen, c->host,
 	    c->s->metric, c->s->mlen, c->s->rank, step, t, v);
 	return 0;
 }
@@ -252,13 +313,14 @@ typedef struct ctx_series {
 	const cli_args *a;
 	reader         *r;
 	uint64_t        matched, samples;
+	hostmap        *hosts;
 } ctx_series;
 
 static int
 each_series(void *vctx, const scan_series *s)
 {
 	ctx_series *c  = vctx;
-	ctx_samples cs = { c->a, s, 0 };
+	ctx_samples cs = { c->a, s, "", 0 };
 	int         rc;
 
 	if (c->a->metric != NULL && (strlen(c->a->metric) != s->mlen ||
@@ -267,7 +329,8 @@ each_series(void *vctx, const scan_series *s)
 	if (c->a->has_rank && c->a->rank != s->rank)
 		return 0;
 	c->matched++;
-	rc = scan_samples(c->r->st, c->r->txn, s->rec.sid, c->a->step_from,
+	cs.host = host_of(c->hosts, c->r->st, c->r->txn, s);
+	rc      = scan_samples(c->r->st, c->r->txn, s->rec.sid, c->a->step_from,
 	    c->a->step_to, each_sample, &cs);
 	c->samples += cs.n;
 	return rc;
@@ -277,7 +340,7 @@ int
 cmd_query(const cli_args *a)
 {
 	reader     r;
-	ctx_series c = { a, &r, 0, 0 };
+	ctx_series c = { a, &r, 0, 0, NULL };
 	int        rc;
 
 	if (a->run == NULL || a->metric == NULL) {
@@ -291,8 +354,13 @@ cmd_query(const cli_args *a)
 		reader_close(&r);
 		return 1;
 	}
+	if ((c.hosts = calloc(1, sizeof(*c.hosts))) == NULL) {
+		reader_close(&r);
+		return 1;
+	}
 	out_sample_header(stdout, a->format);
 	rc = scan_series_of(r.st, r.txn, a->run, each_series, &c);
+	free(c.hosts);
 	if (rc == 0 && c.matched == 0) {
 		fprintf(stderr,
 		    "vitals: run '%s' has no metric '%s'%s (see vitals "
@@ -309,7 +377,8 @@ int
 cmd_export(const cli_args *a)
 {
 	reader     r;
-	ctx_series c = { a, &r, 0, 0 };
+	ctx_series c = { a, &r, 0, 0, NULL };
+	int        rc;
 
 	if (reader_open(a, &r) != 0)
 		return 1;
@@ -317,7 +386,12 @@ cmd_export(const cli_args *a)
 		reader_close(&r);
 		return 1;
 	}
+	if ((c.hosts = calloc(1, sizeof(*c.hosts))) == NULL) {
+		reader_close(&r);
+		return 1;
+	}
 	out_sample_header(stdout, a->format);
-	return scan_done(
-	    &r, scan_series_of(r.st, r.txn, a->run, each_series, &c));
+	rc = scan_series_of(r.st, r.txn, a->run, each_series, &c);
+	free(c.hosts);
+	return scan_done(&r, rc);
 }

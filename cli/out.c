@@ -92,13 +92,13 @@ void
 out_sample_header(FILE *f, enum out_format fmt)
 {
 	if (fmt == OUT_CSV)
-		fputs("time,step,rank,metric,value,run\n", f);
+		fputs("time,step,rank,metric,value,run,host\n", f);
 }
 
 void
 out_sample(FILE *f, enum out_format fmt, const char *run, size_t runlen,
-    const char *metric, size_t mlen, int32_t rank, uint64_t step,
-    int64_t time_ns, double value)
+    const char *host, const char *metric, size_t mlen, int32_t rank,
+    uint64_t step, int64_t time_ns, double value)
 {
 	char t[40], v[40];
 
@@ -109,11 +109,15 @@ out_sample(FILE *f, enum out_format fmt, const char *run, size_t runlen,
 		out_csv_str(f, metric, mlen);
 		fprintf(f, ",%s,", v);
 		out_csv_str(f, run, runlen);
+		fputc(',', f);
+		out_csv_str(f, host, strlen(host));
 		fputc('\n', f);
 		return;
 	}
 	fputs("{\"run\":", f);
 	out_json_str(f, run, runlen);
+	fputs(",\"host\":", f);
+	out_json_str(f, host, strlen(host));
 	fprintf(f, ",\"rank\":%d,\"metric\":", rank);
 	out_json_str(f, metric, mlen);
 	fprintf(f, ",\"step\":%llu,\"time\":%s,\"value\":%s}\n",

@@ -1,7 +1,7 @@
 /*
  * out: writing query results as CSV or JSON Lines, buffered. The CSV
  * columns are those `vitals replay` reads (time,step,rank,metric,value,
- * run), so an export can be replayed as it is.
+ * run,host), so an export can be replayed as it is.
  */
 #ifndef CLI_OUT_H
 #define CLI_OUT_H
@@ -28,7 +28,7 @@ void out_json_str(FILE *f, const char *s, size_t len);
 /* One sample in the chosen format (the CSV header is out_sample_header). */
 void out_sample_header(FILE *f, enum out_format fmt);
 void out_sample(FILE *f, enum out_format fmt, const char *run, size_t runlen,
-    const char *metric, size_t mlen, int32_t rank, uint64_t step,
-    int64_t time_ns, double value);
+    const char *host, const char *metric, size_t mlen, int32_t rank,
+    uint64_t step, int64_t time_ns, double value);
 
 #endif /* CLI_OUT_H */

@@ -10,8 +10,8 @@ check "emit: stored and acknowledged" \
 "$BIN/vitals" query --db "$DB" --run shell --metric loss >"$T/q.csv"
 cat "$T/q.csv"
 check "query: both ranks in order with their values" \
-	sh -c "sed -n 2p '$T/q.csv' | grep -q '^[0-9.]*,10,0,loss,2.5,shell$' &&
-	       sed -n 3p '$T/q.csv' | grep -q '^[0-9.]*,11,1,loss,2.25,shell$'"
+	sh -c "sed -n 2p '$T/q.csv' | grep -q '^[0-9.]*,10,0,loss,2.5,shell,' &&
+	       sed -n 3p '$T/q.csv' | grep -q '^[0-9.]*,11,1,loss,2.25,shell,'"
 "$BIN/vitals" query --db "$DB" --run shell --metric grad_norm --format jsonl >"$T/q.jsonl"
 check "query jsonl: NaN written as Python's json does" \
 	grep -q '"value":NaN}' "$T/q.jsonl"
