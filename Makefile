@@ -86,13 +86,44 @@ BENCH_BINS = $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 $(B)/bench/%: $(B)/bench/%.o $(B)/bench/realistic.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
 
-.PHONY: all deps test test-build bench bench-peers demo asan ubsan clean format
+# Fuzzing: libFuzzer targets in fuzz/ (clang, ASan + UBSan), run for
+# FUZZ_SECONDS each by `make fuzz`. The same targets are built with the
+# normal compiler into $(B)/tests/test_fuzz_<target> and run over the seed
+# corpus and every input that once crashed (fuzz/regress/<target>/) by
+# `make test`.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FZ            = build-fuzz
+FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -I. \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_TARGETS  = wire block rules replay
+FUZZ_SRC_wire   = wire/wire.c $(DETECT_SRC)
+FUZZ_SRC_block  = store/block.c
+FUZZ_SRC_rules  = $(DETECT_SRC)
+FUZZ_SRC_replay = cli/replay_input.c $(DETECT_SRC)
+FUZZ_LIBS       = $(PCRE_LIBS) $(JSON_LIBS) -lm
+
+$(FZ)/fuzz_%: fuzz/fuzz_%.c $(WIRE_SRC) $(DETECT_SRC) store/block.c cli/replay_input.c
+	@mkdir -p $(FZ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) fuzz/fuzz_$*.c $(FUZZ_SRC_$*) -o $@ $(FUZZ_LIBS)
+
+$(B)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/driver.c $(WIRE_SRC) $(DETECT_SRC) store/block.c cli/replay_input.c
+	@mkdir -p $(B)/tests
+	$(CC) $(CFLAGS_ALL) -DFUZZ_NAME='"$*"' fuzz/fuzz_$*.c fuzz/driver.c $(FUZZ_SRC_$*) -o $@ $(FUZZ_LIBS) $(LDLIBS_ALL)
+
+FUZZ_REGRESS = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_TARGETS))
+
+fuzz:
+	@$(MAKE) --no-print-directory $(patsubst %,$(FZ)/fuzz_%,$(FUZZ_TARGETS))
+	@FZ=$(FZ) FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh $(FUZZ_TARGETS)
+
+.PHONY: all deps test test-build fuzz bench bench-peers demo asan ubsan clean format
 
 # Installs what building and testing need, when run as root on Debian.
 deps:
 	@sh scripts/deps.sh
 
-test-build: all $(TEST_BINS) $(TEST_HELPERS)
+test-build: all $(TEST_BINS) $(TEST_HELPERS) $(FUZZ_REGRESS)
 
 test: deps
 	@$(MAKE) --no-print-directory test-build

@@ -1,0 +1,1030 @@
+/*
+ * bench_detect: the quality of the default rules on labelled synthetic
+ * training runs, side by side with the simple detectors trainers use.
+ *
+ *	build/bench/bench_detect [--runs N] [--steps N] [--seed S] [--csv]
+ *
+ * The generator makes runs that look like real ones: a power-law loss
+ * with warm-up, lr decay and noise proportional to its level; a
+ * heavy-tailed gradient norm that jumps before the loss does; a
+ * throughput with periodic benign slow steps (evaluation, checkpoints)
+ * and random single slow steps; an entropy that decays; several ranks,
+ * each with its own speed and noise, each logging its own step time.
+ * Into each run it injects, at random steps and sizes, labelled events:
+ * sustained spikes, one-step blips (to be reported at info only),
+ * divergences (the gradient norm first, often ending in NaN, then a
+ * restart), NaNs, stalls of one rank and of the whole run, heartbeats
+ * without progress, throughput drops of 3-20%, stragglers, entropy
+ * collapse, and restarts with rollbacks.
+ *
+ * Samples are fed in time order to the engine, with a tick every 200 ms
+ * of simulated time as vitalsd does, and to three baselines applied to
+ * every metric in its bad direction:
+ *	z>6/128    z-score over a rolling window of 128 (llm.c; OLMo)
+ *	2x/p4      2x the rolling mean (128) for 4 steps (llm-foundry)
+ *	10x early  10x the maximum of the first 100 samples (Megatron)
+ * An alert detects an event when it is of a compatible kind, of the same
+ * run (and rank, for rank events), and emitted between the event's start
+ * and its end plus a grace period. Other alerts are false; they are
+ * counted per 100,000 healthy steps (steps outside every event).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "detect/detect.h"
+
+/* ---- random numbers -------------------------------------------------------- */
+
+typedef struct rng {
+	uint64_t s;
+} rng;
+
+static uint64_t
+rnext(rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double
+unif(rng *r)
+{
+	return (double) (rnext(r) >> 11) * 0x1.0p-53;
+}
+
+static double
+uni(rng *r, double a, double b)
+{
+	return a + (b - a) * unif(r);
+}
+
+static double
+gauss(rng *r)
+{
+	double u = unif(r), v = unif(r);
+
+	return sqrt(-2 * log(u + 1e-300)) * cos(2 * M_PI * v);
+}
+
+/* Student's t with 3 degrees of freedom, scaled to unit variance. */
+static double
+student3(rng *r)
+{
+	double c = 0;
+
+	for (int i = 0; i < 3; i++) {
+		double g = gauss(r);
+
+		c += g * g;
+	}
+	return gauss(r) / sqrt(c / 3) / sqrt(3.0);
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+enum ev_kind {
+	EV_SPIKE,
+	EV_BLIP,
+	EV_DIVERGENCE,
+	EV_NAN,
+	EV_STALL_RUN,
+	EV_STALL_RANK,
+	EV_PROGRESS,
+	EV_DROP,
+	EV_STRAGGLER,
+	EV_COLLAPSE,
+	EV_RESTART,
+	NEV
+};
+static const char *const ev_names[NEV] = { "spike", "blip (info only)",
+	"divergence", "nan", "stall (run)", "stall (rank)",
+	"heartbeats, no progress", "throughput drop", "straggler",
+	"entropy collapse", "restart" };
+
+/* Metric families. */
+enum { M_LOSS, M_GRAD, M_TPS, M_ENTROPY, M_MFU, M_STEPTIME, M_HEARTBEAT,
+	NMET };
+static const char *const met_names[NMET] = { "loss", "grad_norm",
+	"tokens_per_sec", "entropy", "mfu", "step_time", "heartbeat" };
+static const int met_up[NMET] = { 1, 1, 0, 0, 0, 1, 1 };
+
+#define NDET 4
+static const char *const det_names[NDET] = { "vitals", "z>6/128", "2x/p4",
+	"10x early" };
+
+typedef struct event {
+	int      kind, rank;
+	uint64_t step0;
+	int64_t  t0, t1;  /* window in which a detection counts */
+	int64_t  tref;    /* stalls: last sample before the stall */
+	double   dt;      /* the run's usual step interval, s */
+	double   size;
+	int      hit[NDET];
+	double   delay[NDET]; /* steps (stalls: seconds) */
+	double   delay_iv[NDET]; /* stalls: in usual intervals */
+	int      paged;   /* blips: a warning or critical alert */
+} event;
+
+typedef struct alert_rec {
+	int      det, cat, sev, rank, metric;
+	uint64_t step;
+	int64_t  emit_ns;
+} alert_rec;
+
+/* Alert categories (vitals kinds; baselines: by metric family). */
+enum { A_SPIKE, A_DIVERGENCE, A_BLIP, A_NONFINITE, A_STALL, A_PROGRESS,
+	A_DROP, A_STRAGGLER, A_THRESHOLD, A_RESTART, A_FLATLINE, A_OTHER,
+	NCAT };
+static const char *const cat_names[NCAT] = { "spike", "divergence", "blip",
+	"nonfinite", "stall", "progress_stall", "drop/rise", "straggler",
+	"threshold", "restart", "flatline", "other" };
+
+/* Whether an alert of category c can detect an event of kind k. */
+static int
+compatible(int det, int c, int k)
+{
+	static const int table[NCAT][NEV] = {
+		/*              sp bl dv na sr sk pr dr sg co re */
+		[A_SPIKE]      = { 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 },
+		[A_DIVERGENCE] = { 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 },
+		[A_BLIP]       = { 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 },
+		[A_NONFINITE]  = { 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0 },
+		[A_STALL]      = { 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1 },
+		[A_PROGRESS]   = { 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1 },
+		[A_DROP]       = { 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0 },
+		[A_STRAGGLER]  = { 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0 },
+		[A_THRESHOLD]  = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
+		[A_RESTART]    = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 },
+	};
+
+	(void) det;
+	return table[c][k];
+}
+
+/* ---- baselines --------------------------------------------------------------- */
+
+#define BW 128
+
+typedef struct base_series {
+	double   win[BW];
+	uint32_t n, head;
+	double   sum, sumsq;
+	int      active[3]; /* in an episode (one alert per episode) */
+	int      patience;
+	double   early;
+	uint32_t nearly;
+} base_series;
+
+/* Feed one value; returns a bit per baseline that starts an alert. */
+static int
+base_feed(base_series *b, double v, int up)
+{
+	int    fire = 0, hit[3] = { 0, 0, 0 };
+	double x    = up ? v : -v;
+
+	if (b->n >= 32) {
+		double mean = b->sum / b->n;
+		double var  = b->sumsq / b->n - mean * mean;
+		double sd   = sqrt(var > 0 ? var : 0);
+
+		hit[0] = sd > 0 && (x - (up ? mean : -mean)) / sd > 6;
+		if (up ? v > 2 * mean : v < mean / 2)
+			b->patience++;
+		else
+			b->patience = 0;
+		hit[1] = b->patience >= 4;
+	}
+	if (b->nearly >= 100)
+		hit[2] = up ? v > 10 * b->early : v < b->early / 10;
+	for (int i = 0; i < 3; i++) {
+		if (hit[i] && !b->active[i])
+			fire |= 1 << i;
+		b->active[i] = hit[i];
+	}
+	/* The windows take every value, as the trainers' do. */
+	if (isfinite(v)) {
+		if (b->n == BW) {
+			double old = b->win[b->head];
+
+			b->sum -= old;
+			b->sumsq -= old * old;
+		} else {
+			b->n++;
+		}
+		b->win[b->head] = v;
+		b->head         = (b->head + 1) % BW;
+		b->sum += v;
+		b->sumsq += v * v;
+		if (b->nearly < 100) {
+			b->early = b->nearly == 0 ? v :
+			    up			 ? fmax(b->early, v) :
+						   fmin(b->early, v);
+			b->nearly++;
+		}
+	}
+	return fire;
+}
+
+/* ---- the simulated run ---------------------------------------------------------- */
+
+#define MAXRANK 8
+
+typedef struct sim {
+	rng            r;
+	detect_engine *e;
+	int            run_id;
+	char           run[32];
+	int            nranks;
+	int64_t        clock; /* ns; ticks every 200 ms */
+	int64_t        now;   /* time of the sample being fed */
+	base_series    base[NMET][MAXRANK];
+	alert_rec     *al;
+	size_t         nal, cal;
+	event         *ev;
+	size_t         nev, cev;
+	uint64_t       healthy_steps, samples;
+	int            trace;
+} sim;
+
+static void
+add_alert(sim *S, const alert_rec *a)
+{
+	if (S->nal == S->cal) {
+		S->cal = S->cal ? S->cal * 2 : 256;
+		S->al  = realloc(S->al, S->cal * sizeof(*S->al));
+		if (S->al == NULL)
+			abort();
+	}
+	S->al[S->nal++] = *a;
+}
+
+static event *
+add_event(sim *S)
+{
+	if (S->nev == S->cev) {
+		S->cev = S->cev ? S->cev * 2 : 64;
+		S->ev  = realloc(S->ev, S->cev * sizeof(*S->ev));
+		if (S->ev == NULL)
+			abort();
+	}
+	memset(&S->ev[S->nev], 0, sizeof(S->ev[0]));
+	return &S->ev[S->nev++];
+}
+
+static int
+cat_of(const char *kind)
+{
+	for (int c = 0; c < NCAT; c++)
+		if (strcmp(kind, cat_names[c]) == 0)
+			return c;
+	if (strcmp(kind, "drop") == 0 || strcmp(kind, "rise") == 0)
+		return A_DROP;
+	return A_OTHER;
+}
+
+static int
+metric_of(const char *m)
+{
+	for (int i = 0; i < NMET; i++)
+		if (strcmp(m, met_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+static void
+on_alert(void *ctx, const detect_alert *a)
+{
+	sim      *S = ctx;
+	alert_rec r = { 0 };
+	int       is_event = strcmp(a->kind, "blip") == 0 ||
+	    strcmp(a->kind, "restart") == 0 ||
+	    strcmp(a->kind, "series_limit") == 0;
+
+	if (S->trace) {
+		char line[1024];
+
+		detect_alert_json(a, line, sizeof(line));
+		printf("trace %s", line);
+	}
+	if (a->state == DETECT_RESOLVED && !is_event)
+		return;
+	r.det     = 0;
+	r.cat     = cat_of(a->kind);
+	r.sev     = a->severity;
+	r.rank    = a->rank;
+	r.metric  = metric_of(a->metric);
+	r.step    = a->step;
+	r.emit_ns = S->now > a->time_ns ? S->now : a->time_ns;
+	add_alert(S, &r);
+}
+
+static void
+advance_clock(sim *S, int64_t t)
+{
+	while (S->clock + 200000000ll <= t) {
+		S->clock += 200000000ll;
+		S->now = S->clock;
+		detect_tick(S->e, S->clock, on_alert, S);
+	}
+}
+
+static void
+emit(sim *S, int metric, int rank, uint64_t step, int64_t t, double v)
+{
+	detect_sample s;
+	char          host[16];
+	int           fire;
+
+	advance_clock(S, t);
+	snprintf(host, sizeof(host), "node%d", rank / 4);
+	s.run     = S->run;
+	s.runlen  = strlen(S->run);
+	s.metric  = met_names[metric];
+	s.mlen    = strlen(s.metric);
+	s.host    = host;
+	s.hostlen = strlen(host);
+	s.rank    = rank;
+	s.step    = step;
+	s.time_ns = t;
+	s.value   = v;
+	S->now    = t;
+	S->samples++;
+	detect_feed(S->e, &s, on_alert, S);
+	if (metric == M_HEARTBEAT)
+		return;
+	fire = base_feed(&S->base[metric][rank], v, met_up[metric]);
+	for (int d = 0; d < 3; d++) {
+		alert_rec r = { 0 };
+
+		if (!(fire & (1 << d)))
+			continue;
+		r.det    = d + 1;
+		r.cat    = metric == M_LOSS || metric == M_GRAD ? A_SPIKE :
+		       metric == M_ENTROPY			? A_THRESHOLD :
+								  A_DROP;
+		r.sev    = DETECT_WARNING;
+		r.rank   = rank;
+		r.metric = metric;
+		r.step   = step;
+		r.emit_ns = t;
+		add_alert(S, &r);
+	}
+}
+
+/* What is injected now, by iteration. */
+typedef struct inj {
+	int      kind, rank;
+	uint64_t i0, i1; /* iterations */
+	double   size, size2;
+	int      lead, metric;
+	event   *ev;
+} inj;
+
+typedef struct runcfg {
+	int      nranks;
+	uint64_t iters;
+	double   dt;                /* s per step */
+	double   l_inf, l_a, l_p;   /* loss = l_inf + l_a (step + 50)^-p */
+	double   l_noise, g0, g_noise, tps0, tps_noise, ent0, ent_tau;
+	double   mfu0;
+	int      slow_every;        /* periodic benign slow steps */
+	double   slow_factor;
+	double   rank_off[MAXRANK], rank_noise[MAXRANK];
+} runcfg;
+
+static double
+loss_at(const runcfg *c, double step)
+{
+	double warm = step < 200 ? 1 + 1.5 * (1 - step / 200) : 1;
+	double lr   = 1 - 0.05 * step / (double) c->iters;
+
+	return (c->l_inf + c->l_a * pow(step + 50, -c->l_p)) * warm * lr;
+}
+
+static void
+plan(sim *S, const runcfg *c, inj *in, int *ninj)
+{
+	uint64_t i   = 800 + (uint64_t) uni(&S->r, 0, 400);
+	int      n   = 0;
+
+	while (n < 12) {
+		inj *x = &in[n];
+
+		memset(x, 0, sizeof(*x));
+		x->kind = (int) (unif(&S->r) * NEV);
+		x->i0   = i;
+		switch (x->kind) {
+		case EV_SPIKE:
+			x->size  = uni(&S->r, 1.4, 4);
+			x->size2 = uni(&S->r, 2, 12); /* recovery tau */
+			x->i1    = i + (uint64_t) uni(&S->r, 3, 40);
+			x->lead  = (int) uni(&S->r, 0, 3);
+			break;
+		case EV_BLIP:
+			x->size = uni(&S->r, 1.5, 4);
+			x->i1   = i + 1;
+			break;
+		case EV_DIVERGENCE:
+			x->size  = uni(&S->r, 1.3, 3);    /* grad growth/step */
+			x->size2 = uni(&S->r, 1.03, 1.2); /* loss growth/step */
+			x->lead  = (int) uni(&S->r, 2, 8);
+			x->i1    = i + (uint64_t) uni(&S->r, 20, 60);
+			break;
+		case EV_NAN:
+			x->metric = unif(&S->r) < 0.7 ? M_LOSS : M_GRAD;
+			x->i1     = i + (uint64_t) uni(&S->r, 1, 20);
+			break;
+		case EV_STALL_RUN:
+		case EV_PROGRESS:
+		case EV_STALL_RANK:
+			x->size = uni(&S->r, 10, 100); /* intervals */
+			x->rank = (int) (unif(&S->r) * c->nranks);
+			x->i1   = i + 1;
+			break;
+		case EV_DROP:
+		case EV_STRAGGLER:
+			x->size = x->kind == EV_DROP ? uni(&S->r, 0.03, 0.20) :
+						       uni(&S->r, 0.05, 0.25);
+			x->rank = (int) (unif(&S->r) * c->nranks);
+			x->i1   = i + (uint64_t) uni(&S->r, 1500, 3000);
+			break;
+		case EV_COLLAPSE:
+			x->size = uni(&S->r, 20, 100); /* steps to collapse */
+			x->i1   = i + (uint64_t) uni(&S->r, 500, 1500);
+			break;
+		case EV_RESTART:
+			x->size = uni(&S->r, 50, 1000); /* steps lost */
+			x->size2 = uni(&S->r, 30, 300); /* s down */
+			x->i1   = i + 1;
+			break;
+		}
+		if (x->i1 + 400 >= c->iters)
+			break;
+		n++;
+		/* Events are apart: detectors settle, labels do not mix. */
+		i = x->i1 + 700 + (uint64_t) uni(&S->r, 0, 1200);
+		if (x->kind == EV_DIVERGENCE && n < 12 && i + 400 < c->iters) {
+			/* A divergence ends in a restart from a checkpoint. */
+			inj *y = &in[n++];
+
+			memset(y, 0, sizeof(*y));
+			y->kind  = EV_RESTART;
+			y->i0    = x->i1;
+			y->i1    = x->i1 + 1;
+			y->size  = uni(&S->r, 100, 1000);
+			y->size2 = uni(&S->r, 30, 300);
+		}
+	}
+	*ninj = n;
+}
+
+static void
+simulate(sim *S, const runcfg *c)
+{
+	inj      in[16];
+	int      ninj, a = 0;
+	double   t      = 1.7e9 + S->run_id * 1e6, ent_scale = 1;
+	uint64_t step   = 0, i;
+	double   lnoise = 0, collapse_at = -1;
+	int64_t  last_t[MAXRANK];
+	int      silent_rank = -1;
+	int64_t  silent_until = 0;
+
+	plan(S, c, in, &ninj);
+	S->clock = (int64_t) (t * 1e9);
+	for (int r = 0; r < MAXRANK; r++)
+		last_t[r] = 0;
+	for (i = 0; i < c->iters; i++, step++) {
+		double mloss = 1, mgrad = 1, mtps = 1, lag[MAXRANK] = { 0 };
+		int    nan_metric = -1, in_event = 0;
+		double dt = c->dt * exp(0.03 * gauss(&S->r));
+		int64_t ts;
+
+		if (c->slow_every && step % (uint64_t) c->slow_every == 0 &&
+		    step > 0)
+			dt *= c->slow_factor;
+		if (unif(&S->r) < 0.005)
+			dt *= uni(&S->r, 1.2, 1.8); /* a random slow step */
+		/* Events active at iteration i. */
+		for (int k = 0; k < ninj; k++) {
+			inj *x = &in[k];
+
+			if (i < x->i0)
+				continue;
+			if (i == x->i0 && x->ev == NULL) {
+				event *ev = add_event(S);
+
+				x->ev     = ev;
+				ev->kind  = x->kind;
+				ev->rank  = -1;
+				ev->step0 = step;
+				ev->t0    = (int64_t) (t * 1e9);
+				ev->dt    = c->dt;
+				ev->size  = x->size;
+			}
+			if (i >= x->i1 && x->kind != EV_SPIKE &&
+			    x->kind != EV_COLLAPSE)
+				continue;
+			switch (x->kind) {
+			case EV_SPIKE: {
+				double d = (double) (i - x->i0);
+				double len = (double) (x->i1 - x->i0);
+				double m = i < x->i1 ? x->size :
+				    1 + (x->size - 1) * exp(-(d - len) / x->size2);
+
+				if (i >= x->i1 && m < 1.01)
+					continue;
+				if (d >= x->lead)
+					mloss *= m;
+				if (d < 3)
+					mgrad *= 3 * x->size;
+				in_event = 1;
+				x->ev->t1 = (int64_t) (t * 1e9);
+				break;
+			}
+			case EV_BLIP:
+				mloss *= x->size;
+				if (unif(&S->r) < 0.5)
+					mgrad *= 2 * x->size;
+				in_event = 1;
+				x->ev->t1 = (int64_t) (t * 1e9);
+				break;
+			case EV_DIVERGENCE: {
+				double d = (double) (i - x->i0);
+
+				mgrad *= pow(x->size, d);
+				if (d >= x->lead)
+					mloss *= fmin(pow(x->size2, d - x->lead),
+					    12 / loss_at(c, (double) step));
+				if (mgrad > 1e6)
+					nan_metric = M_GRAD;
+				in_event = 1;
+				x->ev->t1 = (int64_t) (t * 1e9);
+				break;
+			}
+			case EV_NAN:
+				nan_metric = x->metric;
+				in_event   = 1;
+				x->ev->t1 = (int64_t) (t * 1e9);
+				break;
+			case EV_DROP:
+				mtps *= 1 - x->size;
+				for (int r = 0; r < c->nranks; r++)
+					lag[r] += 1 / (1 - x->size) - 1;
+				in_event = 1;
+				x->ev->t1 = (int64_t) (t * 1e9);
+				break;
+			case EV_STRAGGLER:
+				mtps *= 1 / (1 + x->size);
+				lag[x->rank] += x->size;
+				x->ev->rank = x->rank;
+				in_event = 1;
+				x->ev->t1 = (int64_t) (t * 1e9);
+				break;
+			case EV_COLLAPSE:
+				if (collapse_at < 0)
+					collapse_at = (double) i;
+				if (i < x->i1) {
+					ent_scale = fmax(0.03,
+					    1 - (double) (i - x->i0) / x->size);
+					in_event = 1;
+					x->ev->t1 = (int64_t) (t * 1e9);
+				} else {
+					ent_scale   = 1;
+					collapse_at = -1;
+				}
+				break;
+			default:
+				break;
+			}
+		}
+		/* One-off events that take time: stalls, restarts. */
+		for (int k = 0; k < ninj; k++) {
+			inj   *x = &in[k];
+			event *ev = x->ev;
+
+			if (i != x->i0 || ev == NULL)
+				continue;
+			if (x->kind == EV_STALL_RUN) {
+				ev->tref = (int64_t) (t * 1e9);
+				t += x->size * c->dt;
+				ev->t1 = (int64_t) (t * 1e9);
+				in_event = 1;
+			} else if (x->kind == EV_PROGRESS) {
+				double end = t + x->size * c->dt, h = t;
+
+				ev->tref = (int64_t) (t * 1e9);
+				while ((h += c->dt * uni(&S->r, 0.5, 1)) < end)
+					for (int r = 0; r < c->nranks; r++)
+						emit(S, M_HEARTBEAT, r, step - 1,
+						    (int64_t) (h * 1e9) + r * 1000000,
+						    1);
+				t = end;
+				ev->t1 = (int64_t) (t * 1e9);
+				in_event = 1;
+			} else if (x->kind == EV_STALL_RANK) {
+				silent_rank  = x->rank;
+				ev->rank     = x->rank;
+				ev->tref     = last_t[x->rank];
+				silent_until = (int64_t) ((t + x->size * c->dt) *
+				    1e9);
+				ev->t1 = silent_until;
+			} else if (x->kind == EV_RESTART) {
+				uint64_t lost = (uint64_t) x->size;
+
+				if (lost > step)
+					lost = step;
+				ev->t0 = (int64_t) (t * 1e9);
+				t += x->size2;
+				step -= lost;
+				ev->step0 = step;
+				ev->t1    = (int64_t) ((t + 60 * c->dt) * 1e9);
+				ev->tref  = ev->t0;
+				lnoise    = 0;
+				in_event  = 1;
+			}
+		}
+		if (silent_rank >= 0 && (int64_t) (t * 1e9) >= silent_until)
+			silent_rank = -1;
+		t += dt;
+		ts = (int64_t) (t * 1e9);
+		if (!in_event && silent_rank < 0)
+			S->healthy_steps++;
+		/* The metrics of this step, rank 0's first. */
+		lnoise = 0.3 * lnoise + c->l_noise * gauss(&S->r);
+		for (int r = 0; r < c->nranks; r++) {
+			int64_t tr = ts + r * 3000000ll;
+			double  st = c->dt * (1 + c->rank_off[r] + lag[r]) *
+			    exp(c->rank_noise[r] * gauss(&S->r));
+
+			if (r == silent_rank)
+				continue;
+			last_t[r] = tr;
+			if (r == 0) {
+				double l = loss_at(c, (double) step) *
+				    exp(lnoise) * mloss;
+				double g = c->g0 * (1 + 2 * exp(-(double) step /
+							       300)) *
+				    exp(c->g_noise * student3(&S->r)) * mgrad;
+				double tp = c->tps0 * mtps *
+				    exp(c->tps_noise * gauss(&S->r)) *
+				    c->dt / dt;
+				double en = c->ent0 *
+				    (0.5 + 0.5 * exp(-(double) i / c->ent_tau)) *
+				    ent_scale * exp(0.02 * gauss(&S->r));
+
+				emit(S, M_LOSS, 0, step, tr,
+				    nan_metric == M_LOSS ? NAN : l);
+				emit(S, M_GRAD, 0, step, tr,
+				    nan_metric == M_GRAD ? NAN : g);
+				emit(S, M_TPS, 0, step, tr, tp);
+				emit(S, M_ENTROPY, 0, step, tr, en);
+				emit(S, M_MFU, 0, step, tr,
+				    c->mfu0 * tp / c->tps0);
+			}
+			emit(S, M_STEPTIME, r, step, tr, st);
+		}
+		(void) a;
+	}
+	(void) collapse_at;
+}
+
+/* ---- scoring ------------------------------------------------------------------ */
+
+typedef struct score {
+	uint64_t events[NEV], hits[NDET][NEV], paged[NDET];
+	double  *delays[NDET][NEV];
+	double  *delays_iv[NDET][NEV];
+	size_t   ndel[NDET][NEV];
+	uint64_t tp[NDET][NCAT], fp[NDET][NCAT];
+	uint64_t false_warn[NDET], false_crit[NDET], false_info[NDET];
+	uint64_t healthy, samples;
+	uint64_t by_size_n[2], by_size_hit[2]; /* drops <5%, >=5% (vitals) */
+} score;
+
+static void
+push_delay(score *sc, int d, int k, double v, double iv)
+{
+	size_t n = sc->ndel[d][k];
+
+	sc->delays[d][k]    = realloc(sc->delays[d][k], (n + 1) * sizeof(double));
+	sc->delays_iv[d][k] = realloc(sc->delays_iv[d][k],
+	    (n + 1) * sizeof(double));
+	if (sc->delays[d][k] == NULL || sc->delays_iv[d][k] == NULL)
+		abort();
+	sc->delays[d][k][n]    = v;
+	sc->delays_iv[d][k][n] = iv;
+	sc->ndel[d][k]++;
+}
+
+static int64_t
+grace(const event *ev)
+{
+	double steps;
+
+	switch (ev->kind) {
+	case EV_DROP:
+	case EV_STRAGGLER:
+	case EV_COLLAPSE:
+		steps = 300;
+		break;
+	case EV_STALL_RUN:
+	case EV_STALL_RANK:
+	case EV_PROGRESS:
+		steps = 3;
+		break;
+	default:
+		steps = 30;
+	}
+	return (int64_t) (steps * ev->dt * 1e9);
+}
+
+static int
+is_stall(int k)
+{
+	return k == EV_STALL_RUN || k == EV_STALL_RANK || k == EV_PROGRESS;
+}
+
+static void
+score_run(score *sc, sim *S)
+{
+	for (size_t e = 0; e < S->nev; e++) {
+		sc->events[S->ev[e].kind]++;
+		if (S->ev[e].kind == EV_DROP)
+			sc->by_size_n[S->ev[e].size >= 0.05]++;
+	}
+	for (size_t k = 0; k < S->nal; k++) {
+		const alert_rec *a     = &S->al[k];
+		int              match = 0;
+
+		for (size_t e = 0; e < S->nev; e++) {
+			event *ev = &S->ev[e];
+
+			if (!compatible(a->det, a->cat, ev->kind) ||
+			    a->emit_ns < ev->t0 ||
+			    a->emit_ns > ev->t1 + grace(ev))
+				continue;
+			if (ev->rank >= 0 && ev->kind != EV_DROP &&
+			    a->rank != ev->rank)
+				continue;
+			match = 1;
+			if (ev->kind == EV_BLIP && a->sev >= DETECT_WARNING &&
+			    !ev->paged) {
+				ev->paged = 1;
+				sc->paged[a->det]++;
+			}
+			/* A blip is detected only by an info report;
+			 * baselines have no info level. */
+			if (ev->kind == EV_BLIP &&
+			    (a->det == 0 ? a->cat != A_BLIP : 1))
+				continue;
+			if (ev->kind == EV_DIVERGENCE && a->det == 0 &&
+			    a->cat != A_DIVERGENCE && a->cat != A_NONFINITE)
+				continue;
+			if (ev->hit[a->det])
+				continue;
+			ev->hit[a->det] = 1;
+			sc->hits[a->det][ev->kind]++;
+			if (ev->kind == EV_DROP && a->det == 0)
+				sc->by_size_hit[ev->size >= 0.05]++;
+			if (is_stall(ev->kind))
+				push_delay(sc, a->det, ev->kind,
+				    (double) (a->emit_ns - ev->tref) / 1e9,
+				    (double) (a->emit_ns - ev->tref) / 1e9 /
+					ev->dt);
+			else
+				push_delay(sc, a->det, ev->kind,
+				    (double) a->step - (double) ev->step0, 0);
+		}
+		if (match) {
+			sc->tp[a->det][a->cat]++;
+			continue;
+		}
+		sc->fp[a->det][a->cat]++;
+		if (a->sev == DETECT_CRITICAL)
+			sc->false_crit[a->det]++;
+		else if (a->sev == DETECT_WARNING)
+			sc->false_warn[a->det]++;
+		else
+			sc->false_info[a->det]++;
+	}
+	sc->healthy += S->healthy_steps;
+	sc->samples += S->samples;
+}
+
+static int
+cmpd(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, size_t n)
+{
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof(*v), cmpd);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The alert category whose precision a row shows. */
+static int
+row_cat(int det, int k)
+{
+	static const int vit[NEV] = { A_SPIKE, A_BLIP, A_DIVERGENCE,
+		A_NONFINITE, A_STALL, A_STALL, A_PROGRESS, A_DROP, A_STRAGGLER,
+		A_THRESHOLD, A_RESTART };
+	static const int base[NEV] = { A_SPIKE, -1, A_SPIKE, -1, -1, -1, -1,
+		A_DROP, A_DROP, A_THRESHOLD, -1 };
+
+	return det == 0 ? vit[k] : base[k];
+}
+
+static void
+print_table(score *sc)
+{
+	printf("%-24s %6s", "kind", "events");
+	for (int d = 0; d < NDET; d++)
+		printf(" | %-22s", det_names[d]);
+	printf("\n%-24s %6s", "", "");
+	for (int d = 0; d < NDET; d++)
+		printf(" | %6s %6s %8s", "recall", "prec", "delay");
+	printf("\n");
+	for (int k = 0; k < NEV; k++) {
+		printf("%-24s %6" PRIu64, ev_names[k], sc->events[k]);
+		for (int d = 0; d < NDET; d++) {
+			int    c = row_cat(d, k);
+			double rec = sc->events[k] ?
+			    (double) sc->hits[d][k] / (double) sc->events[k] :
+			    NAN;
+			double prec = c >= 0 && sc->tp[d][c] + sc->fp[d][c] ?
+			    (double) sc->tp[d][c] /
+				(double) (sc->tp[d][c] + sc->fp[d][c]) :
+			    NAN;
+			double dl = median(sc->delays[d][k], sc->ndel[d][k]);
+			char   ds[16], ps[16];
+
+			if (isnan(prec))
+				snprintf(ps, sizeof(ps), "-");
+			else
+				snprintf(ps, sizeof(ps), "%.3f", prec);
+			if (isnan(dl))
+				snprintf(ds, sizeof(ds), "-");
+			else if (is_stall(k))
+				snprintf(ds, sizeof(ds), "%.2fiv",
+				    median(sc->delays_iv[d][k], sc->ndel[d][k]));
+			else
+				snprintf(ds, sizeof(ds), "%.0f st", dl);
+			printf(" | %6.3f %6s %8s", rec, ps, ds);
+		}
+		printf("\n");
+	}
+	printf("%-24s %6s", "blips paged (warn+)", "");
+	for (int d = 0; d < NDET; d++)
+		printf(" | %6.3f %15s",
+		    sc->events[EV_BLIP] ? (double) sc->paged[d] /
+			    (double) sc->events[EV_BLIP] :
+					  NAN,
+		    "");
+	printf("\n%-24s %6s", "false /100k healthy st", "");
+	for (int d = 0; d < NDET; d++)
+		printf(" | %6.2f %15s",
+		    1e5 * (double) (sc->false_warn[d] + sc->false_crit[d]) /
+			(double) sc->healthy,
+		    "");
+	printf("\n%-24s %6s", "  of which critical", "");
+	for (int d = 0; d < NDET; d++)
+		printf(" | %6.2f %15s",
+		    d == 0 ? 1e5 * (double) sc->false_crit[d] /
+			    (double) sc->healthy :
+			     NAN,
+		    "");
+	printf("\n");
+	printf("\nvitals: throughput drops < 5%%: %" PRIu64 "/%" PRIu64
+	       " detected; >= 5%%: %" PRIu64 "/%" PRIu64 "\n",
+	    sc->by_size_hit[0], sc->by_size_n[0], sc->by_size_hit[1],
+	    sc->by_size_n[1]);
+	printf("stall delays (median, vitals): run %.1f s, rank %.1f s, "
+	       "heartbeats %.1f s\n",
+	    median(sc->delays[0][EV_STALL_RUN], sc->ndel[0][EV_STALL_RUN]),
+	    median(sc->delays[0][EV_STALL_RANK], sc->ndel[0][EV_STALL_RANK]),
+	    median(sc->delays[0][EV_PROGRESS], sc->ndel[0][EV_PROGRESS]));
+	printf("vitals false alerts by kind (warning+info):");
+	for (int c = 0; c < NCAT; c++)
+		if (sc->fp[0][c])
+			printf(" %s %" PRIu64, cat_names[c], sc->fp[0][c]);
+	printf("\nhealthy steps %" PRIu64 ", samples %" PRIu64 "\n",
+	    sc->healthy, sc->samples);
+}
+
+int
+main(int argc, char **argv)
+{
+	int           nruns = 80, verbose = 0;
+	uint64_t      iters = 15000, seed = 42;
+	detect_rules *rules;
+	score         sc = { 0 };
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+			nruns = (int) strtol(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
+			iters = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+			seed = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "-v") == 0)
+			verbose = 1;
+		else {
+			fprintf(stderr, "usage: bench_detect [--runs N] "
+					"[--steps N] [--seed S] [-v]\n");
+			return 2;
+		}
+	}
+	if (detect_rules_default(&rules) != 0)
+		return 1;
+	for (int run = 0; run < nruns; run++) {
+		sim    S = { 0 };
+		runcfg c = { 0 };
+
+		S.r.s    = seed * 1000003 + (uint64_t) run;
+		S.run_id = run;
+		snprintf(S.run, sizeof(S.run), "run%03d", run);
+		c.nranks      = unif(&S.r) < 0.5 ? 4 : 8;
+		c.iters       = iters;
+		c.dt          = uni(&S.r, 2, 10);
+		c.l_inf       = uni(&S.r, 1.5, 2.5);
+		c.l_a         = uni(&S.r, 6, 12);
+		c.l_p         = uni(&S.r, 0.3, 0.6);
+		c.l_noise     = uni(&S.r, 0.01, 0.04);
+		c.g0          = uni(&S.r, 0.2, 1.5);
+		c.g_noise     = uni(&S.r, 0.05, 0.15);
+		c.tps0        = uni(&S.r, 2e4, 4e5);
+		c.tps_noise   = uni(&S.r, 0.005, 0.02);
+		c.ent0        = uni(&S.r, 1, 3);
+		c.ent_tau     = uni(&S.r, 2000, 8000);
+		c.mfu0        = uni(&S.r, 0.3, 0.55);
+		c.slow_every  = (int) (unif(&S.r) * 4) * 50; /* 0..150 */
+		c.slow_factor = uni(&S.r, 1.3, 2);
+		for (int r = 0; r < MAXRANK; r++) {
+			c.rank_off[r]   = uni(&S.r, -0.01, 0.01);
+			c.rank_noise[r] = uni(&S.r, 0.01, 0.03);
+		}
+		S.nranks = c.nranks;
+		S.trace  = getenv("BENCH_TRACE") != NULL &&
+		    strtol(getenv("BENCH_TRACE"), NULL, 10) == run;
+		if (detect_engine_new(rules, &S.e) != 0)
+			return 1;
+		simulate(&S, &c);
+		score_run(&sc, &S);
+		if (verbose) {
+			for (size_t e = 0; e < S.nev; e++)
+				if (!S.ev[e].hit[0])
+					printf("missed %s run %d step %" PRIu64
+					       " size %.3f\n",
+					    ev_names[S.ev[e].kind], run,
+					    S.ev[e].step0, S.ev[e].size);
+			for (size_t k = 0; k < S.nal; k++) {
+				const alert_rec *a = &S.al[k];
+				int m = 0;
+
+				for (size_t e = 0; e < S.nev; e++)
+					m |= compatible(0, a->cat,
+						 S.ev[e].kind) &&
+					    a->emit_ns >= S.ev[e].t0 &&
+					    a->emit_ns <= S.ev[e].t1 +
+						    grace(&S.ev[e]);
+				if (a->det == 0 && !m)
+					printf("false %s run %d step %" PRIu64
+					       " rank %d metric %s sev %d\n",
+					    cat_names[a->cat], run, a->step,
+					    a->rank,
+					    a->metric >= 0 ?
+						met_names[a->metric] :
+						"",
+					    a->sev);
+			}
+		}
+		detect_engine_free(S.e);
+		free(S.al);
+		free(S.ev);
+	}
+	detect_rules_free(rules);
+	printf("vitals default rules vs. trainer baselines: %d runs x %" PRIu64
+	       " steps, seed %" PRIu64 "\n\n",
+	    nruns, iters, seed);
+	print_table(&sc);
+	for (int d = 0; d < NDET; d++)
+		for (int k = 0; k < NEV; k++) {
+			free(sc.delays[d][k]);
+			free(sc.delays_iv[d][k]);
+		}
+	return 0;
+}
