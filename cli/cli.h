@@ -22,6 +22,9 @@ typedef struct cli_args {
 	const char     *endpoint;
 	long            timeout_ms;
 	const char     *rules; /* replay, rules: --rules FILE */
+	const char     *preset, *pattern; /* tail: --preset, --pattern */
+	int             cmd_argc; /* tail: arguments after "--" */
+	char          **cmd_argv; /* NULL-terminated (argv's own end) */
 	int             npos;
 	char          **pos; /* positional arguments */
 } cli_args;
@@ -36,5 +39,6 @@ int cmd_emit(const cli_args *a);
 int cmd_alerts(const cli_args *a);
 int cmd_replay(const cli_args *a);
 int cmd_rules(const cli_args *a);
+int cmd_tail(const cli_args *a);
 
 #endif /* CLI_CLI_H */

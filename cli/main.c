@@ -41,6 +41,12 @@ usage(FILE *f)
 	    "            run the detectors offline; one JSON alert per line\n"
 	    "  rules     default | check [FILE] [--db DIR]\n"
 	    "            print the built-in rules; validate and list rules\n"
+	    "  tail      --preset NAME | --pattern RE [--run R] [--rank N]\n"
+	    "            [--endpoint E] [FILE | -- COMMAND ARGS...]\n"
+	    "            log lines to samples: follow a file, read a pipe, "
+	    "or run\n"
+	    "            a command (presets: megatron llmc nanogpt "
+	    "torchtitan hf)\n"
 	    "  version\n"
 	    "\n"
 	    "--db defaults to $VITALS_DB, else ~/.local/share/vitals.\n");
@@ -117,6 +123,12 @@ parse_args(int argc, char **argv, cli_args *a)
 			a->pos[a->npos++] = argv[i];
 			continue;
 		}
+		if (o[2] == 0) {
+			/* "--": the rest is a command line (tail). */
+			a->cmd_argc = argc - i - 1;
+			a->cmd_argv = argv + i + 1;
+			break;
+		}
 		if (v == NULL) {
 			fprintf(stderr, "vitals: %s needs a value\n", o);
 			return -1;
@@ -132,6 +144,10 @@ parse_args(int argc, char **argv, cli_args *a)
 			a->endpoint = v;
 		else if (strcmp(o, "--rules") == 0)
 			a->rules = v;
+		else if (strcmp(o, "--preset") == 0)
+			a->preset = v;
+		else if (strcmp(o, "--pattern") == 0)
+			a->pattern = v;
 		else if (strcmp(o, "--rank") == 0) {
 			if (parse_u64(o, v, &u) || u > INT32_MAX)
 				return -1;
@@ -181,6 +197,7 @@ main(int argc, char **argv)
 		{ "alerts", cmd_alerts },
 		{ "replay", cmd_replay },
 		{ "rules", cmd_rules },
+		{ "tail", cmd_tail },
 	};
 	cli_args a = { 0 };
 	int      rc;

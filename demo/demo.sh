@@ -17,7 +17,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 echo "== vitalsd on $VITALS_ENDPOINT, database $DB"
-"$B/vitalsd" --listen "$VITALS_ENDPOINT" --db "$DB" 2>"$T/vitalsd.log" &
+"$B/vitalsd" --listen "$VITALS_ENDPOINT" --db "$DB" >"$T/alerts.jsonl" 2>"$T/vitalsd.log" &
 VPID=$!
 sleep 0.3
 
@@ -43,6 +43,9 @@ echo "== vitals emitters (one per rank: host, pid, received, dropped)"
 echo
 echo "== vitals query --metric loss --rank 0 --steps 290:310 (the spike)"
 "$B/vitals" query --db "$DB" --run "$VITALS_RUN" --metric loss --rank 0 --steps 290:310
+echo
+echo "== vitals alerts (what the built-in rules flagged)"
+"$B/vitals" alerts --db "$DB" --run "$VITALS_RUN" | cut -d, -f1-4,6,8,9,13
 echo
 echo "== vitals query --metric grad_norm --rank 0 --steps 295:305 (grad-norm leads)"
 "$B/vitals" query --db "$DB" --run "$VITALS_RUN" --metric grad_norm --rank 0 --steps 295:305

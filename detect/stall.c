@@ -5,16 +5,25 @@
  * intervals between samples that advanced its step (the first two of an
  * attempt, compilation and warm-up, are skipped), and its longest
  * interval over the last 1024 to 2048 advances, which covers slow steps
- * that recur (checkpoints, evaluation). A rank is overdue after
+ * that recur (checkpoints, evaluation). An interval longer than the
+ * threshold (a stall, or a slow step not seen before) is not learned:
+ * one stall must not teach that stalls are usual. Instead the steps
+ * after which the last two happened are kept; when they define a period
+ * (a checkpoint every 1000 steps), the interval after each later
+ * multiple of it may be 1.25x as long as theirs. So a long periodic slow
+ * step alerts twice, then is expected. A rank is overdue after
  *
  *	clamp(max(k x usual, 1.25 x longest), floor, ceiling)
  *
- * seconds (ceiling until 3 intervals are known). Three alerts, one group
- * per (rule, run):
+ * seconds (ceiling until 3 intervals are known). An alert fires at the
+ * `early` severity (warning) once overdue, and escalates to the rule's
+ * severity at `escalate` times the threshold: a step 2.5x slower than
+ * usual is worth a look, 5x is a page. Three alerts, one group per (rule,
+ * run):
  *   stall (rank -1)       no sample from the run for the largest
  *                         threshold of its ranks;
  *   stall (rank r)        rank r has not advanced for its threshold while
- *                         another rank advanced after r's deadline;
+ *                         the run advanced at least twice since it did;
  *   progress_stall (-1)   samples still arrive (heartbeats) but the run's
  *                         step has not advanced for that threshold.
  * Stalls are stamped with the deadline that was missed, not the tick that
@@ -28,13 +37,16 @@
 #include "detect/baseline.h"
 #include "detect/detector.h"
 
-enum { SL_K, SL_FLOOR, SL_CEILING, SL_RANKS, SL_PROGRESS };
+enum { SL_K, SL_FLOOR, SL_CEILING, SL_RANKS, SL_PROGRESS, SL_EARLY,
+	SL_ESCALATE };
 static const detect_param sl_params[] = {
 	{ "k", DP_NUM, 2.5, 0, 1, 1e6, NULL },
 	{ "floor", DP_SECONDS, 5, DETECT_SECONDS, 0, 1e9, NULL },
 	{ "ceiling", DP_SECONDS, 900, DETECT_SECONDS, 0.001, 1e9, NULL },
 	{ "ranks", DP_BOOL, 1, 0, 0, 1, NULL },
 	{ "progress", DP_BOOL, 1, 0, 0, 1, NULL },
+	{ "early", DP_SEVERITY, DETECT_WARNING, 0, -1, 2, NULL },
+	{ "escalate", DP_NUM, 2, 0, 1, 1e6, NULL },
 };
 
 #define NIV      16   /* intervals for the median */
@@ -48,19 +60,22 @@ typedef struct st_slot {
 	double     thr, usual;          /* seconds */
 	double     long_cur, long_prev;
 	uint32_t   long_n, nadv;
-	uint8_t    has, warm, stalled;
+	uint64_t   per_s1, per_s2;   /* steps before the last two intervals */
+	double     per_iv1, per_iv2; /* longer than thr, and those intervals */
+	uint32_t   per_n;
+	uint64_t   run_adv_at; /* the run's advance count at our last */
+	uint8_t    has, warm, stalled; /* stalled: alert level 0..2 */
 	detect_win w;
 	double     buf[2 * NIV];
 } st_slot;
 
 typedef struct st_group {
 	int      has;
-	uint64_t max_step;
+	uint64_t max_step, adv_n;
 	int64_t  adv_time, last_time;
 	double   thr, usual; /* run-wide: the largest of the ranks' */
 	int64_t  refreshed;
-	uint8_t  silent, progress;
-	int64_t  silent_at, progress_at;
+	uint8_t  silent, progress; /* alert levels 0..2 */
 } st_group;
 
 static size_t
@@ -87,15 +102,93 @@ st_slot_init(void *slot, const detect_rule *r)
 	sl->usual = NAN;
 }
 
+/* ---- alert levels: 0 none, 1 early (warning), 2 the rule's severity --- */
+
+static int
+two_stage(const detect_rule *r)
+{
+	return detect_p(r, SL_EARLY) >= 0 && detect_p(r, SL_ESCALATE) > 1;
+}
+
+/* Overdue seconds at which level lv starts. */
+static double
+level_at(const detect_rule *r, int lv, double thr)
+{
+	if (lv == 1 || detect_p(r, SL_ESCALATE) <= 1)
+		return thr;
+	return detect_p(r, SL_ESCALATE) * thr;
+}
+
+static int
+level_for(const detect_rule *r, double elapsed, double thr)
+{
+	if (elapsed > level_at(r, 2, thr))
+		return 2;
+	if (two_stage(r) && elapsed > thr)
+		return 1;
+	return 0;
+}
+
+static int
+sev_of(const detect_rule *r, int lv)
+{
+	return lv == 1 ? (int) detect_p(r, SL_EARLY) : r->severity;
+}
+
+/* Whether the interval after step m is where a periodic slow step
+ * (checkpoint, evaluation) is due: the last two intervals longer than
+ * the threshold were alike (within 2x), followed steps p1 and p2 at
+ * least 8 steps apart, and m is p2 plus a multiple of p2 - p1 (give or
+ * take one step). */
+static int
+periodic_due(const st_slot *sl, uint64_t m)
+{
+	uint64_t period, off;
+
+	if (sl->per_n < 2 || sl->per_s2 < sl->per_s1 + 8 || m <= sl->per_s2 ||
+	    fmax(sl->per_iv1, sl->per_iv2) > 2 * fmin(sl->per_iv1, sl->per_iv2))
+		return 0;
+	period = sl->per_s2 - sl->per_s1;
+	off    = (m - sl->per_s2) % period;
+	return off <= 1 || off + 1 >= period;
+}
+
+/* The threshold for the interval after the slot's current step. */
+static double
+eff_thr(const detect_rule *r, const st_slot *sl)
+{
+	double t;
+
+	if (!periodic_due(sl, sl->max_step))
+		return sl->thr;
+	t = 1.25 * fmax(sl->per_iv1, sl->per_iv2);
+	if (t > detect_p(r, SL_CEILING))
+		t = detect_p(r, SL_CEILING);
+	return t > sl->thr ? t : sl->thr;
+}
+
+/* Learn the interval iv that followed step prev. */
 static void
-learn(const detect_rule *r, st_slot *sl, double iv)
+learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev)
 {
 	double longest, thr;
 
 	detect_win_push(&sl->w, sl->buf, iv);
 	sl->nadv++;
-	if (iv > sl->long_cur)
-		sl->long_cur = iv;
+	if (sl->nadv <= MINLEARN || iv <= sl->thr) {
+		if (iv > sl->long_cur)
+			sl->long_cur = iv;
+	} else {
+		/* Longer than the threshold: a stall, or a slow step that
+		 * may recur. One stall must not teach that stalls are
+		 * usual, so it is only remembered by its step. */
+		sl->per_s1  = sl->per_s2;
+		sl->per_iv1 = sl->per_iv2;
+		sl->per_s2  = prev;
+		sl->per_iv2 = iv;
+		if (sl->per_n < 2)
+			sl->per_n++;
+	}
 	if (++sl->long_n >= LONGWIN) {
 		sl->long_prev = sl->long_cur;
 		sl->long_cur  = 0;
@@ -116,7 +209,7 @@ learn(const detect_rule *r, st_slot *sl, double iv)
 }
 
 static void
-refresh(detect_group *g, st_group *gs, int64_t now)
+refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 {
 	gs->thr       = 0;
 	gs->usual     = NAN;
@@ -126,8 +219,8 @@ refresh(detect_group *g, st_group *gs, int64_t now)
 
 		if (!sl->has)
 			continue;
-		if (sl->thr > gs->thr)
-			gs->thr = sl->thr;
+		if (eff_thr(r, sl) > gs->thr)
+			gs->thr = eff_thr(r, sl);
 		if (!isnan(sl->usual) && !(sl->usual <= gs->usual))
 			gs->usual = sl->usual;
 	}
@@ -149,6 +242,26 @@ usual(double u)
 	return t;
 }
 
+static double
+secs(int64_t ns)
+{
+	return (double) ns / 1e9;
+}
+
+static void
+rank_advanced(detect_ctx *c, st_slot *sl, const detect_sample *s)
+{
+	detect_origin o;
+
+	detect_origin_rank(&o, c->s->rk);
+	detect_emit(c, &o, "stall", sev_of(c->r, sl->stalled), DETECT_RESOLVED,
+	    0, s->step, s->time_ns, secs(s->time_ns - sl->adv_time), sl->usual,
+	    "rank %d advanced again to step %llu after %s s", (int) s->rank,
+	    (unsigned long long) s->step,
+	    detect_fmt(secs(s->time_ns - sl->adv_time)).s);
+	sl->stalled = 0;
+}
+
 static void
 st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 {
@@ -158,87 +271,80 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 	st_slot           *sl = detect_slot(g, in->slot);
 	int64_t            t  = s->time_ns;
 	detect_origin      o;
+	int                lv;
 
+	if (!gs->has) {
+		gs->has      = 1;
+		gs->max_step = s->step;
+		gs->adv_time = gs->last_time = t;
+		gs->thr      = detect_p(r, SL_CEILING);
+		gs->usual    = NAN;
+	}
 	if (!sl->has) {
-		sl->has      = 1;
-		sl->warm     = 2;
-		sl->max_step = s->step;
-		sl->last_time = sl->adv_time = t;
+		sl->has        = 1;
+		sl->warm       = 2;
+		sl->max_step   = s->step;
+		sl->last_time  = sl->adv_time = t;
+		sl->run_adv_at = gs->adv_n;
 	} else {
 		if (t > sl->last_time)
 			sl->last_time = t;
 		if (s->step > sl->max_step) {
-			double iv = (double) (t - sl->adv_time) / 1e9;
+			double iv = secs(t - sl->adv_time);
 
 			if (sl->warm > 0)
 				sl->warm--;
 			else if (iv > 0)
-				learn(r, sl, iv);
-			if (sl->stalled) {
-				sl->stalled = 0;
-				detect_origin_rank(&o, c->s->rk);
-				detect_emit(c, &o, "stall", r->severity,
-				    DETECT_RESOLVED, 0, s->step, t,
-				    (double) (t - sl->adv_time) / 1e9,
-				    sl->usual,
-				    "rank %d advanced again to step %llu after "
-				    "%s s",
-				    (int) s->rank, (unsigned long long) s->step,
-				    detect_fmt((double) (t - sl->adv_time) / 1e9)
-					.s);
-			}
+				learn(r, sl, iv, sl->max_step);
+			if (sl->stalled)
+				rank_advanced(c, sl, s);
 			sl->max_step = s->step;
 			sl->adv_time = t;
 		}
 	}
-	if (!gs->has) {
-		gs->has       = 1;
-		gs->max_step  = s->step;
-		gs->adv_time  = gs->last_time = t;
-		gs->thr       = detect_p(r, SL_CEILING);
-		gs->usual     = NAN;
-		return;
-	}
 	detect_origin_run(&o, g->run);
 	if (gs->silent) {
-		gs->silent = 0;
-		detect_emit(c, &o, "stall", r->severity, DETECT_RESOLVED, 0,
-		    s->step, t, (double) (t - gs->last_time) / 1e9, gs->usual,
+		detect_emit(c, &o, "stall", sev_of(r, gs->silent),
+		    DETECT_RESOLVED, 0, s->step, t, secs(t - gs->last_time),
+		    gs->usual,
 		    "run %s sends again (rank %d, step %llu) after %s s "
 		    "without a sample",
 		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
 		    (unsigned long long) s->step,
-		    detect_fmt((double) (t - gs->last_time) / 1e9).s);
+		    detect_fmt(secs(t - gs->last_time)).s);
+		gs->silent = 0;
 	}
 	if (t > gs->last_time)
 		gs->last_time = t;
 	if (s->step > gs->max_step) {
 		if (gs->progress) {
-			gs->progress = 0;
-			detect_emit(c, &o, "progress_stall", r->severity,
-			    DETECT_RESOLVED, 0, s->step, t,
-			    (double) (t - gs->adv_time) / 1e9, gs->usual,
+			detect_emit(c, &o, "progress_stall",
+			    sev_of(r, gs->progress), DETECT_RESOLVED, 0,
+			    s->step, t, secs(t - gs->adv_time), gs->usual,
 			    "run %s advances again: step %llu after %s s",
 			    detect_name_of(o.run, o.runlen).s,
 			    (unsigned long long) s->step,
-			    detect_fmt((double) (t - gs->adv_time) / 1e9).s);
+			    detect_fmt(secs(t - gs->adv_time)).s);
+			gs->progress = 0;
 		}
 		gs->max_step = s->step;
 		gs->adv_time = t;
-	} else if (detect_p(r, SL_PROGRESS) != 0 && !gs->progress &&
-	    (double) (t - gs->adv_time) / 1e9 > gs->thr) {
-		gs->progress    = 1;
-		gs->progress_at = t;
-		detect_emit(c, &o, "progress_stall", r->severity, DETECT_FIRING,
-		    0, gs->max_step, t, (double) (t - gs->adv_time) / 1e9,
+		gs->adv_n++;
+	} else if (detect_p(r, SL_PROGRESS) != 0 &&
+	    (lv = level_for(r, secs(t - gs->adv_time), gs->thr)) >
+		gs->progress) {
+		gs->progress = (uint8_t) lv;
+		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
+		    DETECT_FIRING, 0, gs->max_step, t, secs(t - gs->adv_time),
 		    gs->usual,
 		    "run %s: samples arrive (rank %d) but no rank has advanced "
 		    "past step %llu for %s s (usual step interval %s)",
 		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
 		    (unsigned long long) gs->max_step,
-		    detect_fmt((double) (t - gs->adv_time) / 1e9).s,
-		    usual(gs->usual).s);
+		    detect_fmt(secs(t - gs->adv_time)).s, usual(gs->usual).s);
 	}
+	if (s->step >= sl->max_step)
+		sl->run_adv_at = gs->adv_n;
 }
 
 static void
@@ -247,49 +353,55 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	const detect_rule *r  = c->r;
 	st_group          *gs = g->state;
 	detect_origin      o;
-	int64_t            deadline;
-
-	int                fresh = 0;
+	int                fresh = 0, lv;
 
 	if (!gs->has)
 		return;
 	if (now - gs->refreshed >= REFRESH) {
-		refresh(g, gs, now);
+		refresh(r, g, gs, now);
 		fresh = 1;
 	}
-	deadline = gs->last_time + (int64_t) (gs->thr * 1e9);
-	if (!gs->silent && now > deadline) {
-		gs->silent    = 1;
-		gs->silent_at = deadline;
+	lv = level_for(r, secs(now - gs->last_time), gs->thr);
+	if (lv > gs->silent) {
+		double at = level_at(r, lv, gs->thr);
+
+		gs->silent = (uint8_t) lv;
 		detect_origin_run(&o, g->run);
-		detect_emit(c, &o, "stall", r->severity, DETECT_FIRING, 0,
-		    gs->max_step, deadline, gs->thr, gs->usual,
+		detect_emit(c, &o, "stall", sev_of(r, lv), DETECT_FIRING, 0,
+		    gs->max_step, gs->last_time + (int64_t) (at * 1e9), at,
+		    gs->usual,
 		    "no sample from run %s for %s s (usual step interval %s); "
 		    "last step %llu",
-		    detect_name_of(o.run, o.runlen).s, detect_fmt(gs->thr).s,
+		    detect_name_of(o.run, o.runlen).s, detect_fmt(at).s,
 		    usual(gs->usual).s, (unsigned long long) gs->max_step);
 	}
 	if (!fresh || detect_p(r, SL_RANKS) == 0 || g->nslots < 2 ||
 	    gs->silent)
 		return;
+	/* A rank is left behind when it is overdue and the run advanced
+	 * twice since it did (once could be the others being a moment
+	 * ahead of it in the same step). */
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		st_slot *sl = detect_slot(g, i);
-		int64_t  due;
+		double   at;
 
-		if (!sl->has || sl->stalled || sl->nadv < MINLEARN)
+		if (!sl->has || sl->nadv < MINLEARN ||
+		    gs->adv_n < sl->run_adv_at + 2)
 			continue;
-		due = sl->adv_time + (int64_t) (sl->thr * 1e9);
-		if (now <= due || gs->adv_time <= due)
+		lv = level_for(r, secs(now - sl->adv_time), eff_thr(r, sl));
+		at = level_at(r, lv, eff_thr(r, sl));
+		if (lv <= sl->stalled)
 			continue;
-		sl->stalled = 1;
+		sl->stalled = (uint8_t) lv;
 		detect_origin_rank(&o, g->slot_rank[i]);
-		detect_emit(c, &o, "stall", r->severity, DETECT_FIRING, 0,
-		    sl->max_step, due, sl->thr, sl->usual,
+		detect_emit(c, &o, "stall", sev_of(r, lv), DETECT_FIRING, 0,
+		    sl->max_step, sl->adv_time + (int64_t) (at * 1e9), at,
+		    sl->usual,
 		    "rank %d (host %s) has not advanced past step %llu for %s "
 		    "s while other ranks reached step %llu (usual step "
 		    "interval %s)",
 		    (int) o.rank, o.hostlen ? o.host : "unknown",
-		    (unsigned long long) sl->max_step, detect_fmt(sl->thr).s,
+		    (unsigned long long) sl->max_step, detect_fmt(at).s,
 		    (unsigned long long) gs->max_step, usual(sl->usual).s);
 	}
 }
@@ -306,30 +418,26 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	(void) prev_step;
 	(void) prev_time;
 	if (sl->has && s->step < sl->max_step) {
-		if (sl->stalled) {
-			sl->stalled = 0;
-			detect_origin_rank(&o, c->s->rk);
-			detect_emit(c, &o, "stall", c->r->severity,
-			    DETECT_RESOLVED, 0, s->step, s->time_ns, NAN,
-			    sl->usual, "rank %d restarted at step %llu",
-			    (int) s->rank, (unsigned long long) s->step);
-		}
+		if (sl->stalled)
+			rank_advanced(c, sl, s);
 		sl->max_step = s->step;
 		sl->adv_time = s->time_ns;
 		sl->warm     = 2;
 	}
 	if (gs->has && s->step < gs->max_step) {
 		if (gs->progress) {
-			gs->progress = 0;
 			detect_origin_run(&o, g->run);
-			detect_emit(c, &o, "progress_stall", c->r->severity,
-			    DETECT_RESOLVED, 0, s->step, s->time_ns, NAN,
-			    gs->usual, "run %s restarted at step %llu",
+			detect_emit(c, &o, "progress_stall",
+			    sev_of(c->r, gs->progress), DETECT_RESOLVED, 0,
+			    s->step, s->time_ns, NAN, gs->usual,
+			    "run %s restarted at step %llu",
 			    detect_name_of(o.run, o.runlen).s,
 			    (unsigned long long) s->step);
+			gs->progress = 0;
 		}
 		gs->max_step = s->step;
 		gs->adv_time = s->time_ns;
+		gs->adv_n++;
 	}
 }
 

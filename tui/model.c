@@ -1,0 +1,983 @@
+#include "tui/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* Most samples held for one series (16 bytes each). */
+#define TM_CACHE_SPAN ((uint64_t) 1 << 20)
+/* Frames a cache survives without being asked for (~10 s at 4 Hz). */
+#define TM_CACHE_KEEP 40
+/* Rates are measured over this many seconds of refreshes. */
+#define TM_RATE_WINDOW 5.0
+
+static double
+mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+double
+model_wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static void
+cache_free(tm_samples *c)
+{
+	if (c == NULL)
+		return;
+	free(c->step);
+	free(c->value);
+	free(c);
+}
+
+static void
+series_free(model *m)
+{
+	for (size_t i = 0; i < m->nseries; i++)
+		cache_free(m->series[i].cache);
+	free(m->series);
+	free(m->by_sid);
+	free(m->metrics);
+	m->series   = NULL;
+	m->by_sid   = NULL;
+	m->metrics  = NULL;
+	m->nseries  = 0;
+	m->nby_sid  = 0;
+	m->nmetrics = 0;
+}
+
+/* Forget everything of the watched run (not the run list). */
+static void
+run_reset(model *m)
+{
+	series_free(m);
+	free(m->ranks);
+	free(m->alerts);
+	free(m->akeys);
+	m->ranks      = NULL;
+	m->nranks     = 0;
+	m->alerts     = NULL;
+	m->nalerts    = 0;
+	m->alerts_cap = 0;
+	m->akeys      = NULL;
+	m->akeys_cap  = 0;
+	m->alert_seq  = 0;
+	memset(m->firing, 0, sizeof(m->firing));
+	m->have_rec      = 0;
+	m->run_found     = 0;
+	m->step          = 0;
+	m->restarts      = 0;
+	m->lost_steps    = 0;
+	m->dropped       = 0;
+	m->last_seen     = 0;
+	m->nhist         = 0;
+	m->hist_at       = 0;
+	m->steps_per_s   = NAN;
+	m->samples_per_s = NAN;
+	m->interval_s    = NAN;
+	m->alerts_changed = m->frame;
+}
+
+int
+model_open(const char *db, const char *run, model **out, char *err,
+    size_t errlen)
+{
+	model *m = calloc(1, sizeof(*m));
+
+	*out = NULL;
+	if (m == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (run != NULL && strlen(run) >= TM_RUN_MAX) {
+		snprintf(err, errlen, "--run: a run name has at most %d bytes",
+		    TM_RUN_MAX - 1);
+		free(m);
+		return -1;
+	}
+	if (store_open(db, STORE_RDONLY, &m->st, err, errlen) != 0) {
+		free(m);
+		return -1;
+	}
+	if (run != NULL) {
+		snprintf(m->run, sizeof(m->run), "%s", run);
+		m->run_fixed = 1;
+	}
+	run_reset(m);
+	*out = m;
+	return 0;
+}
+
+void
+model_close(model *m)
+{
+	if (m == NULL)
+		return;
+	if (m->txn != NULL)
+		mdb_txn_abort(m->txn);
+	run_reset(m);
+	free(m->runs);
+	free(m->scratch);
+	store_close(m->st);
+	free(m);
+}
+
+void
+model_set_run(model *m, const char *run)
+{
+	m->run_fixed = 1;
+	if (strcmp(m->run, run) == 0)
+		return;
+	run_reset(m);
+	snprintf(m->run, sizeof(m->run), "%s", run);
+}
+
+/* ---- runs ------------------------------------------------------------ */
+
+static int
+on_run(void *ctx, const char *run, size_t runlen, const run_rec *r)
+{
+	model *m = ctx;
+
+	if (runlen >= TM_RUN_MAX)
+		return 0;
+	if (m->nruns == m->runs_cap) {
+		size_t  nc = m->runs_cap ? m->runs_cap * 2 : 16;
+		tm_run *nr = realloc(m->runs, nc * sizeof(*nr));
+
+		if (nr == NULL)
+			return STORE_ENOMEM;
+		m->runs     = nr;
+		m->runs_cap = nc;
+	}
+	memcpy(m->runs[m->nruns].name, run, runlen);
+	m->runs[m->nruns].name[runlen] = 0;
+	m->runs[m->nruns].rec          = *r;
+	m->nruns++;
+	return 0;
+}
+
+static int
+read_runs(model *m)
+{
+	m->nruns = 0;
+	return scan_runs(m->st, m->txn, on_run, m);
+}
+
+/* Without --run, the run with the newest sample. */
+static void
+choose_run(model *m)
+{
+	const tm_run *best = NULL;
+
+	for (size_t i = 0; i < m->nruns; i++)
+		if (m->runs[i].rec.samples > 0 &&
+		    (best == NULL ||
+			m->runs[i].rec.last_time > best->rec.last_time))
+			best = &m->runs[i];
+	if (best != NULL)
+		snprintf(m->run, sizeof(m->run), "%s", best->name);
+}
+
+/* ---- series ---------------------------------------------------------- */
+
+/* Names that measure speed: for them a low value is the bad one. */
+static int
+lower_is_worse(const char *name)
+{
+	static const char *const fast[] = { "token", "throughput", "per_sec",
+		"persec", "_per_s", "/s", "tps", "mfu", "flops", "util",
+		"accuracy", "speed", "samples_per", "it_s" };
+
+	for (size_t i = 0; i < sizeof(fast) / sizeof(fast[0]); i++)
+		if (strcasestr(name, fast[i]) != NULL)
+			return 1;
+	return 0;
+}
+
+typedef struct build_ctx {
+	model     *m;
+	tm_series *series;
+	size_t     n, cap;
+	tm_metric *metrics;
+	size_t     nm, mcap;
+	uint32_t   max_sid;
+	int        oom;
+} build_ctx;
+
+static int
+on_series_build(void *vctx, const scan_series *s)
+{
+	build_ctx *c = vctx;
+	tm_series *x;
+
+	if (s->mlen >= TM_NAME_MAX)
+		return 0;
+	if (c->nm == 0 ||
+	    strlen(c->metrics[c->nm - 1].name) != s->mlen ||
+	    memcmp(c->metrics[c->nm - 1].name, s->metric, s->mlen) != 0) {
+		tm_metric *mt;
+
+		if (c->nm == c->mcap) {
+			size_t     nc = c->mcap ? c->mcap * 2 : 32;
+			tm_metric *nm = realloc(c->metrics, nc * sizeof(*nm));
+
+			if (nm == NULL)
+				goto oom;
+			c->metrics = nm;
+			c->mcap    = nc;
+		}
+		mt = &c->metrics[c->nm++];
+		memset(mt, 0, sizeof(*mt));
+		memcpy(mt->name, s->metric, s->mlen);
+		mt->name[s->mlen] = 0;
+		mt->first         = c->n;
+		mt->lower_worse   = lower_is_worse(mt->name);
+		mt->alert_sev     = -1;
+	}
+	if (c->n == c->cap) {
+		size_t     nc = c->cap ? c->cap * 2 : 64;
+		tm_series *ns = realloc(c->series, nc * sizeof(*ns));
+
+		if (ns == NULL)
+			goto oom;
+		c->series = ns;
+		c->cap    = nc;
+	}
+	x = &c->series[c->n++];
+	memset(x, 0, sizeof(*x));
+	x->sid    = s->rec.sid;
+	x->rank   = s->rank;
+	x->rec    = s->rec;
+	x->metric = (uint32_t) (c->nm - 1);
+	c->metrics[c->nm - 1].n++;
+	if (s->rec.sid > c->max_sid)
+		c->max_sid = s->rec.sid;
+	return 0;
+oom:
+	c->oom = 1;
+	return STORE_ENOMEM;
+}
+
+/*
+ * Read every series record of the run and build metrics anew, carrying
+ * over the sample caches and filter state by series id and name. On
+ * failure the previous state is kept.
+ */
+static int
+series_rebuild(model *m)
+{
+	build_ctx c;
+	uint32_t *by;
+	int       rc;
+
+	memset(&c, 0, sizeof(c));
+	c.m = m;
+	rc  = scan_series_of(m->st, m->txn, m->run, on_series_build, &c);
+	if (rc == 0 && (by = calloc((size_t) c.max_sid + 1, sizeof(*by))) ==
+		NULL)
+		rc = STORE_ENOMEM;
+	if (rc != 0) {
+		free(c.series);
+		free(c.metrics);
+		return rc;
+	}
+	for (size_t i = 0; i < c.n; i++) {
+		tm_series *x = &c.series[i];
+
+		by[x->sid] = (uint32_t) i + 1;
+		x->changed = m->frame;
+		if (x->sid < m->nby_sid && m->by_sid[x->sid] != 0) {
+			tm_series *o = &m->series[m->by_sid[x->sid] - 1];
+
+			x->cache = o->cache;
+			o->cache = NULL;
+		}
+	}
+	for (size_t i = 0; i < c.nm; i++)
+		c.metrics[i].changed = m->frame;
+	series_free(m);
+	m->series   = c.series;
+	m->nseries  = c.n;
+	m->metrics  = c.metrics;
+	m->nmetrics = c.nm;
+	m->by_sid   = by;
+	m->nby_sid  = (size_t) c.max_sid + 1;
+	return 0;
+}
+
+typedef struct inc_ctx {
+	model *m;
+	size_t i;
+	int    mismatch;
+} inc_ctx;
+
+static int
+on_series_inc(void *vctx, const scan_series *s)
+{
+	inc_ctx   *c = vctx;
+	model     *m = c->m;
+	tm_series *x;
+
+	if (c->i >= m->nseries || m->series[c->i].sid != s->rec.sid) {
+		c->mismatch = 1;
+		return -1;
+	}
+	x = &m->series[c->i++];
+	if (x->rec.samples != s->rec.samples ||
+	    x->rec.last_time != s->rec.last_time ||
+	    x->rec.last_step != s->rec.last_step) {
+		x->rec                     = s->rec;
+		x->changed                 = m->frame;
+		m->metrics[x->metric].changed = m->frame;
+	}
+	return 0;
+}
+
+/* The k-th smallest of v[0, n) (Wirth's selection): afterwards v[0, k)
+ * holds values <= v[k] and v(k, n) values >= v[k]. */
+static double
+nth(double *v, size_t n, size_t k)
+{
+	long lo = 0, hi = (long) n - 1, kk = (long) k;
+
+	while (lo < hi) {
+		double x = v[kk];
+		long   i = lo, j = hi;
+
+		do {
+			while (v[i] < x)
+				i++;
+			while (x < v[j])
+				j--;
+			if (i <= j) {
+				double t = v[i];
+
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				j--;
+			}
+		} while (i <= j);
+		if (j < kk)
+			lo = i;
+		if (kk < i)
+			hi = j;
+	}
+	return v[kk];
+}
+
+/* Latest value over ranks: min, median, max, and the worst rank (a
+ * non-finite one first, else the extreme in the bad direction). */
+static int
+fold(model *m, tm_metric *mt)
+{
+	size_t nf = 0;
+
+	if (m->scratch_cap < mt->n) {
+		double *ns = realloc(m->scratch, mt->n * sizeof(*ns));
+
+		if (ns == NULL)
+			return STORE_ENOMEM;
+		m->scratch     = ns;
+		m->scratch_cap = mt->n;
+	}
+	mt->nonfinite  = 0;
+	mt->min        = NAN;
+	mt->max        = NAN;
+	mt->value      = NAN;
+	mt->min_rank   = -1;
+	mt->max_rank   = -1;
+	mt->worst_rank = -1;
+	mt->last_step  = 0;
+	mt->last_time  = 0;
+	for (size_t i = 0; i < mt->n; i++) {
+		const tm_series *s = &m->series[mt->first + i];
+		double           v = s->rec.last_value;
+
+		if (s->rec.last_step > mt->last_step)
+			mt->last_step = s->rec.last_step;
+		if (s->rec.last_time > mt->last_time)
+			mt->last_time = s->rec.last_time;
+		if (s->rec.samples == 0)
+			continue;
+		if (!isfinite(v)) {
+			if (mt->nonfinite++ == 0)
+				mt->worst_rank = s->rank;
+			if (mt->n == 1)
+				mt->value = v;
+			continue;
+		}
+		if (nf == 0 || v < mt->min) {
+			mt->min      = v;
+			mt->min_rank = s->rank;
+		}
+		if (nf == 0 || v > mt->max) {
+			mt->max      = v;
+			mt->max_rank = s->rank;
+		}
+		m->scratch[nf++] = v;
+	}
+	if (nf > 0 && !(mt->n == 1 && mt->nonfinite)) {
+		double hi = nth(m->scratch, nf, nf / 2);
+
+		if (nf % 2 == 0) {
+			double lo = m->scratch[0];
+
+			/* After selection, [0, nf/2) holds the lower half. */
+			for (size_t i = 1; i < nf / 2; i++)
+				if (m->scratch[i] > lo)
+					lo = m->scratch[i];
+			hi = (lo + hi) / 2;
+		}
+		mt->value = hi;
+	}
+	if (mt->worst_rank < 0)
+		mt->worst_rank = mt->lower_worse ? mt->min_rank : mt->max_rank;
+	return 0;
+}
+
+static int
+read_series(model *m)
+{
+	inc_ctx c = { m, 0, 0 };
+	int     rc;
+
+	if (m->nseries == m->rec.series) {
+		rc = scan_series_of(m->st, m->txn, m->run, on_series_inc, &c);
+		if (rc != 0 && !c.mismatch)
+			return rc;
+	}
+	if (m->nseries != m->rec.series || c.mismatch || c.i != m->nseries)
+		if ((rc = series_rebuild(m)) != 0)
+			return rc;
+	for (size_t i = 0; i < m->nmetrics; i++)
+		if (m->metrics[i].changed == m->frame &&
+		    (rc = fold(m, &m->metrics[i])) != 0)
+			return rc;
+	return 0;
+}
+
+/* ---- emitters and ranks ---------------------------------------------- */
+
+typedef struct emi {
+	int32_t  rank;
+	uint64_t start, first_step, last_step, dropped, samples;
+	int64_t  last_seen;
+	char     host[64];
+} emi;
+
+typedef struct emi_ctx {
+	emi   *v;
+	size_t n, cap;
+} emi_ctx;
+
+static int
+on_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *r)
+{
+	emi_ctx *c = vctx;
+	emi     *e;
+
+	(void) run;
+	(void) runlen;
+	if (c->n == c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 64;
+		emi   *ne = realloc(c->v, nc * sizeof(*ne));
+
+		if (ne == NULL)
+			return STORE_ENOMEM;
+		c->v   = ne;
+		c->cap = nc;
+	}
+	e             = &c->v[c->n++];
+	e->rank       = r->rank;
+	e->start      = r->start_ns;
+	e->first_step = r->first_step;
+	e->last_step  = r->last_step;
+	e->dropped    = r->dropped;
+	e->samples    = r->samples;
+	e->last_seen  = r->last_seen;
+	snprintf(e->host, sizeof(e->host), "%s", r->host);
+	return 0;
+}
+
+static int
+emi_cmp(const void *a, const void *b)
+{
+	const emi *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int
+rank_cmp(const void *a, const void *b)
+{
+	const tm_rank *x = a, *y = b;
+
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+long
+model_rank_find(const model *m, int32_t rank)
+{
+	size_t lo = 0, hi = m->nranks;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (m->ranks[mid].rank == rank)
+			return (long) mid;
+		if (m->ranks[mid].rank < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/*
+ * Ranks from the emitters (an incarnation per process start), their
+ * newest sample from the series. Restarts count the incarnations of a
+ * rank beyond its first; lost steps are those an incarnation redid below
+ * the furthest step reached before it started.
+ */
+static int
+read_ranks(model *m)
+{
+	emi_ctx  c = { 0 };
+	tm_rank *nr;
+	size_t   n = 0, extra = 0;
+	int      rc;
+
+	rc = scan_emitters(m->st, m->txn, m->run, on_emitter, &c);
+	if (rc != 0) {
+		free(c.v);
+		return rc;
+	}
+	qsort(c.v, c.n, sizeof(*c.v), emi_cmp);
+	/* Ranks seen only in series (no emitter record) are kept too. */
+	for (size_t i = 0; i < m->nseries; i++)
+		if (i == 0 || m->series[i].rank != m->series[i - 1].rank)
+			extra++;
+	nr = calloc(c.n + extra + 1, sizeof(*nr));
+	if (nr == NULL) {
+		free(c.v);
+		return STORE_ENOMEM;
+	}
+	m->restarts   = 0;
+	m->lost_steps = 0;
+	m->dropped    = 0;
+	m->last_seen  = 0;
+	m->step       = 0;
+	for (size_t i = 0; i < c.n;) {
+		tm_rank *r        = &nr[n++];
+		uint64_t furthest = 0;
+		int      any      = 0;
+		size_t   j        = i;
+
+		r->rank      = c.v[i].rank;
+		r->alert_sev = -1;
+		for (; j < c.n && c.v[j].rank == r->rank; j++) {
+			const emi *e = &c.v[j];
+
+			r->incarnations++;
+			r->dropped += e->dropped;
+			if (e->last_seen > r->last_seen)
+				r->last_seen = e->last_seen;
+			snprintf(r->host, sizeof(r->host), "%s", e->host);
+			if (e->samples == 0)
+				continue;
+			if (any && e->first_step <= furthest)
+				r->lost_steps += furthest - e->first_step + 1;
+			if (!any || e->last_step > furthest)
+				furthest = e->last_step;
+			any     = 1;
+			r->step = e->last_step;
+		}
+		m->restarts += r->incarnations - 1;
+		m->lost_steps += r->lost_steps;
+		m->dropped += r->dropped;
+		if (r->last_seen > m->last_seen)
+			m->last_seen = r->last_seen;
+		if (r->step > m->step)
+			m->step = r->step;
+		i = j;
+	}
+	free(c.v);
+	for (size_t i = 0; i < m->nseries; i++) {
+		const tm_series *s = &m->series[i];
+		tm_rank          key = { .rank = s->rank };
+		tm_rank         *r   = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
+
+		if (r == NULL) {
+			r            = &nr[n++];
+			r->rank      = s->rank;
+			r->alert_sev = -1;
+			qsort(nr, n, sizeof(*nr), rank_cmp);
+			r = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
+		}
+		if (s->rec.last_time > r->last_time)
+			r->last_time = s->rec.last_time;
+		if (r->incarnations == 0 && s->rec.last_step > r->step)
+			r->step = s->rec.last_step;
+	}
+	if (m->step == 0)
+		m->step = m->rec.last_step;
+	free(m->ranks);
+	m->ranks  = nr;
+	m->nranks = n;
+	return 0;
+}
+
+/* A rank is stalled when the others went on without it: its newest
+ * sample is older than the run's by more than 10 usual step intervals
+ * (at least 2 s, so that batching never looks like a stall), and its step
+ * is behind. */
+static void
+mark_stalls(model *m)
+{
+	double th = isfinite(m->interval_s) ? 10 * m->interval_s : 0;
+
+	if (th < 2.0)
+		th = 2.0;
+	for (size_t i = 0; i < m->nranks; i++) {
+		tm_rank *r = &m->ranks[i];
+
+		r->lag_s = r->last_time > 0 ?
+		    (double) (m->rec.last_time - r->last_time) / 1e9 :
+		    NAN;
+		r->stalled = m->nranks > 1 && r->step < m->step &&
+		    isfinite(r->lag_s) && r->lag_s > th;
+	}
+}
+
+/* ---- rates ----------------------------------------------------------- */
+
+static void
+rates_update(model *m, double now)
+{
+	size_t  cap = sizeof(m->hist) / sizeof(m->hist[0]);
+	size_t  oldest;
+	double  dt;
+
+	m->hist[m->hist_at].t       = now;
+	m->hist[m->hist_at].step    = m->step;
+	m->hist[m->hist_at].samples = m->rec.samples;
+	m->hist_at                  = (m->hist_at + 1) % cap;
+	if (m->nhist < cap)
+		m->nhist++;
+	/* The oldest refresh within the window. */
+	oldest = (m->hist_at + cap - m->nhist) % cap;
+	for (size_t k = 0; k < m->nhist; k++) {
+		size_t i = (oldest + k) % cap;
+
+		if (now - m->hist[i].t <= TM_RATE_WINDOW) {
+			oldest = i;
+			break;
+		}
+	}
+	dt               = now - m->hist[oldest].t;
+	m->steps_per_s   = NAN;
+	m->samples_per_s = NAN;
+	if (dt >= 0.9) {
+		m->steps_per_s = m->step > m->hist[oldest].step ?
+		    (double) (m->step - m->hist[oldest].step) / dt :
+		    0;
+		m->samples_per_s = m->rec.samples > m->hist[oldest].samples ?
+		    (double) (m->rec.samples - m->hist[oldest].samples) / dt :
+		    0;
+	}
+	if (isfinite(m->steps_per_s) && m->steps_per_s > 0)
+		m->interval_s = 1 / m->steps_per_s;
+	else if (m->rec.last_step > m->rec.first_step &&
+	    m->rec.last_time > m->rec.first_time)
+		m->interval_s = (double) (m->rec.last_time - m->rec.first_time) /
+		    1e9 / (double) (m->rec.last_step - m->rec.first_step);
+	else
+		m->interval_s = NAN;
+}
+
+/* ---- samples --------------------------------------------------------- */
+
+typedef struct sample_ctx {
+	tm_samples *c;
+	uint64_t    k; /* callbacks */
+	int         oom;
+} sample_ctx;
+
+static int
+on_sample(void *vctx, uint64_t step, int64_t t, double v)
+{
+	sample_ctx *x = vctx;
+	tm_samples *c = x->c;
+
+	(void) t;
+	x->k++;
+	if (c->n > 0 && step <= c->step[c->n - 1]) {
+		/* The same step again (a restart): the later one wins. */
+		if (step == c->step[c->n - 1])
+			c->value[c->n - 1] = v;
+		return 0;
+	}
+	if (c->n == c->cap) {
+		size_t    nc = c->cap ? c->cap * 2 : 256;
+		uint64_t *ns = realloc(c->step, nc * sizeof(*ns));
+		double   *nv;
+
+		if (ns == NULL)
+			goto oom;
+		c->step = ns;
+		nv      = realloc(c->value, nc * sizeof(*nv));
+		if (nv == NULL)
+			goto oom;
+		c->value = nv;
+		c->cap   = nc;
+	}
+	c->step[c->n]  = step;
+	c->value[c->n] = v;
+	c->n++;
+	return 0;
+oom:
+	x->oom = 1;
+	return STORE_ENOMEM;
+}
+
+static int
+cache_read(model *m, tm_series *s, uint64_t from, uint64_t *count)
+{
+	sample_ctx x = { s->cache, 0, 0 };
+	int        rc;
+
+	rc = scan_samples(m->st, m->txn, s->sid, from, UINT64_MAX, on_sample,
+	    &x);
+	*count = x.k;
+	return x.oom ? STORE_ENOMEM : rc;
+}
+
+/*
+ * Bring the cache of s up to date for the last span steps: read only the
+ * steps after those held, unless more history is wanted or a restart
+ * stored samples among them.
+ */
+static int
+cache_load(model *m, tm_series *s, uint64_t span)
+{
+	tm_samples *c;
+	uint64_t    last = s->rec.last_step, from, k;
+	int         rc;
+
+	if (span > TM_CACHE_SPAN)
+		span = TM_CACHE_SPAN;
+	from = last >= span ? last - span + 1 : 0;
+	if (s->cache == NULL) {
+		if ((s->cache = calloc(1, sizeof(*s->cache))) == NULL)
+			return STORE_ENOMEM;
+		s->cache->from = UINT64_MAX;
+	}
+	c       = s->cache;
+	c->used = m->frame;
+	c->span = span;
+	if (from < c->from) {
+		c->n    = 0;
+		c->from = from;
+		rc      = cache_read(m, s, from, &k);
+		c->seen = s->rec.samples;
+		m->read_series++;
+		return rc;
+	}
+	if (c->seen != s->rec.samples) {
+		uint64_t want = s->rec.samples - c->seen;
+
+		rc = cache_read(m, s, c->n ? c->step[c->n - 1] + 1 : c->from,
+		    &k);
+		m->read_series++;
+		if (rc != 0)
+			return rc;
+		if (k != want) {
+			/* Some went to steps already held: read again. */
+			c->n = 0;
+			if ((rc = cache_read(m, s, c->from, &k)) != 0)
+				return rc;
+		}
+		c->seen = s->rec.samples;
+	}
+	/* Drop what is older than the window once it is twice as long. */
+	if (c->n > 0 && from > c->from && from - c->from > span) {
+		size_t i = 0;
+
+		while (i < c->n && c->step[i] < from)
+			i++;
+		memmove(c->step, c->step + i, (c->n - i) * sizeof(*c->step));
+		memmove(c->value, c->value + i, (c->n - i) * sizeof(*c->value));
+		c->n -= i;
+		c->from = from;
+	}
+	return 0;
+}
+
+void
+model_want(model *m, size_t i, uint64_t span)
+{
+	if (i < m->nseries && span > m->series[i].want)
+		m->series[i].want = span;
+}
+
+static int
+read_samples(model *m)
+{
+	int rc;
+
+	for (size_t i = 0; i < m->nseries; i++) {
+		tm_series *s = &m->series[i];
+
+		if (s->want == 0 || s->rec.samples == 0)
+			continue;
+		if ((rc = cache_load(m, s, s->want)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void
+evict(model *m)
+{
+	for (size_t i = 0; i < m->nseries; i++) {
+		tm_series *s = &m->series[i];
+
+		if (s->cache != NULL && m->frame - s->cache->used > TM_CACHE_KEEP) {
+			cache_free(s->cache);
+			s->cache = NULL;
+		}
+	}
+}
+
+/* ---- refresh --------------------------------------------------------- */
+
+static int
+rec_differs(const run_rec *a, const run_rec *b)
+{
+	return a->samples != b->samples || a->last_step != b->last_step ||
+	    a->last_time != b->last_time || a->emitters != b->emitters ||
+	    a->series != b->series || a->dropped != b->dropped ||
+	    a->first_step != b->first_step;
+}
+
+static int
+read_run(model *m, double now)
+{
+	run_rec rec;
+	int     rc, changed;
+
+	if (m->run[0] == 0 && !m->run_fixed)
+		choose_run(m);
+	if (m->run[0] == 0)
+		return 0;
+	rc = scan_run_get(m->st, m->txn, m->run, &rec);
+	if (rc == STORE_ENOTFOUND) {
+		m->run_found = 0;
+		return 0;
+	}
+	if (rc != 0)
+		return rc;
+	m->run_found = 1;
+	changed      = !m->have_rec || rec_differs(&rec, &m->rec);
+	m->rec       = rec;
+	m->have_rec  = 1;
+	if (changed) {
+		if ((rc = read_series(m)) != 0)
+			return rc;
+		if ((rc = read_ranks(m)) != 0)
+			return rc;
+		m->index_changed = m->frame;
+	}
+	rates_update(m, now);
+	mark_stalls(m);
+	return 0;
+}
+
+int
+model_update(model *m, model_want_fn want, void *ctx)
+{
+	double t0 = mono_now();
+	int    rc;
+
+	m->frame++;
+	m->read_series = 0;
+	if ((rc = store_read_begin(m->st, &m->txn)) != 0) {
+		snprintf(m->err, sizeof(m->err), "%s", m->st->err);
+		return -1;
+	}
+	rc = read_runs(m);
+	if (rc == 0)
+		rc = read_run(m, t0);
+	if (rc == 0 && m->run_found)
+		rc = model_alerts_read(m);
+	if (rc == 0 && (m->alerts_changed == m->frame ||
+			   m->index_changed == m->frame))
+		model_alerts_apply(m);
+	if (rc == 0 && want != NULL) {
+		for (size_t i = 0; i < m->nseries; i++)
+			m->series[i].want = 0;
+		want(ctx, m);
+		rc = read_samples(m);
+	}
+	mdb_txn_abort(m->txn);
+	m->txn = NULL;
+	evict(m);
+	m->update_ms = (mono_now() - t0) * 1e3;
+	if (rc != 0) {
+		if (rc == STORE_ENOMEM)
+			snprintf(m->err, sizeof(m->err), "out of memory");
+		else
+			snprintf(m->err, sizeof(m->err), "%s", m->st->err);
+		return -1;
+	}
+	return 0;
+}
+
+long
+model_metric_find(const model *m, const char *name)
+{
+	size_t lo = 0, hi = m->nmetrics;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int    c   = strcmp(m->metrics[mid].name, name);
+
+		if (c == 0)
+			return (long) mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+long
+model_series_of(const model *m, size_t mi, int32_t rank)
+{
+	const tm_metric *mt;
+
+	if (mi >= m->nmetrics)
+		return -1;
+	mt = &m->metrics[mi];
+	for (size_t i = 0; i < mt->n; i++)
+		if (m->series[mt->first + i].rank == rank)
+			return (long) (mt->first + i);
+	return -1;
+}

@@ -1,0 +1,56 @@
+/*
+ * panel: the parts of the screen, each in its own file. A panel has up
+ * to three functions:
+ *
+ *   _want(u, m)     in the update step, between reading the index and
+ *                   reading samples: marks the series it will draw;
+ *   _draw(u, m, y, h, w)  draws rows [y, y + h) of width w from the
+ *                   state alone (changes neither u nor m);
+ *   _key(u, m, ch)  handles a key of its view; returns enum ui_flag
+ *                   bits (0: not its key).
+ */
+#ifndef TUI_PANEL_H
+#define TUI_PANEL_H
+
+#include "tui/crt.h"
+#include "tui/model.h"
+#include "tui/ui.h"
+
+/* Header (the first UI_HEADER_LINES lines) and the status line. */
+void panel_header_draw(const ui *u, const model *m);
+void panel_status_draw(const ui *u, const model *m);
+
+void panel_overview_want(const ui *u, model *m);
+void panel_overview_draw(const ui *u, const model *m, int y, int h, int w);
+int  panel_overview_key(ui *u, model *m, int ch);
+
+void panel_detail_want(const ui *u, model *m);
+void panel_detail_draw(const ui *u, const model *m, int y, int h, int w);
+int  panel_detail_key(ui *u, model *m, int ch);
+/* Open the detail view of metric mi at rank (-2: its worst rank). */
+void panel_detail_open(ui *u, const model *m, long mi, int32_t rank);
+
+void panel_ranks_want(const ui *u, model *m);
+void panel_ranks_draw(const ui *u, const model *m, int y, int h, int w);
+int  panel_ranks_key(ui *u, model *m, int ch);
+
+void panel_alerts_draw(const ui *u, const model *m, int y, int h, int w);
+int  panel_alerts_key(ui *u, model *m, int ch);
+
+void panel_help_draw(const ui *u, int y, int h, int w);
+
+void panel_runs_draw(const ui *u, const model *m, int y, int h, int w);
+int  panel_runs_key(ui *u, model *m, int ch);
+
+/* Severity as a role and a short label. */
+enum crt_role panel_sev_role(int severity);
+const char   *panel_sev_name(int severity);
+
+/* Common list movement: up/down/j/k, page keys, home/end. Returns 1 and
+ * updates *sel if ch is one of them. */
+int panel_move(int ch, size_t *sel, size_t n, int page);
+
+/* Keep sel visible in a window of page rows starting at *top. */
+void panel_scroll(size_t sel, size_t *top, size_t n, int page);
+
+#endif /* TUI_PANEL_H */
