@@ -96,11 +96,12 @@ FUZZ_SECONDS ?= 60
 FZ            = build-fuzz
 FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -I. \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_TARGETS  = wire block rules replay
+FUZZ_TARGETS  = wire block rules replay engine
 FUZZ_SRC_wire   = wire/wire.c $(DETECT_SRC)
 FUZZ_SRC_block  = store/block.c
 FUZZ_SRC_rules  = $(DETECT_SRC)
 FUZZ_SRC_replay = cli/replay_input.c $(DETECT_SRC)
+FUZZ_SRC_engine = $(DETECT_SRC)
 FUZZ_LIBS       = $(PCRE_LIBS) $(JSON_LIBS) -lm
 
 $(FZ)/fuzz_%: fuzz/fuzz_%.c $(WIRE_SRC) $(DETECT_SRC) store/block.c cli/replay_input.c
@@ -117,7 +118,7 @@ fuzz:
 	@$(MAKE) --no-print-directory $(patsubst %,$(FZ)/fuzz_%,$(FUZZ_TARGETS))
 	@FZ=$(FZ) FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh $(FUZZ_TARGETS)
 
-.PHONY: all deps test test-build fuzz bench bench-peers demo asan ubsan clean format
+.PHONY: all deps test test-build fuzz bench bench-detect bench-peers demo asan ubsan clean format
 
 # Installs what building and testing need, when run as root on Debian.
 deps:
@@ -138,6 +139,10 @@ ubsan:
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) OPT="-O2 -g -DNDEBUG"
 	@B=$(B) sh bench/run.sh
+
+bench-detect: deps
+	@$(MAKE) --no-print-directory $(B)/bench/bench_detect OPT="-O2 -g -DNDEBUG"
+	@$(B)/bench/bench_detect
 
 bench-peers: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)

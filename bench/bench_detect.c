@@ -2,7 +2,10 @@
  * bench_detect: the quality of the default rules on labelled synthetic
  * training runs, side by side with the simple detectors trainers use.
  *
- *	build/bench/bench_detect [--runs N] [--steps N] [--seed S] [--csv]
+ *	build/bench/bench_detect [--runs N] [--steps N] [--seed S] [-v]
+ *
+ * -v lists the events vitals missed and its false alerts;
+ * BENCH_TRACE=RUN prints every alert of that run as JSON.
  *
  * The generator makes runs that look like real ones: a power-law loss
  * with warm-up, lr decay and noise proportional to its level; a
@@ -33,10 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "detect/detect.h"
 
-/* ---- random numbers -------------------------------------------------------- */
+/* ---- random numbers --------------------------------------------------------
+ */
 
 typedef struct rng {
 	uint64_t s;
@@ -86,7 +91,8 @@ student3(rng *r)
 	return gauss(r) / sqrt(c / 3) / sqrt(3.0);
 }
 
-/* ---- events ------------------------------------------------------------------ */
+/* ---- events
+ * ------------------------------------------------------------------ */
 
 enum ev_kind {
 	EV_SPIKE,
@@ -102,34 +108,42 @@ enum ev_kind {
 	EV_RESTART,
 	NEV
 };
-static const char *const ev_names[NEV] = { "spike", "blip (info only)",
-	"divergence", "nan", "stall (run)", "stall (rank)",
-	"heartbeats, no progress", "throughput drop", "straggler",
-	"entropy collapse", "restart" };
+static const char *const ev_names[NEV]
+    = { "spike", "blip (info only)", "divergence", "nan", "stall (run)",
+	      "stall (rank)", "heartbeats, no progress", "throughput drop",
+	      "straggler", "entropy collapse", "restart" };
 
 /* Metric families. */
-enum { M_LOSS, M_GRAD, M_TPS, M_ENTROPY, M_MFU, M_STEPTIME, M_HEARTBEAT,
-	NMET };
+enum {
+	M_LOSS,
+	M_GRAD,
+	M_TPS,
+	M_ENTROPY,
+	M_MFU,
+	M_STEPTIME,
+	M_HEARTBEAT,
+	NMET
+};
 static const char *const met_names[NMET] = { "loss", "grad_norm",
 	"tokens_per_sec", "entropy", "mfu", "step_time", "heartbeat" };
-static const int met_up[NMET] = { 1, 1, 0, 0, 0, 1, 1 };
+static const int         met_up[NMET]    = { 1, 1, 0, 0, 0, 1, 1 };
 
 #define NDET 4
-static const char *const det_names[NDET] = { "vitals", "z>6/128", "2x/p4",
-	"10x early" };
+static const char *const det_names[NDET]
+    = { "vitals", "z>6/128", "2x/p4", "10x early" };
 
 typedef struct event {
 	int      kind, rank;
 	uint64_t step0;
-	int64_t  t0, t1;  /* window in which a detection counts */
-	int64_t  tref;    /* stalls: last sample before the stall */
-	double   dt;      /* the run's usual step interval, s */
+	int64_t  t0, t1; /* window in which a detection counts */
+	int64_t  tref;   /* stalls: last sample before the stall */
+	double   dt;     /* the run's usual step interval, s */
 	double   size;
 	int      hit[NDET];
-	double   delay[NDET]; /* steps (stalls: seconds) */
+	double   delay[NDET];    /* steps (stalls: seconds) */
 	double   delay_iv[NDET]; /* stalls: in usual intervals */
-	int      paged;   /* blips: a warning or critical alert */
-	int      critical; /* divergences: called critical (vitals) */
+	int      paged;          /* blips: a warning or critical alert */
+	int      critical;       /* divergences: called critical (vitals) */
 } event;
 
 typedef struct alert_rec {
@@ -139,9 +153,21 @@ typedef struct alert_rec {
 } alert_rec;
 
 /* Alert categories (vitals kinds; baselines: by metric family). */
-enum { A_SPIKE, A_DIVERGENCE, A_BLIP, A_NONFINITE, A_STALL, A_PROGRESS,
-	A_DROP, A_STRAGGLER, A_THRESHOLD, A_RESTART, A_FLATLINE, A_OTHER,
-	NCAT };
+enum {
+	A_SPIKE,
+	A_DIVERGENCE,
+	A_BLIP,
+	A_NONFINITE,
+	A_STALL,
+	A_PROGRESS,
+	A_DROP,
+	A_STRAGGLER,
+	A_THRESHOLD,
+	A_RESTART,
+	A_FLATLINE,
+	A_OTHER,
+	NCAT
+};
 static const char *const cat_names[NCAT] = { "spike", "divergence", "blip",
 	"nonfinite", "stall", "progress_stall", "drop/rise", "straggler",
 	"threshold", "restart", "flatline", "other" };
@@ -168,7 +194,8 @@ compatible(int det, int c, int k)
 	return table[c][k];
 }
 
-/* ---- baselines --------------------------------------------------------------- */
+/* ---- baselines
+ * --------------------------------------------------------------- */
 
 #define BW 128
 
@@ -187,7 +214,7 @@ static int
 base_feed(base_series *b, double v, int up)
 {
 	int    fire = 0, hit[3] = { 0, 0, 0 };
-	double x    = up ? v : -v;
+	double x = up ? v : -v;
 
 	if (b->n >= 32) {
 		double mean = b->sum / b->n;
@@ -223,16 +250,17 @@ base_feed(base_series *b, double v, int up)
 		b->sum += v;
 		b->sumsq += v * v;
 		if (b->nearly < 100) {
-			b->early = b->nearly == 0 ? v :
-			    up			 ? fmax(b->early, v) :
-						   fmin(b->early, v);
+			b->early = b->nearly == 0 ? v
+			    : up                  ? fmax(b->early, v)
+			                          : fmin(b->early, v);
 			b->nearly++;
 		}
 	}
 	return fire;
 }
 
-/* ---- the simulated run ---------------------------------------------------------- */
+/* ---- the simulated run
+ * ---------------------------------------------------------- */
 
 #define MAXRANK 8
 
@@ -250,7 +278,7 @@ typedef struct sim {
 	event         *ev;
 	size_t         nev, cev;
 	uint64_t       healthy_steps, samples;
-	int            trace;
+	int            trace, verbose;
 } sim;
 
 static void
@@ -301,11 +329,11 @@ metric_of(const char *m)
 static void
 on_alert(void *ctx, const detect_alert *a)
 {
-	sim      *S = ctx;
-	alert_rec r = { 0 };
-	int       is_event = strcmp(a->kind, "blip") == 0 ||
-	    strcmp(a->kind, "restart") == 0 ||
-	    strcmp(a->kind, "series_limit") == 0;
+	sim      *S        = ctx;
+	alert_rec r        = { 0 };
+	int       is_event = strcmp(a->kind, "blip") == 0
+	    || strcmp(a->kind, "restart") == 0
+	    || strcmp(a->kind, "series_limit") == 0;
 
 	if (S->trace) {
 		char line[1024];
@@ -315,11 +343,11 @@ on_alert(void *ctx, const detect_alert *a)
 	}
 	if (a->state == DETECT_RESOLVED && !is_event)
 		return;
-	r.det     = 0;
-	r.cat     = cat_of(a->kind);
+	r.det = 0;
+	r.cat = cat_of(a->kind);
 	/* Entropy alerts are about collapse, whatever the detector. */
-	if (strcmp(a->metric, "entropy") == 0 &&
-	    (r.cat == A_DROP || r.cat == A_THRESHOLD))
+	if (strcmp(a->metric, "entropy") == 0
+	    && (r.cat == A_DROP || r.cat == A_THRESHOLD))
 		r.cat = A_THRESHOLD;
 	r.sev     = a->severity;
 	r.rank    = a->rank;
@@ -369,14 +397,14 @@ emit(sim *S, int metric, int rank, uint64_t step, int64_t t, double v)
 
 		if (!(fire & (1 << d)))
 			continue;
-		r.det    = d + 1;
-		r.cat    = metric == M_LOSS || metric == M_GRAD ? A_SPIKE :
-		       metric == M_ENTROPY			? A_THRESHOLD :
-								  A_DROP;
-		r.sev    = DETECT_WARNING;
-		r.rank   = rank;
-		r.metric = metric;
-		r.step   = step;
+		r.det     = d + 1;
+		r.cat     = metric == M_LOSS || metric == M_GRAD ? A_SPIKE
+		        : metric == M_ENTROPY                    ? A_THRESHOLD
+		                                                 : A_DROP;
+		r.sev     = DETECT_WARNING;
+		r.rank    = rank;
+		r.metric  = metric;
+		r.step    = step;
 		r.emit_ns = t;
 		add_alert(S, &r);
 	}
@@ -394,11 +422,11 @@ typedef struct inj {
 typedef struct runcfg {
 	int      nranks;
 	uint64_t iters;
-	double   dt;                /* s per step */
-	double   l_inf, l_a, l_p;   /* loss = l_inf + l_a (step + 50)^-p */
+	double   dt;              /* s per step */
+	double   l_inf, l_a, l_p; /* loss = l_inf + l_a (step + 50)^-p */
 	double   l_noise, g0, g_noise, tps0, tps_noise, ent0, ent_tau;
 	double   mfu0;
-	int      slow_every;        /* periodic benign slow steps */
+	int      slow_every; /* periodic benign slow steps */
 	double   slow_factor;
 	double   rank_off[MAXRANK], rank_noise[MAXRANK];
 } runcfg;
@@ -415,8 +443,8 @@ loss_at(const runcfg *c, double step)
 static void
 plan(sim *S, const runcfg *c, inj *in, int *ninj)
 {
-	uint64_t i   = 800 + (uint64_t) uni(&S->r, 0, 400);
-	int      n   = 0;
+	uint64_t i = 800 + (uint64_t) uni(&S->r, 0, 400);
+	int      n = 0;
 
 	while (n < 12) {
 		inj *x = &in[n];
@@ -437,10 +465,11 @@ plan(sim *S, const runcfg *c, inj *in, int *ninj)
 			x->i1   = i + 1;
 			break;
 		case EV_DIVERGENCE:
-			x->size  = uni(&S->r, 1.3, 3);    /* grad growth/step */
-			x->size2 = uni(&S->r, 1.03, 1.2); /* loss growth/step */
-			x->lead  = (int) uni(&S->r, 2, 8);
-			x->i1    = i + (uint64_t) uni(&S->r, 20, 60);
+			x->size = uni(&S->r, 1.3, 3); /* grad growth/step */
+			x->size2
+			    = uni(&S->r, 1.03, 1.2); /* loss growth/step */
+			x->lead = (int) uni(&S->r, 2, 8);
+			x->i1   = i + (uint64_t) uni(&S->r, 20, 60);
 			break;
 		case EV_NAN:
 			x->metric = unif(&S->r) < 0.7 ? M_LOSS : M_GRAD;
@@ -455,8 +484,8 @@ plan(sim *S, const runcfg *c, inj *in, int *ninj)
 			break;
 		case EV_DROP:
 		case EV_STRAGGLER:
-			x->size = x->kind == EV_DROP ? uni(&S->r, 0.03, 0.20) :
-						       uni(&S->r, 0.05, 0.25);
+			x->size = x->kind == EV_DROP ? uni(&S->r, 0.03, 0.20)
+			                             : uni(&S->r, 0.05, 0.25);
 			x->rank = (int) (unif(&S->r) * c->nranks);
 			x->i1   = i + (uint64_t) uni(&S->r, 1500, 3000);
 			break;
@@ -465,9 +494,9 @@ plan(sim *S, const runcfg *c, inj *in, int *ninj)
 			x->i1   = i + (uint64_t) uni(&S->r, 500, 1500);
 			break;
 		case EV_RESTART:
-			x->size = uni(&S->r, 50, 1000); /* steps lost */
-			x->size2 = uni(&S->r, 30, 300); /* s down */
-			x->i1   = i + 1;
+			x->size  = uni(&S->r, 50, 1000); /* steps lost */
+			x->size2 = uni(&S->r, 30, 300);  /* s down */
+			x->i1    = i + 1;
 			break;
 		}
 		if (x->i1 + 400 >= c->iters)
@@ -494,12 +523,12 @@ static void
 simulate(sim *S, const runcfg *c)
 {
 	inj      in[16];
-	int      ninj, a = 0;
-	double   t      = 1.7e9 + S->run_id * 1e6, ent_scale = 1;
+	int      ninj;
+	double   t = 1.7e9 + S->run_id * 1e6, ent_scale = 1;
 	uint64_t step   = 0, i;
-	double   lnoise = 0, collapse_at = -1;
+	double   lnoise = 0;
 	int64_t  last_t[MAXRANK];
-	int      silent_rank = -1;
+	int      silent_rank  = -1;
 	int64_t  silent_until = 0;
 
 	plan(S, c, in, &ninj);
@@ -507,13 +536,13 @@ simulate(sim *S, const runcfg *c)
 	for (int r = 0; r < MAXRANK; r++)
 		last_t[r] = 0;
 	for (i = 0; i < c->iters; i++, step++) {
-		double mloss = 1, mgrad = 1, mtps = 1, lag[MAXRANK] = { 0 };
-		int    nan_metric = -1, in_event = 0;
-		double dt = c->dt * exp(0.03 * gauss(&S->r));
+		double  mloss = 1, mgrad = 1, mtps = 1, lag[MAXRANK] = { 0 };
+		int     nan_metric = -1, in_event = 0;
+		double  dt = c->dt * exp(0.03 * gauss(&S->r));
 		int64_t ts;
 
-		if (c->slow_every && step % (uint64_t) c->slow_every == 0 &&
-		    step > 0)
+		if (c->slow_every && step % (uint64_t) c->slow_every == 0
+		    && step > 0)
 			dt *= c->slow_factor;
 		if (unif(&S->r) < 0.005)
 			dt *= uni(&S->r, 1.2, 1.8); /* a random slow step */
@@ -534,20 +563,23 @@ simulate(sim *S, const runcfg *c)
 				ev->dt    = c->dt;
 				ev->size  = x->size;
 			}
-			if (i >= x->i1 && x->kind != EV_SPIKE &&
-			    x->kind != EV_COLLAPSE)
+			if (i >= x->i1 && x->kind != EV_SPIKE
+			    && x->kind != EV_COLLAPSE)
 				continue;
 			switch (x->kind) {
 			case EV_SPIKE: {
-				double d = (double) (i - x->i0);
+				double d   = (double) (i - x->i0);
 				double len = (double) (x->i1 - x->i0);
-				double m = i < x->i1 ? x->size :
-				    1 + (x->size - 1) * exp(-(d - len) / x->size2);
+				double m   = i < x->i1 ? x->size
+				                       : 1
+                                        + (x->size - 1)
+                                            * exp(-(d - len) / x->size2);
 
 				/* Some spikes build up over a few steps. */
 				if (d - x->lead < x->ramp)
-					m = 1 + (m - 1) * (d - x->lead + 1) /
-					    (x->ramp + 1);
+					m = 1
+					    + (m - 1) * (d - x->lead + 1)
+					        / (x->ramp + 1);
 
 				if (i >= x->i1 && m < 1.01)
 					continue;
@@ -555,7 +587,7 @@ simulate(sim *S, const runcfg *c)
 					mloss *= m;
 				if (d < 3)
 					mgrad *= 3 * x->size;
-				in_event = 1;
+				in_event  = 1;
 				x->ev->t1 = (int64_t) (t * 1e9);
 				break;
 			}
@@ -563,7 +595,7 @@ simulate(sim *S, const runcfg *c)
 				mloss *= x->size;
 				if (unif(&S->r) < 0.5)
 					mgrad *= 2 * x->size;
-				in_event = 1;
+				in_event  = 1;
 				x->ev->t1 = (int64_t) (t * 1e9);
 				break;
 			case EV_DIVERGENCE: {
@@ -571,44 +603,44 @@ simulate(sim *S, const runcfg *c)
 
 				mgrad *= pow(x->size, d);
 				if (d >= x->lead)
-					mloss *= fmin(pow(x->size2, d - x->lead),
+					mloss *= fmin(
+					    pow(x->size2, d - x->lead),
 					    12 / loss_at(c, (double) step));
 				if (mgrad > 1e6)
 					nan_metric = M_GRAD;
-				in_event = 1;
+				in_event  = 1;
 				x->ev->t1 = (int64_t) (t * 1e9);
 				break;
 			}
 			case EV_NAN:
 				nan_metric = x->metric;
 				in_event   = 1;
-				x->ev->t1 = (int64_t) (t * 1e9);
+				x->ev->t1  = (int64_t) (t * 1e9);
 				break;
 			case EV_DROP:
 				mtps *= 1 - x->size;
 				for (int r = 0; r < c->nranks; r++)
 					lag[r] += 1 / (1 - x->size) - 1;
-				in_event = 1;
+				in_event  = 1;
 				x->ev->t1 = (int64_t) (t * 1e9);
 				break;
 			case EV_STRAGGLER:
 				mtps *= 1 / (1 + x->size);
 				lag[x->rank] += x->size;
 				x->ev->rank = x->rank;
-				in_event = 1;
-				x->ev->t1 = (int64_t) (t * 1e9);
+				in_event    = 1;
+				x->ev->t1   = (int64_t) (t * 1e9);
 				break;
 			case EV_COLLAPSE:
-				if (collapse_at < 0)
-					collapse_at = (double) i;
 				if (i < x->i1) {
 					ent_scale = fmax(0.03,
-					    1 - (double) (i - x->i0) / x->size);
-					in_event = 1;
+					    1
+					        - (double) (i - x->i0)
+					            / x->size);
+					in_event  = 1;
 					x->ev->t1 = (int64_t) (t * 1e9);
 				} else {
-					ent_scale   = 1;
-					collapse_at = -1;
+					ent_scale = 1;
 				}
 				break;
 			default:
@@ -617,7 +649,7 @@ simulate(sim *S, const runcfg *c)
 		}
 		/* One-off events that take time: stalls, restarts. */
 		for (int k = 0; k < ninj; k++) {
-			inj   *x = &in[k];
+			inj   *x  = &in[k];
 			event *ev = x->ev;
 
 			if (i != x->i0 || ev == NULL)
@@ -625,7 +657,7 @@ simulate(sim *S, const runcfg *c)
 			if (x->kind == EV_STALL_RUN) {
 				ev->tref = (int64_t) (t * 1e9);
 				t += x->size * c->dt;
-				ev->t1 = (int64_t) (t * 1e9);
+				ev->t1   = (int64_t) (t * 1e9);
 				in_event = 1;
 			} else if (x->kind == EV_PROGRESS) {
 				double end = t + x->size * c->dt, h = t;
@@ -633,18 +665,20 @@ simulate(sim *S, const runcfg *c)
 				ev->tref = (int64_t) (t * 1e9);
 				while ((h += c->dt * uni(&S->r, 0.5, 1)) < end)
 					for (int r = 0; r < c->nranks; r++)
-						emit(S, M_HEARTBEAT, r, step - 1,
-						    (int64_t) (h * 1e9) + r * 1000000,
+						emit(S, M_HEARTBEAT, r,
+						    step - 1,
+						    (int64_t) (h * 1e9)
+						        + r * 1000000,
 						    1);
-				t = end;
-				ev->t1 = (int64_t) (t * 1e9);
+				t        = end;
+				ev->t1   = (int64_t) (t * 1e9);
 				in_event = 1;
 			} else if (x->kind == EV_STALL_RANK) {
-				silent_rank  = x->rank;
-				ev->rank     = x->rank;
-				ev->tref     = last_t[x->rank];
-				silent_until = (int64_t) ((t + x->size * c->dt) *
-				    1e9);
+				silent_rank = x->rank;
+				ev->rank    = x->rank;
+				ev->tref    = last_t[x->rank];
+				silent_until
+				    = (int64_t) ((t + x->size * c->dt) * 1e9);
 				ev->t1 = silent_until;
 			} else if (x->kind == EV_RESTART) {
 				uint64_t lost = (uint64_t) x->size;
@@ -663,10 +697,6 @@ simulate(sim *S, const runcfg *c)
 		}
 		if (silent_rank >= 0 && (int64_t) (t * 1e9) >= silent_until)
 			silent_rank = -1;
-		if (getenv("BENCH_DT") && dt > 2.5 * c->dt)
-			printf("dt run %d step %" PRIu64 " %.2f x (slow %d %.2f)\n",
-			    S->run_id, step, dt / c->dt, c->slow_every,
-			    c->slow_factor);
 		t += dt;
 		ts = (int64_t) (t * 1e9);
 		if (!in_event && silent_rank < 0)
@@ -675,24 +705,26 @@ simulate(sim *S, const runcfg *c)
 		lnoise = 0.3 * lnoise + c->l_noise * gauss(&S->r);
 		for (int r = 0; r < c->nranks; r++) {
 			int64_t tr = ts + r * 3000000ll;
-			double  st = c->dt * (1 + c->rank_off[r] + lag[r]) *
-			    exp(c->rank_noise[r] * gauss(&S->r));
+			double  st = c->dt * (1 + c->rank_off[r] + lag[r])
+			    * exp(c->rank_noise[r] * gauss(&S->r));
 
 			if (r == silent_rank)
 				continue;
 			last_t[r] = tr;
 			if (r == 0) {
-				double l = loss_at(c, (double) step) *
-				    exp(lnoise) * mloss;
-				double g = c->g0 * (1 + 2 * exp(-(double) step /
-							       300)) *
-				    exp(c->g_noise * student3(&S->r)) * mgrad;
-				double tp = c->tps0 * mtps *
-				    exp(c->tps_noise * gauss(&S->r)) *
-				    c->dt / dt;
-				double en = c->ent0 *
-				    (0.5 + 0.5 * exp(-(double) i / c->ent_tau)) *
-				    ent_scale * exp(0.02 * gauss(&S->r));
+				double l = loss_at(c, (double) step)
+				    * exp(lnoise) * mloss;
+				double g = c->g0
+				    * (1 + 2 * exp(-(double) step / 300))
+				    * exp(c->g_noise * student3(&S->r))
+				    * mgrad;
+				double tp = c->tps0 * mtps
+				    * exp(c->tps_noise * gauss(&S->r)) * c->dt
+				    / dt;
+				double en = c->ent0
+				    * (0.5
+				        + 0.5 * exp(-(double) i / c->ent_tau))
+				    * ent_scale * exp(0.02 * gauss(&S->r));
 
 				emit(S, M_LOSS, 0, step, tr,
 				    nan_metric == M_LOSS ? NAN : l);
@@ -705,12 +737,11 @@ simulate(sim *S, const runcfg *c)
 			}
 			emit(S, M_STEPTIME, r, step, tr, st);
 		}
-		(void) a;
 	}
-	(void) collapse_at;
 }
 
-/* ---- scoring ------------------------------------------------------------------ */
+/* ---- scoring
+ * ------------------------------------------------------------------ */
 
 typedef struct score {
 	uint64_t events[NEV], hits[NDET][NEV], paged[NDET];
@@ -720,7 +751,7 @@ typedef struct score {
 	uint64_t tp[NDET][NCAT], fp[NDET][NCAT];
 	uint64_t false_warn[NDET], false_crit[NDET], false_info[NDET];
 	uint64_t healthy, samples;
-	uint64_t by_size_n[2], by_size_hit[2]; /* drops <5%, >=5% (vitals) */
+	uint64_t by_size_n[3], by_size_hit[3]; /* drops <4%, 4-5%, >=5% */
 	uint64_t div_crit, spike_crit;
 	double  *div_crit_delay;
 } score;
@@ -730,9 +761,9 @@ push_delay(score *sc, int d, int k, double v, double iv)
 {
 	size_t n = sc->ndel[d][k];
 
-	sc->delays[d][k]    = realloc(sc->delays[d][k], (n + 1) * sizeof(double));
-	sc->delays_iv[d][k] = realloc(sc->delays_iv[d][k],
-	    (n + 1) * sizeof(double));
+	sc->delays[d][k] = realloc(sc->delays[d][k], (n + 1) * sizeof(double));
+	sc->delays_iv[d][k]
+	    = realloc(sc->delays_iv[d][k], (n + 1) * sizeof(double));
 	if (sc->delays[d][k] == NULL || sc->delays_iv[d][k] == NULL)
 		abort();
 	sc->delays[d][k][n]    = v;
@@ -774,7 +805,8 @@ score_run(score *sc, sim *S)
 	for (size_t e = 0; e < S->nev; e++) {
 		sc->events[S->ev[e].kind]++;
 		if (S->ev[e].kind == EV_DROP)
-			sc->by_size_n[S->ev[e].size >= 0.05]++;
+			sc->by_size_n[(S->ev[e].size >= 0.04)
+			    + (S->ev[e].size >= 0.05)]++;
 	}
 	for (size_t k = 0; k < S->nal; k++) {
 		const alert_rec *a     = &S->al[k];
@@ -783,44 +815,52 @@ score_run(score *sc, sim *S)
 		for (size_t e = 0; e < S->nev; e++) {
 			event *ev = &S->ev[e];
 
-			if (!compatible(a->det, a->cat, ev->kind) ||
-			    a->emit_ns < ev->t0 ||
-			    a->emit_ns > ev->t1 + grace(ev))
+			if (!compatible(a->det, a->cat, ev->kind)
+			    || a->emit_ns < ev->t0
+			    || a->emit_ns > ev->t1 + grace(ev))
 				continue;
 			/* Rank events need the rank named; a straggler also
-			 * lowers the run's throughput, which any rank shows. */
-			if (ev->rank >= 0 && a->rank != ev->rank &&
-			    (ev->kind == EV_STALL_RANK ||
-				(ev->kind == EV_STRAGGLER &&
-				    a->cat == A_STRAGGLER)))
+			 * lowers the run's throughput, which any rank shows.
+			 */
+			if (ev->rank >= 0 && a->rank != ev->rank
+			    && (ev->kind == EV_STALL_RANK
+			        || (ev->kind == EV_STRAGGLER
+			            && a->cat == A_STRAGGLER)))
 				continue;
 			match = 1;
-			if (ev->kind == EV_SPIKE && a->det == 0 &&
-			    a->cat == A_DIVERGENCE && !ev->critical) {
+			if (ev->kind == EV_SPIKE && a->det == 0
+			    && a->cat == A_DIVERGENCE && !ev->critical) {
 				ev->critical = 1;
 				sc->spike_crit++;
+				if (S->verbose)
+					printf("spike called divergence: run "
+					       "%d step %" PRIu64
+					       " size %.2f\n",
+					    S->run_id, ev->step0, ev->size);
 			}
-			if (ev->kind == EV_BLIP && a->sev >= DETECT_WARNING &&
-			    !ev->paged) {
+			if (ev->kind == EV_BLIP && a->sev >= DETECT_WARNING
+			    && !ev->paged) {
 				ev->paged = 1;
 				sc->paged[a->det]++;
 			}
 			/* A blip is detected only by an info report;
 			 * baselines have no info level. */
-			if (ev->kind == EV_BLIP &&
-			    (a->det == 0 ? a->cat != A_BLIP : 1))
+			if (ev->kind == EV_BLIP
+			    && (a->det == 0 ? a->cat != A_BLIP : 1))
 				continue;
-			if (ev->kind == EV_DIVERGENCE && a->det == 0 &&
-			    (a->cat == A_DIVERGENCE || a->cat == A_NONFINITE) &&
-			    !ev->critical) {
+			if (ev->kind == EV_DIVERGENCE && a->det == 0
+			    && (a->cat == A_DIVERGENCE
+			        || a->cat == A_NONFINITE)
+			    && !ev->critical) {
 				ev->critical = 1;
 				sc->div_crit++;
-				sc->div_crit_delay = realloc(sc->div_crit_delay,
-				    sc->div_crit * sizeof(double));
+				sc->div_crit_delay
+				    = realloc(sc->div_crit_delay,
+				        sc->div_crit * sizeof(double));
 				if (sc->div_crit_delay == NULL)
 					abort();
-				sc->div_crit_delay[sc->div_crit - 1] =
-				    (double) a->step - (double) ev->step0;
+				sc->div_crit_delay[sc->div_crit - 1]
+				    = (double) a->step - (double) ev->step0;
 			}
 			if (ev->kind == EV_RESTART && a->cat != A_RESTART)
 				continue;
@@ -829,12 +869,13 @@ score_run(score *sc, sim *S)
 			ev->hit[a->det] = 1;
 			sc->hits[a->det][ev->kind]++;
 			if (ev->kind == EV_DROP && a->det == 0)
-				sc->by_size_hit[ev->size >= 0.05]++;
+				sc->by_size_hit[(ev->size >= 0.04)
+				    + (ev->size >= 0.05)]++;
 			if (is_stall(ev->kind))
 				push_delay(sc, a->det, ev->kind,
 				    (double) (a->emit_ns - ev->tref) / 1e9,
-				    (double) (a->emit_ns - ev->tref) / 1e9 /
-					ev->dt);
+				    (double) (a->emit_ns - ev->tref) / 1e9
+				        / ev->dt);
 			else
 				push_delay(sc, a->det, ev->kind,
 				    (double) a->step - (double) ev->step0, 0);
@@ -877,9 +918,9 @@ median(double *v, size_t n)
 static int
 row_cat(int det, int k)
 {
-	static const int vit[NEV] = { A_SPIKE, A_BLIP, A_DIVERGENCE,
-		A_NONFINITE, A_STALL, A_STALL, A_PROGRESS, A_DROP, A_STRAGGLER,
-		A_THRESHOLD, A_RESTART };
+	static const int vit[NEV]  = { A_SPIKE, A_BLIP, A_DIVERGENCE,
+		 A_NONFINITE, A_STALL, A_STALL, A_PROGRESS, A_DROP, A_STRAGGLER,
+		 A_THRESHOLD, A_RESTART };
 	static const int base[NEV] = { A_SPIKE, -1, A_SPIKE, -1, -1, -1, -1,
 		A_DROP, A_DROP, A_THRESHOLD, -1 };
 
@@ -899,15 +940,15 @@ print_table(score *sc)
 	for (int k = 0; k < NEV; k++) {
 		printf("%-24s %6" PRIu64, ev_names[k], sc->events[k]);
 		for (int d = 0; d < NDET; d++) {
-			int    c = row_cat(d, k);
-			double rec = sc->events[k] ?
-			    (double) sc->hits[d][k] / (double) sc->events[k] :
-			    NAN;
-			double prec = c >= 0 && sc->tp[d][c] + sc->fp[d][c] ?
-			    (double) sc->tp[d][c] /
-				(double) (sc->tp[d][c] + sc->fp[d][c]) :
-			    NAN;
-			double dl = median(sc->delays[d][k], sc->ndel[d][k]);
+			int    c    = row_cat(d, k);
+			double rec  = sc->events[k]
+			     ? (double) sc->hits[d][k] / (double) sc->events[k]
+			     : NAN;
+			double prec = c >= 0 && sc->tp[d][c] + sc->fp[d][c]
+			    ? (double) sc->tp[d][c]
+			        / (double) (sc->tp[d][c] + sc->fp[d][c])
+			    : NAN;
+			double dl   = median(sc->delays[d][k], sc->ndel[d][k]);
 			char   ds[16], ps[16];
 
 			if (isnan(prec))
@@ -918,7 +959,8 @@ print_table(score *sc)
 				snprintf(ds, sizeof(ds), "-");
 			else if (is_stall(k))
 				snprintf(ds, sizeof(ds), "%.2fiv",
-				    median(sc->delays_iv[d][k], sc->ndel[d][k]));
+				    median(
+				        sc->delays_iv[d][k], sc->ndel[d][k]));
 			else
 				snprintf(ds, sizeof(ds), "%.0f st", dl);
 			printf(" | %6.3f %6s %8s", rec, ps, ds);
@@ -928,36 +970,38 @@ print_table(score *sc)
 	printf("%-24s %6s", "blips paged (warn+)", "");
 	for (int d = 0; d < NDET; d++)
 		printf(" | %6.3f %15s",
-		    sc->events[EV_BLIP] ? (double) sc->paged[d] /
-			    (double) sc->events[EV_BLIP] :
-					  NAN,
+		    sc->events[EV_BLIP]
+		        ? (double) sc->paged[d] / (double) sc->events[EV_BLIP]
+		        : NAN,
 		    "");
 	printf("\n%-24s %6s", "false /100k healthy st", "");
 	for (int d = 0; d < NDET; d++)
 		printf(" | %6.2f %15s",
-		    1e5 * (double) (sc->false_warn[d] + sc->false_crit[d]) /
-			(double) sc->healthy,
+		    1e5 * (double) (sc->false_warn[d] + sc->false_crit[d])
+		        / (double) sc->healthy,
 		    "");
 	printf("\n%-24s %6s", "  of which critical", "");
 	for (int d = 0; d < NDET; d++)
 		printf(" | %6.2f %15s",
-		    d == 0 ? 1e5 * (double) sc->false_crit[d] /
-			    (double) sc->healthy :
-			     NAN,
+		    d == 0 ? 1e5 * (double) sc->false_crit[d]
+		            / (double) sc->healthy
+		           : NAN,
 		    "");
 	printf("\n");
-	printf("\nvitals: throughput drops < 5%%: %" PRIu64 "/%" PRIu64
-	       " detected; >= 5%%: %" PRIu64 "/%" PRIu64 "\n",
+	printf("\nvitals: throughput drops detected: 3-4%%: %" PRIu64
+	       "/%" PRIu64 ", 4-5%%: %" PRIu64 "/%" PRIu64 ", 5-20%%: %" PRIu64
+	       "/%" PRIu64 "\n",
 	    sc->by_size_hit[0], sc->by_size_n[0], sc->by_size_hit[1],
-	    sc->by_size_n[1]);
+	    sc->by_size_n[1], sc->by_size_hit[2], sc->by_size_n[2]);
 	printf("vitals: divergences called critical (divergence or "
 	       "nonfinite): %" PRIu64 "/%" PRIu64 ", median %.0f steps after "
 	       "onset (first alert: %.0f)\n",
 	    sc->div_crit, sc->events[EV_DIVERGENCE],
 	    median(sc->div_crit_delay, sc->div_crit),
 	    median(sc->delays[0][EV_DIVERGENCE], sc->ndel[0][EV_DIVERGENCE]));
-	printf("vitals: sustained spikes called divergence (critical): %" PRIu64
-	       "/%" PRIu64 "\n",
+	printf(
+	    "vitals: sustained spikes called divergence (critical): %" PRIu64
+	    "/%" PRIu64 "\n",
 	    sc->spike_crit, sc->events[EV_SPIKE]);
 	printf("stall delays (median, vitals): run %.1f s, rank %.1f s, "
 	       "heartbeats %.1f s\n",
@@ -975,10 +1019,11 @@ print_table(score *sc)
 int
 main(int argc, char **argv)
 {
-	int           nruns = 80, verbose = 0;
-	uint64_t      iters = 15000, seed = 42;
-	detect_rules *rules;
-	score         sc = { 0 };
+	int             nruns = 80, verbose = 0;
+	uint64_t        iters = 15000, seed = 42;
+	detect_rules   *rules;
+	score           sc = { 0 };
+	struct timespec t0, t1;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
@@ -990,13 +1035,15 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "-v") == 0)
 			verbose = 1;
 		else {
-			fprintf(stderr, "usage: bench_detect [--runs N] "
-					"[--steps N] [--seed S] [-v]\n");
+			fprintf(stderr,
+			    "usage: bench_detect [--runs N] "
+			    "[--steps N] [--seed S] [-v]\n");
 			return 2;
 		}
 	}
 	if (detect_rules_default(&rules) != 0)
 		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int run = 0; run < nruns; run++) {
 		sim    S = { 0 };
 		runcfg c = { 0 };
@@ -1024,9 +1071,10 @@ main(int argc, char **argv)
 			c.rank_off[r]   = uni(&S.r, -0.01, 0.01);
 			c.rank_noise[r] = uni(&S.r, 0.01, 0.03);
 		}
-		S.nranks = c.nranks;
-		S.trace  = getenv("BENCH_TRACE") != NULL &&
-		    strtol(getenv("BENCH_TRACE"), NULL, 10) == run;
+		S.nranks  = c.nranks;
+		S.verbose = verbose;
+		S.trace   = getenv("BENCH_TRACE") != NULL
+		    && strtol(getenv("BENCH_TRACE"), NULL, 10) == run;
 		if (detect_engine_new(rules, &S.e) != 0)
 			return 1;
 		simulate(&S, &c);
@@ -1046,9 +1094,9 @@ main(int argc, char **argv)
 					       " rank %d metric %s sev %d\n",
 					    cat_names[a->cat], run, a->step,
 					    a->rank,
-					    a->metric >= 0 ?
-						met_names[a->metric] :
-						"",
+					    a->metric >= 0
+					        ? met_names[a->metric]
+					        : "",
 					    a->sev);
 			}
 		}
@@ -1057,10 +1105,18 @@ main(int argc, char **argv)
 		free(S.ev);
 	}
 	detect_rules_free(rules);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("vitals default rules vs. trainer baselines: %d runs x %" PRIu64
 	       " steps, seed %" PRIu64 "\n\n",
 	    nruns, iters, seed);
 	print_table(&sc);
+	printf("%.1f s for generating, detecting and scoring: %.2f M "
+	       "samples/s\n",
+	    (double) (t1.tv_sec - t0.tv_sec)
+	        + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9,
+	    (double) sc.samples / 1e6
+	        / ((double) (t1.tv_sec - t0.tv_sec)
+	            + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9));
 	for (int d = 0; d < NDET; d++)
 		for (int k = 0; k < NEV; k++) {
 			free(sc.delays[d][k]);

@@ -3,6 +3,7 @@
 the step time of the real trainer (demo/torch_train.py).
 
     python3 bench/bench_python.py [--calls N] [--rounds R] [--steps S]
+                                  [--dim D --layers L --batch B]
 
 It starts a vitalsd from $VITALS_BIN (else build/) on an ipc:// endpoint
 in a temporary folder, so that samples are acknowledged and stored as in
@@ -72,8 +73,8 @@ def trainer(args, vitals):
         print("trainer: skipped (%s)" % e)
         return
     torch.set_num_threads(1)
-    targs = argparse.Namespace(ctx=32, dim=32, layers=1, batch=8, lr=3e-3,
-                               seed=0)
+    targs = argparse.Namespace(ctx=32, dim=args.dim, layers=args.layers,
+                               batch=args.batch, lr=3e-3, seed=0)
     data, vocab, model = torch_train.build(targs, torch)
     opt = torch.optim.AdamW(model.parameters(), lr=targs.lr)
     it = torch_train.batches(data, torch, targs.batch, targs.ctx, 0)
@@ -95,13 +96,16 @@ def trainer(args, vitals):
         name, fn = (("vitals.log", vitals.log) if step % 2
                     else ("noop", noop))
         t = time.perf_counter()
-        fn(step, loss=lv, grad_norm=gv, tokens_per_sec=256 / (t1 - t0),
+        fn(step, loss=lv, grad_norm=gv,
+           tokens_per_sec=targs.batch * targs.ctx / (t1 - t0),
            lr=targs.lr)
         cost[name].append(time.perf_counter() - t)
     st = statistics.median(steps[5:])
     lg = statistics.median(cost["vitals.log"][3:])
     np = statistics.median(cost["noop"][3:])
-    print("trainer step (median of %d)      %9.3f ms" % (len(steps), st * 1e3))
+    print("trainer step (median of %d; dim %d, %d layers, batch %d) "
+          "%.3f ms" % (len(steps), targs.dim, targs.layers, targs.batch,
+                       st * 1e3))
     print("in-step vitals.log, 4 metrics    %9.3f us  = %.4f%% of the step"
           % (lg * 1e6, 100 * lg / st))
     print("in-step empty function, same args%9.3f us  = %.4f%% of the step"
@@ -114,6 +118,10 @@ def main():
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--steps", type=int, default=400)
     p.add_argument("--no-collector", action="store_true")
+    p.add_argument("--dim", type=int, default=32,
+                   help="trainer model width (demo default 32)")
+    p.add_argument("--layers", type=int, default=1)
+    p.add_argument("--batch", type=int, default=8)
     args = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="vitals-bench-")
     proc = None

@@ -36,6 +36,7 @@ int cmd_query(const cli_args *a);
 int cmd_export(const cli_args *a);
 int cmd_emitters(const cli_args *a);
 int cmd_emit(const cli_args *a);
+int cmd_top(const cli_args *a);
 int cmd_alerts(const cli_args *a);
 int cmd_replay(const cli_args *a);
 int cmd_rules(const cli_args *a);

@@ -50,7 +50,7 @@ on_alert(void *ctx, const detect_alert *a)
 char *
 cli_read_file(const char *path, size_t *len)
 {
-	FILE  *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	FILE  *f   = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
 	char  *buf = NULL, *p;
 	size_t n = 0, cap = 0, k;
 
@@ -159,8 +159,9 @@ cmd_replay(const cli_args *a)
 	int            rc = 0;
 
 	if (a->npos == 0) {
-		fprintf(stderr, "usage: vitals replay [--rules FILE] FILE... "
-				"(- reads stdin)\n");
+		fprintf(stderr,
+		    "usage: vitals replay [--rules FILE] FILE... "
+		    "(- reads stdin)\n");
 		return 2;
 	}
 	if (cli_load_rules(a->rules, &rules) != 0)

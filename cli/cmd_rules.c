@@ -36,8 +36,8 @@ on_emitter(void *ctx, const char *run, size_t runlen, const emitter_rec *r)
 
 	for (size_t i = 0; i < h->n; i++) {
 		e = &h->v[i];
-		if (e->rank == r->rank && strlen(e->run) == runlen &&
-		    memcmp(e->run, run, runlen) == 0) {
+		if (e->rank == r->rank && strlen(e->run) == runlen
+		    && memcmp(e->run, run, runlen) == 0) {
 			snprintf(e->host, sizeof(e->host), "%s", r->host);
 			return 0;
 		}
@@ -53,8 +53,8 @@ on_emitter(void *ctx, const char *run, size_t runlen, const emitter_rec *r)
 		h->v   = v;
 		h->cap = cap;
 	}
-	e       = &h->v[h->n];
-	e->run  = malloc(runlen + 1);
+	e      = &h->v[h->n];
+	e->run = malloc(runlen + 1);
 	if (e->run == NULL) {
 		h->oom = 1;
 		return 1;
@@ -71,9 +71,8 @@ static const char *
 host_of(const hosts *h, const scan_series *s)
 {
 	for (size_t i = 0; i < h->n; i++)
-		if (h->v[i].rank == s->rank &&
-		    strlen(h->v[i].run) == s->runlen &&
-		    memcmp(h->v[i].run, s->run, s->runlen) == 0)
+		if (h->v[i].rank == s->rank && strlen(h->v[i].run) == s->runlen
+		    && memcmp(h->v[i].run, s->run, s->runlen) == 0)
 			return h->v[i].host;
 	return "";
 }
@@ -89,14 +88,15 @@ typedef struct series_ctx {
 static int
 on_series(void *ctx, const scan_series *s)
 {
-	series_ctx *c = ctx;
+	series_ctx *c    = ctx;
 	const char *host = host_of(c->h, s);
 	int rc = detect_rules_match(c->rules, c->rule, s->run, s->runlen,
 	    s->metric, s->mlen, host, strlen(host), s->rank);
 
 	if (rc == -DETECT_ELIMIT) {
-		printf("    (pattern hit the match limit on %.*s %.*s rank %d: "
-		       "treated as no match)\n",
+		printf(
+		    "    (pattern hit the match limit on %.*s %.*s rank %d: "
+		    "treated as no match)\n",
 		    (int) s->runlen, s->run, (int) s->mlen, s->metric,
 		    (int) s->rank);
 		return 0;
@@ -106,8 +106,8 @@ on_series(void *ctx, const scan_series *s)
 		return 1;
 	}
 	if (rc == 1) {
-		printf("    %.*s  %.*s  rank %d%s%s\n", (int) s->runlen, s->run,
-		    (int) s->mlen, s->metric, (int) s->rank,
+		printf("    %.*s  %.*s  rank %d%s%s\n", (int) s->runlen,
+		    s->run, (int) s->mlen, s->metric, (int) s->rank,
 		    *host ? "  host " : "", host);
 		c->n++;
 	}
@@ -158,7 +158,8 @@ check(const cli_args *a)
 	int           rc = 0;
 
 	if (a->npos > 2) {
-		fprintf(stderr, "usage: vitals rules check [FILE] [--db DIR]\n");
+		fprintf(
+		    stderr, "usage: vitals rules check [FILE] [--db DIR]\n");
 		return 2;
 	}
 	if (cli_load_rules(path, &rules) != 0)
@@ -182,14 +183,15 @@ check(const cli_args *a)
 int
 cmd_rules(const cli_args *a)
 {
-	if (a->npos >= 1 && strcmp(a->pos[0], "default") == 0 &&
-	    a->npos == 1) {
+	if (a->npos >= 1 && strcmp(a->pos[0], "default") == 0
+	    && a->npos == 1) {
 		fputs(detect_rules_default_text(), stdout);
 		return 0;
 	}
 	if (a->npos >= 1 && strcmp(a->pos[0], "check") == 0)
 		return check(a);
-	fprintf(stderr, "usage: vitals rules default\n"
-			"       vitals rules check [FILE] [--db DIR]\n");
+	fprintf(stderr,
+	    "usage: vitals rules default\n"
+	    "       vitals rules check [FILE] [--db DIR]\n");
 	return 2;
 }

@@ -30,8 +30,8 @@
 #include "vitals.h"
 
 #define MAX_EMITTERS 1024
-#define POLL_MS      200
-#define CHUNK        65536
+#define POLL_MS 200
+#define CHUNK 65536
 
 /*
  * The signal state of this command: the one mutable global of `vitals
@@ -72,7 +72,7 @@ typedef struct tail {
 	uint64_t        sent, unsent;
 	int             warned[16];
 	int             warned_ranks;
-	int             out_broken; /* our stdout/stderr closed: stop copying */
+	int out_broken; /* our stdout/stderr closed: stop copying */
 } tail;
 
 /* ---- emitters ----------------------------------------------------------- */
@@ -93,8 +93,9 @@ emitter_for(tail *t, int32_t rank, int *rc)
 			return t->ems[i].em;
 	if (t->nems == MAX_EMITTERS) {
 		if (!t->warned_ranks)
-			fprintf(stderr, "vitals tail: more than %d ranks: "
-					"samples of the others are not sent\n",
+			fprintf(stderr,
+			    "vitals tail: more than %d ranks: "
+			    "samples of the others are not sent\n",
 			    MAX_EMITTERS);
 		t->warned_ranks = 1;
 		*rc             = VT_ETOOMANY;
@@ -128,23 +129,24 @@ warn_once(tail *t, int code, const char *metric)
 	if (t->warned[i])
 		return;
 	t->warned[i] = 1;
-	fprintf(stderr, "vitals tail: metric '%s': %s (further such "
-			"errors are counted)\n",
+	fprintf(stderr,
+	    "vitals tail: metric '%s': %s (further such "
+	    "errors are counted)\n",
 	    metric, vt_strerror(code));
 }
 
 static void
 send_result(tail *t)
 {
-	int32_t     rank = t->r.rank >= 0 ? t->r.rank
-	                                  : (t->a->has_rank ? t->a->rank : -1);
+	int32_t rank
+	    = t->r.rank >= 0 ? t->r.rank : (t->a->has_rank ? t->a->rank : -1);
 	int         rc;
 	vt_emitter *em = emitter_for(t, rank, &rc);
 
 	for (size_t i = 0; i < t->r.n; i++) {
 		if (em != NULL)
-			rc = vt_emit(em, t->r.m[i].name, t->r.step,
-			    t->r.m[i].value);
+			rc = vt_emit(
+			    em, t->r.m[i].name, t->r.step, t->r.m[i].value);
 		if (rc == 0) {
 			t->sent++;
 			continue;
@@ -278,8 +280,9 @@ read_pipes(tail *t, const int *fds, const int *out, int nfd, char *chunk)
 				continue;
 			if (n <= 0) {
 				if (n < 0) {
-					fprintf(stderr, "vitals tail: read: "
-							"%s\n",
+					fprintf(stderr,
+					    "vitals tail: read: "
+					    "%s\n",
 					    strerror(errno));
 					rc = 1;
 				}
@@ -308,7 +311,7 @@ static int
 run_command(tail *t, char **argv, char *chunk)
 {
 	int   po[2] = { -1, -1 }, pe[2] = { -1, -1 };
-	int   fds[2], outs[2] = { STDOUT_FILENO, STDERR_FILENO }, st;
+	int   fds[2], outs[2]           = { STDOUT_FILENO, STDERR_FILENO }, st;
 	pid_t pid;
 
 	if (pipe(po) != 0 || pipe(pe) != 0) {
@@ -332,8 +335,8 @@ run_command(tail *t, char **argv, char *chunk)
 		 * are printed. */
 		setenv("PYTHONUNBUFFERED", "1", 0);
 		execvp(argv[0], argv);
-		fprintf(stderr, "vitals tail: %s: %s\n", argv[0],
-		    strerror(errno));
+		fprintf(
+		    stderr, "vitals tail: %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	tail_child = pid;
@@ -397,7 +400,7 @@ follow(tail *t, const char *path, char *chunk)
 	linebuf     lb = { 0 };
 	struct stat st, now;
 	off_t       off = 0;
-	int         fd  = -1, rc = 0, waiting = 0;
+	int         fd = -1, rc = 0, waiting = 0;
 
 	lb.buf = malloc(SCRAPE_LINE_MAX);
 	if (lb.buf == NULL)
@@ -407,14 +410,16 @@ follow(tail *t, const char *path, char *chunk)
 			fd = open(path, O_RDONLY | O_CLOEXEC);
 			if (fd < 0) {
 				if (errno != ENOENT) {
-					fprintf(stderr, "vitals tail: %s: %s\n",
-					    path, strerror(errno));
+					fprintf(stderr,
+					    "vitals tail: %s: %s\n", path,
+					    strerror(errno));
 					rc = 1;
 					break;
 				}
 				if (!waiting)
-					fprintf(stderr, "vitals tail: waiting "
-							"for %s\n",
+					fprintf(stderr,
+					    "vitals tail: waiting "
+					    "for %s\n",
 					    path);
 				waiting = 1;
 				nap();
@@ -446,8 +451,8 @@ follow(tail *t, const char *path, char *chunk)
 			lb.len = 0;
 			continue;
 		}
-		if (stat(path, &now) == 0 &&
-		    (now.st_ino != st.st_ino || now.st_dev != st.st_dev)) {
+		if (stat(path, &now) == 0
+		    && (now.st_ino != st.st_ino || now.st_dev != st.st_dev)) {
 			/* Rotated: what was appended to the old file before
 			 * the rename is read above; the new one from its
 			 * start. */
@@ -509,9 +514,9 @@ cmd_tail(const cli_args *a)
 	char          err[512], *chunk = NULL;
 	int           rc = 0, status = 0, flush_failed, erc;
 
-	if ((a->preset == NULL) == (a->pattern == NULL) ||
-	    (a->cmd_argc == 0 && a->npos > 1) ||
-	    (a->cmd_argc > 0 && a->npos > 0))
+	if ((a->preset == NULL) == (a->pattern == NULL)
+	    || (a->cmd_argc == 0 && a->npos > 1)
+	    || (a->cmd_argc > 0 && a->npos > 0))
 		return usage_tail();
 	if (scrape_new(a->preset, a->pattern, &t.sc, err, sizeof(err)) != 0) {
 		fprintf(stderr, "vitals tail: %s%s\n",

@@ -36,6 +36,8 @@ usage(FILE *f)
 	    "  emit      --run R --step N NAME=VALUE... [--rank N]\n"
 	    "            [--endpoint E] [--timeout-ms N]\n"
 	    "            send samples; waits until vitalsd stored them\n"
+	    "  top       [--run R] [--db DIR]\n"
+	    "            the live terminal view (? inside for keys)\n"
 	    "  replay    [--rules FILE] FILE...   (FILE: .jsonl or .csv, - "
 	    "stdin)\n"
 	    "            run the detectors offline; one JSON alert per line\n"
@@ -194,6 +196,7 @@ main(int argc, char **argv)
 		{ "query", cmd_query },
 		{ "export", cmd_export },
 		{ "emit", cmd_emit },
+		{ "top", cmd_top },
 		{ "alerts", cmd_alerts },
 		{ "replay", cmd_replay },
 		{ "rules", cmd_rules },

@@ -8,35 +8,34 @@
 #include <string.h>
 
 enum { C_TIME, C_STEP, C_RANK, C_METRIC, C_VALUE, C_RUN, C_HOST, NCOL };
-static const char *const col_names[NCOL] = { "time", "step", "rank",
-	"metric", "value", "run", "host" };
+static const char *const col_names[NCOL]
+    = { "time", "step", "rank", "metric", "value", "run", "host" };
 
 struct replay_input {
-	const char           *path;
-	FILE                 *f;
-	int                   format;
-	long                  line;  /* of the line in buf */
-	char                 *buf;   /* the current line (or CSV record) */
-	size_t                cap;
-	size_t                len;
-	char                  run0[128]; /* default run name */
-	struct json_tokener  *tok;
-	struct json_object   *obj;   /* the current JSON line */
+	const char          *path;
+	FILE                *f;
+	int                  format;
+	long                 line; /* of the line in buf */
+	char                *buf;  /* the current line (or CSV record) */
+	size_t               cap;
+	size_t               len;
+	char                 run0[128]; /* default run name */
+	struct json_tokener *tok;
+	struct json_object  *obj; /* the current JSON line */
 	/* CSV */
-	int                   col[NCOL]; /* field index of each column */
-	int                   ncols;
-	char                 *fields;    /* unquoted fields, NUL-separated */
-	size_t                fcap;
-	size_t               *fstart, *flen;
-	int                   fmax;
-	int                  *fcol;      /* column (1-based) of each field */
-	int                   header_done;
+	int     col[NCOL]; /* field index of each column */
+	int     ncols;
+	char   *fields; /* unquoted fields, NUL-separated */
+	size_t  fcap;
+	size_t *fstart, *flen;
+	int     fmax;
+	int    *fcol; /* column (1-based) of each field */
+	int     header_done;
 	/* a line read ahead while sniffing */
-	int                   pending;
+	int pending;
 };
 
-static int
-ierr(const replay_input *in, char *err, size_t errlen, int col,
+static int ierr(const replay_input *in, char *err, size_t errlen, int col,
     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 static int
@@ -47,8 +46,8 @@ ierr(const replay_input *in, char *err, size_t errlen, int col,
 	int     n;
 
 	if (col > 0)
-		n = snprintf(err, errlen, "%s:%ld:%d: ", in->path, in->line,
-		    col);
+		n = snprintf(
+		    err, errlen, "%s:%ld:%d: ", in->path, in->line, col);
 	else
 		n = snprintf(err, errlen, "%s:%ld: ", in->path, in->line);
 	if (n >= 0 && (size_t) n < errlen) {
@@ -60,8 +59,8 @@ ierr(const replay_input *in, char *err, size_t errlen, int col,
 }
 
 int
-replay_input_open(const char *path, FILE *f, replay_input **out, char *err,
-    size_t errlen)
+replay_input_open(
+    const char *path, FILE *f, replay_input **out, char *err, size_t errlen)
 {
 	replay_input *in = calloc(1, sizeof(*in));
 	const char   *base, *dot;
@@ -74,9 +73,9 @@ replay_input_open(const char *path, FILE *f, replay_input **out, char *err,
 	in->f      = f;
 	in->format = REPLAY_AUTO;
 	dot        = strrchr(path, '.');
-	if (dot != NULL && (strcmp(dot, ".jsonl") == 0 ||
-			       strcmp(dot, ".ndjson") == 0 ||
-			       strcmp(dot, ".json") == 0))
+	if (dot != NULL
+	    && (strcmp(dot, ".jsonl") == 0 || strcmp(dot, ".ndjson") == 0
+	        || strcmp(dot, ".json") == 0))
 		in->format = REPLAY_JSONL;
 	else if (dot != NULL && strcmp(dot, ".csv") == 0)
 		in->format = REPLAY_CSV;
@@ -125,43 +124,41 @@ replay_input_format(const replay_input *in)
 }
 
 /* One physical line into buf at offset at (newline stripped). Returns 1,
- * 0 at the end, -1 on a read error or out of memory. */
+ * 0 at the end (nothing read), -1 on a read error or out of memory. */
 static int
 read_line(replay_input *in, size_t at)
 {
-	int c;
+	int c, got = 0;
 
 	in->len = at;
 	for (;;) {
-		c = getc(in->f);
-		if (c == EOF) {
-			if (ferror(in->f))
-				return -1;
-			if (in->len == at && at == 0)
-				return 0;
-			break;
-		}
 		if (in->len + 2 > in->cap) {
 			size_t cap = in->cap ? in->cap * 2 : 256;
-			char  *b   = realloc(in->buf, cap);
+			char  *b;
 
+			while (cap < in->len + 2)
+				cap *= 2;
+			b = realloc(in->buf, cap);
 			if (b == NULL)
 				return -1;
 			in->buf = b;
 			in->cap = cap;
 		}
+		c = getc(in->f);
+		if (c == EOF) {
+			if (ferror(in->f))
+				return -1;
+			if (!got)
+				return 0;
+			break;
+		}
+		got = 1;
 		if (c == '\n')
 			break;
 		in->buf[in->len++] = (char) c;
 	}
 	if (in->len > at && in->buf[in->len - 1] == '\r')
 		in->len--;
-	if (in->buf == NULL) {
-		in->buf = malloc(1);
-		if (in->buf == NULL)
-			return -1;
-		in->cap = 1;
-	}
 	in->buf[in->len] = 0;
 	return 1;
 }
@@ -175,14 +172,15 @@ blank(const char *s, size_t n)
 	return 1;
 }
 
-/* ---- numbers ------------------------------------------------------------- */
+/* ---- numbers -------------------------------------------------------------
+ */
 
 int
 replay_parse_time(const char *s, size_t len, int64_t *ns)
 {
 	char      buf[64];
 	char     *end;
-	size_t    i = 0;
+	size_t    i   = 0;
 	int       neg = 0, nd = 0;
 	long long sec = 0, frac = 0;
 
@@ -195,9 +193,9 @@ replay_parse_time(const char *s, size_t len, int64_t *ns)
 	if (buf[i] < '0' || buf[i] > '9')
 		goto approx;
 	for (; buf[i] >= '0' && buf[i] <= '9'; i++) {
-		if (sec > 9000000000ll)
-			return -1;
 		sec = sec * 10 + (buf[i] - '0');
+		if (sec > 9000000000ll) /* the year 2255: and no overflow */
+			return -1;
 	}
 	if (buf[i] == '.') {
 		for (i++; buf[i] >= '0' && buf[i] <= '9'; i++, nd++)
@@ -212,13 +210,13 @@ replay_parse_time(const char *s, size_t len, int64_t *ns)
 		goto approx;
 	*ns = (sec * 1000000000ll + frac) * (neg ? -1 : 1);
 	return 0;
-approx: {
+approx : {
 	double d;
 
 	errno = 0;
 	d     = strtod(buf, &end);
-	if (errno != 0 || *end != 0 || end == buf || !isfinite(d) ||
-	    fabs(d) > 9e9)
+	if (errno != 0 || *end != 0 || end == buf || !isfinite(d)
+	    || fabs(d) > 9e9)
 		return -1;
 	*ns = (int64_t) llround(d * 1e9);
 	return 0;
@@ -272,7 +270,8 @@ parse_value(const char *s, double *out)
 	return 0;
 }
 
-/* ---- JSON Lines ---------------------------------------------------------- */
+/* ---- JSON Lines ----------------------------------------------------------
+ */
 
 static const char *
 jtype(struct json_object *v)
@@ -329,9 +328,8 @@ next_jsonl(replay_input *in, detect_sample *s, char *err, size_t errlen)
 
 		return ierr(in, err, errlen, (int) end + 1,
 		    "expected a JSON object, found invalid JSON (%s)",
-		    je == json_tokener_continue ?
-			"the line ends inside it" :
-			json_tokener_error_desc(je));
+		    je == json_tokener_continue ? "the line ends inside it"
+		                                : json_tokener_error_desc(je));
 	}
 	in->obj = o;
 	if (!blank(in->buf + end, in->len - end))
@@ -342,8 +340,8 @@ next_jsonl(replay_input *in, detect_sample *s, char *err, size_t errlen)
 		return ierr(in, err, errlen, 1,
 		    "expected a JSON object, found %s", jtype(o));
 	memset(s, 0, sizeof(*s));
-	s->rank = -1;
-	s->run  = in->run0;
+	s->rank   = -1;
+	s->run    = in->run0;
 	s->runlen = strlen(in->run0);
 	if (json_object_object_get_ex(o, "run", &v)) {
 		if (!json_object_is_type(v, json_type_string))
@@ -353,57 +351,57 @@ next_jsonl(replay_input *in, detect_sample *s, char *err, size_t errlen)
 		s->run    = json_object_get_string(v);
 		s->runlen = (size_t) json_object_get_string_len(v);
 	}
-	if (json_object_object_get_ex(o, "host", &v) &&
-	    json_object_is_type(v, json_type_string)) {
+	if (json_object_object_get_ex(o, "host", &v)
+	    && json_object_is_type(v, json_type_string)) {
 		s->host    = json_object_get_string(v);
 		s->hostlen = (size_t) json_object_get_string_len(v);
 	}
-	if (!json_object_object_get_ex(o, "metric", &v) ||
-	    !json_object_is_type(v, json_type_string) ||
-	    json_object_get_string_len(v) == 0)
+	if (!json_object_object_get_ex(o, "metric", &v)
+	    || !json_object_is_type(v, json_type_string)
+	    || json_object_get_string_len(v) == 0)
 		return ierr(in, err, errlen, 0,
 		    "expected \"metric\" as a non-empty string, found %s",
-		    json_object_object_get_ex(o, "metric", &v) ? jtype(v) :
-								 "none");
+		    json_object_object_get_ex(o, "metric", &v) ? jtype(v)
+		                                               : "none");
 	s->metric = json_object_get_string(v);
 	s->mlen   = (size_t) json_object_get_string_len(v);
-	if (json_object_object_get_ex(o, "rank", &v) &&
-	    !json_object_is_type(v, json_type_null)) {
-		if (!json_object_is_type(v, json_type_int) ||
-		    parse_rank(json_object_get_string(v), &s->rank) != 0)
+	if (json_object_object_get_ex(o, "rank", &v)
+	    && !json_object_is_type(v, json_type_null)) {
+		if (!json_object_is_type(v, json_type_int)
+		    || parse_rank(json_object_get_string(v), &s->rank) != 0)
 			return ierr(in, err, errlen, 0,
 			    "expected \"rank\" as a whole number >= -1, found "
 			    "%s",
 			    json_object_get_string(v));
 	}
-	if (!json_object_object_get_ex(o, "step", &v) ||
-	    !json_object_is_type(v, json_type_int) ||
-	    parse_u64(json_object_get_string(v), &s->step) != 0)
+	if (!json_object_object_get_ex(o, "step", &v)
+	    || !json_object_is_type(v, json_type_int)
+	    || parse_u64(json_object_get_string(v), &s->step) != 0)
 		return ierr(in, err, errlen, 0,
 		    "expected \"step\" as a whole number >= 0, found %s",
-		    json_object_object_get_ex(o, "step", &v) ?
-			json_object_get_string(v) :
-			"none");
-	if (!json_object_object_get_ex(o, "time", &v) ||
-	    !(json_object_is_type(v, json_type_int) ||
-		json_object_is_type(v, json_type_double)))
+		    json_object_object_get_ex(o, "step", &v)
+		        ? json_object_get_string(v)
+		        : "none");
+	if (!json_object_object_get_ex(o, "time", &v)
+	    || !(json_object_is_type(v, json_type_int)
+	        || json_object_is_type(v, json_type_double)))
 		return ierr(in, err, errlen, 0,
 		    "expected \"time\" as a number of seconds, found %s",
-		    json_object_object_get_ex(o, "time", &v) ? jtype(v) :
-							       "none");
+		    json_object_object_get_ex(o, "time", &v) ? jtype(v)
+		                                             : "none");
 	txt = json_object_get_string(v);
 	if (replay_parse_time(txt, strlen(txt), &s->time_ns) != 0)
 		return ierr(in, err, errlen, 0,
 		    "expected \"time\" as seconds since the epoch, found %s",
 		    txt);
-	if (!json_object_object_get_ex(o, "value", &v) ||
-	    !(json_object_is_type(v, json_type_int) ||
-		json_object_is_type(v, json_type_double)))
+	if (!json_object_object_get_ex(o, "value", &v)
+	    || !(json_object_is_type(v, json_type_int)
+	        || json_object_is_type(v, json_type_double)))
 		return ierr(in, err, errlen, 0,
 		    "expected \"value\" as a number (or NaN, Infinity, "
 		    "-Infinity), found %s",
-		    json_object_object_get_ex(o, "value", &v) ? jtype(v) :
-								"none");
+		    json_object_object_get_ex(o, "value", &v) ? jtype(v)
+		                                              : "none");
 	s->value = json_object_get_double(v);
 	return 1;
 }
@@ -416,7 +414,7 @@ static int
 split_csv(replay_input *in, char *err, size_t errlen)
 {
 	size_t i = 0, o = 0;
-	int    nf = 0;
+	int    nf    = 0;
 	long   first = in->line;
 
 	if (in->fcap < in->len + 1) {
@@ -432,21 +430,25 @@ split_csv(replay_input *in, char *err, size_t errlen)
 		int    col   = (int) i + 1;
 
 		if (nf == in->fmax) {
-			int     m  = in->fmax ? in->fmax * 2 : 16;
-			size_t *fs = realloc(in->fstart, (size_t) m * sizeof(*fs));
+			int     m = in->fmax ? in->fmax * 2 : 16;
+			size_t *fs
+			    = realloc(in->fstart, (size_t) m * sizeof(*fs));
 			size_t *fl;
 			int    *fc;
 
 			if (fs == NULL)
-				return ierr(in, err, errlen, 0, "out of memory");
+				return ierr(
+				    in, err, errlen, 0, "out of memory");
 			in->fstart = fs;
 			fl = realloc(in->flen, (size_t) m * sizeof(*fl));
 			if (fl == NULL)
-				return ierr(in, err, errlen, 0, "out of memory");
+				return ierr(
+				    in, err, errlen, 0, "out of memory");
 			in->flen = fl;
-			fc = realloc(in->fcol, (size_t) m * sizeof(*fc));
+			fc       = realloc(in->fcol, (size_t) m * sizeof(*fc));
 			if (fc == NULL)
-				return ierr(in, err, errlen, 0, "out of memory");
+				return ierr(
+				    in, err, errlen, 0, "out of memory");
 			in->fcol = fc;
 			in->fmax = m;
 		}
@@ -472,8 +474,8 @@ split_csv(replay_input *in, char *err, size_t errlen)
 						    "file");
 					}
 					if (in->fcap < in->len + 1) {
-						char *p = realloc(in->fields,
-						    in->len + 1);
+						char *p = realloc(
+						    in->fields, in->len + 1);
 
 						if (p == NULL)
 							return ierr(in, err,
@@ -483,12 +485,12 @@ split_csv(replay_input *in, char *err, size_t errlen)
 						in->fcap   = in->len + 1;
 					}
 					in->fields[o++] = '\n';
-					i = at + 1;
+					i               = at + 1;
 					continue;
 				}
 				if (in->buf[i] == '"') {
-					if (i + 1 < in->len &&
-					    in->buf[i + 1] == '"') {
+					if (i + 1 < in->len
+					    && in->buf[i + 1] == '"') {
 						in->fields[o++] = '"';
 						i += 2;
 						continue;
@@ -514,17 +516,18 @@ split_csv(replay_input *in, char *err, size_t errlen)
 				in->fields[o++] = in->buf[i++];
 			}
 		}
-		in->fields[o]   = 0;
-		in->fstart[nf]  = start;
-		in->flen[nf]    = o - start;
-		in->fcol[nf]    = col;
+		in->fields[o]  = 0;
+		in->fstart[nf] = start;
+		in->flen[nf]   = o - start;
+		in->fcol[nf]   = col;
 		nf++;
 		o++;
 		if (o >= in->fcap) {
 			char *p = realloc(in->fields, in->fcap * 2 + 1);
 
 			if (p == NULL)
-				return ierr(in, err, errlen, 0, "out of memory");
+				return ierr(
+				    in, err, errlen, 0, "out of memory");
 			in->fields = p;
 			in->fcap   = in->fcap * 2 + 1;
 		}
@@ -559,8 +562,7 @@ csv_header(replay_input *in, int nf, char *err, size_t errlen)
 		}
 	}
 	for (int c = 0; c < NCOL; c++)
-		if (in->col[c] < 0 && c != C_RANK && c != C_RUN &&
-		    c != C_HOST)
+		if (in->col[c] < 0 && c != C_RANK && c != C_RUN && c != C_HOST)
 			return ierr(in, err, errlen, 1,
 			    "expected a header with the columns time, step, "
 			    "metric and value (rank, run and host optional), "
@@ -655,8 +657,7 @@ next_csv(replay_input *in, detect_sample *s, char *err, size_t errlen)
 }
 
 int
-replay_input_next(replay_input *in, detect_sample *s, char *err,
-    size_t errlen)
+replay_input_next(replay_input *in, detect_sample *s, char *err, size_t errlen)
 {
 	if (in->format == REPLAY_AUTO) {
 		int rc;
@@ -672,10 +673,10 @@ replay_input_next(replay_input *in, detect_sample *s, char *err,
 			return ierr(in, err, errlen, 0, "read failed: %s",
 			    strerror(errno));
 		in->pending = 1;
-		in->format  = in->buf[strspn(in->buf, " \t")] == '{' ?
-			 REPLAY_JSONL :
-			 REPLAY_CSV;
+		in->format  = in->buf[strspn(in->buf, " \t")] == '{'
+		     ? REPLAY_JSONL
+		     : REPLAY_CSV;
 	}
-	return in->format == REPLAY_JSONL ? next_jsonl(in, s, err, errlen) :
-					    next_csv(in, s, err, errlen);
+	return in->format == REPLAY_JSONL ? next_jsonl(in, s, err, errlen)
+	                                  : next_csv(in, s, err, errlen);
 }

@@ -28,8 +28,8 @@ enum replay_format { REPLAY_AUTO, REPLAY_JSONL, REPLAY_CSV };
  * Read samples from f (not closed here), named path in messages. Returns
  * 0, or -1 with a message in err (out of memory).
  */
-int replay_input_open(const char *path, FILE *f, replay_input **out,
-    char *err, size_t errlen);
+int replay_input_open(
+    const char *path, FILE *f, replay_input **out, char *err, size_t errlen);
 void replay_input_close(replay_input *in);
 
 /*
@@ -37,8 +37,8 @@ void replay_input_close(replay_input *in);
  * 0 at the end, or -1 with "FILE:LINE[:COL]: expected ..., found ..." in
  * err (reading stops there).
  */
-int replay_input_next(replay_input *in, detect_sample *s, char *err,
-    size_t errlen);
+int replay_input_next(
+    replay_input *in, detect_sample *s, char *err, size_t errlen);
 
 /* The format in use (after the first call to replay_input_next). */
 int replay_input_format(const replay_input *in);

@@ -230,15 +230,15 @@ typedef struct group {
 } group;
 
 typedef struct form {
-	const form_def    *def; /* NULL: a custom pattern */
-	pcre2_code        *line, *kv;
-	pcre2_match_data  *md, *kvmd;
-	int                step_g, rank_g, time_g; /* -1: none */
-	int                k_g, v_g, p_g;
-	group             *metrics;
-	size_t             nmetrics;
-	char              *namebuf;
-	unsigned           flags;
+	const form_def   *def; /* NULL: a custom pattern */
+	pcre2_code       *line, *kv;
+	pcre2_match_data *md, *kvmd;
+	int               step_g, rank_g, time_g; /* -1: none */
+	int               k_g, v_g, p_g;
+	group            *metrics;
+	size_t            nmetrics;
+	char             *namebuf;
+	unsigned          flags;
 } form;
 
 typedef struct rank_state {
@@ -270,8 +270,8 @@ compile(const char *re, pcre2_code **out, const char *what, char *err,
 	int        ec;
 	PCRE2_SIZE eo;
 
-	*out = pcre2_compile((PCRE2_SPTR) re, PCRE2_ZERO_TERMINATED, 0, &ec,
-	    &eo, NULL);
+	*out = pcre2_compile(
+	    (PCRE2_SPTR) re, PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
 	if (*out == NULL) {
 		PCRE2_UCHAR msg[256];
 
@@ -301,9 +301,9 @@ group_num(const pcre2_code *re, const char *name)
 static int
 form_groups(form *f, char *err, size_t errlen)
 {
-	uint32_t    count, size;
-	PCRE2_SPTR  table;
-	size_t      total = 0, at = 0;
+	uint32_t   count, size;
+	PCRE2_SPTR table;
+	size_t     total = 0, at = 0;
 
 	f->step_g = group_num(f->line, "step");
 	f->rank_g = group_num(f->line, "rank");
@@ -322,12 +322,12 @@ form_groups(form *f, char *err, size_t errlen)
 		return -1;
 	}
 	for (uint32_t i = 0; i < count; i++) {
-		const unsigned char *e = table + i * size;
+		const unsigned char *e  = table + i * size;
 		const char          *nm = (const char *) e + 2;
 		size_t               n  = strlen(nm) + 1;
 
-		if (strcmp(nm, "step") == 0 || strcmp(nm, "rank") == 0 ||
-		    strcmp(nm, "time") == 0)
+		if (strcmp(nm, "step") == 0 || strcmp(nm, "rank") == 0
+		    || strcmp(nm, "time") == 0)
 			continue;
 		memcpy(f->namebuf + at, nm, n);
 		f->metrics[f->nmetrics].num  = (uint32_t) (e[0] << 8 | e[1]);
@@ -343,11 +343,12 @@ form_init(form *f, const form_def *def, const char *pattern, char *err,
     size_t errlen)
 {
 	memset(f, 0, sizeof(*f));
-	f->def    = def;
-	f->flags  = def != NULL ? def->flags : 0;
-	f->k_g    = f->v_g = f->p_g = -1;
+	f->def   = def;
+	f->flags = def != NULL ? def->flags : 0;
+	f->k_g = f->v_g = f->p_g = -1;
 	if (compile(def != NULL ? def->line : pattern, &f->line,
-	        def != NULL ? "preset" : "pattern", err, errlen) != 0)
+	        def != NULL ? "preset" : "pattern", err, errlen)
+	    != 0)
 		return -1;
 	if (form_groups(f, err, errlen) != 0)
 		return -1;
@@ -394,9 +395,9 @@ static const preset_def *
 find_preset(const char *name)
 {
 	for (size_t i = 0; i < NFORMS(presets); i++)
-		if (strcmp(name, presets[i].name) == 0 ||
-		    (presets[i].alias != NULL &&
-		        strcmp(name, presets[i].alias) == 0))
+		if (strcmp(name, presets[i].name) == 0
+		    || (presets[i].alias != NULL
+		        && strcmp(name, presets[i].alias) == 0))
 			return &presets[i];
 	return NULL;
 }
@@ -442,12 +443,14 @@ scrape_new(const char *preset, const char *pattern, scrape **out, char *err,
 	for (size_t i = 0; i < n; i++) {
 		s->nforms++;
 		if (form_init(&s->forms[i], p != NULL ? &p->forms[i] : NULL,
-		        pattern, err, errlen) != 0)
+		        pattern, err, errlen)
+		    != 0)
 			goto fail;
 	}
 	if (compile("(?<!\\d)(\\d{4})-(\\d\\d)-(\\d\\d)[ T](\\d\\d):(\\d\\d):"
-		    "(\\d\\d)(?:[.,](\\d{1,9}))?",
-	        &s->ts, "timestamp", err, errlen) != 0)
+	            "(\\d\\d)(?:[.,](\\d{1,9}))?",
+	        &s->ts, "timestamp", err, errlen)
+	    != 0)
 		goto fail;
 	s->tsmd = pcre2_match_data_create_from_pattern(s->ts, NULL);
 	if (s->tsmd == NULL)
@@ -527,8 +530,8 @@ scrape_number(const char *s, size_t len, double *out)
 		*out = neg ? -NAN : NAN;
 		return 0;
 	}
-	if (lower_eq(s + i, len - i, "inf") ||
-	    lower_eq(s + i, len - i, "infinity")) {
+	if (lower_eq(s + i, len - i, "inf")
+	    || lower_eq(s + i, len - i, "infinity")) {
 		*out = neg ? -INFINITY : INFINITY;
 		return 0;
 	}
@@ -599,16 +602,17 @@ clean_line(const char *in, size_t len, char *out)
 		if (i + 1 < len && in[i + 1] == '[') {
 			/* CSI: parameters and intermediates, one final. */
 			i += 2;
-			while (i < len && ((unsigned char) in[i] < 0x40 ||
-			                      (unsigned char) in[i] > 0x7e))
+			while (i < len
+			    && ((unsigned char) in[i] < 0x40
+			        || (unsigned char) in[i] > 0x7e))
 				i++;
 		} else if (i + 1 < len && in[i + 1] == ']') {
 			/* OSC: up to BEL or ST. */
 			for (i += 2; i < len; i++) {
 				if (in[i] == 0x07)
 					break;
-				if (in[i] == 0x1b && i + 1 < len &&
-				    in[i + 1] == '\\') {
+				if (in[i] == 0x1b && i + 1 < len
+				    && in[i + 1] == '\\') {
 					i++;
 					break;
 				}
@@ -632,13 +636,14 @@ rank_prefix(const char *s, size_t len, int32_t *rank)
 
 	if (len < 4 || s[0] != '[')
 		return 0;
-	while (i < len && ((s[i] >= 'a' && s[i] <= 'z') ||
-	                      (s[i] >= 'A' && s[i] <= 'Z') || s[i] == '_'))
+	while (i < len
+	    && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')
+	        || s[i] == '_'))
 		i++;
 	for (; i < len && is_digit(s[i]) && d < 10; i++, d++)
 		r = r * 10 + (uint64_t) (s[i] - '0');
-	if (d == 0 || r > INT32_MAX || i + 1 >= len || s[i] != ']' ||
-	    s[i + 1] != ':')
+	if (d == 0 || r > INT32_MAX || i + 1 >= len || s[i] != ']'
+	    || s[i + 1] != ':')
 		return 0;
 	*rank = (int32_t) r;
 	return i + 2;
@@ -709,23 +714,24 @@ line_time(scrape *s, const char *line, size_t len)
 	uint64_t    f[7] = { 0 };
 	int64_t     ns;
 
-	if (pcre2_match(s->ts, (PCRE2_SPTR) line, len, 0, 0, s->tsmd,
-	        s->mctx) < 0)
+	if (pcre2_match(s->ts, (PCRE2_SPTR) line, len, 0, 0, s->tsmd, s->mctx)
+	    < 0)
 		return 0;
 	ov = pcre2_get_ovector_pointer(s->tsmd);
 	for (int g = 1; g <= 7; g++) {
 		if (ov[2 * g] == PCRE2_UNSET)
 			continue;
 		if (parse_uint(line + ov[2 * g], ov[2 * g + 1] - ov[2 * g],
-		        UINT32_MAX, &f[g - 1]) != 0)
+		        UINT32_MAX, &f[g - 1])
+		    != 0)
 			return 0;
 	}
-	if (f[1] < 1 || f[1] > 12 || f[2] < 1 || f[2] > 31 || f[3] > 23 ||
-	    f[4] > 59 || f[5] > 60)
+	if (f[1] < 1 || f[1] > 12 || f[2] < 1 || f[2] > 31 || f[3] > 23
+	    || f[4] > 59 || f[5] > 60)
 		return 0;
 	ns = days_from_civil((int64_t) f[0], (int64_t) f[1], (int64_t) f[2]);
-	ns = ((ns * 24 + (int64_t) f[3]) * 60 + (int64_t) f[4]) * 60 +
-	    (int64_t) f[5];
+	ns = ((ns * 24 + (int64_t) f[3]) * 60 + (int64_t) f[4]) * 60
+	    + (int64_t) f[5];
 	ns *= 1000000000;
 	if (ov[14] != PCRE2_UNSET) {
 		size_t  nd   = ov[15] - ov[14];
@@ -745,7 +751,7 @@ sanitize(scrape_result *r, size_t *used, const char *prefix, const char *k,
 {
 	char  *out  = r->names + *used;
 	size_t room = sizeof(r->names) - *used, o = 0, pl = strlen(prefix);
-	int    sep  = 0;
+	int    sep = 0;
 
 	if (room < pl + 2)
 		return NULL;
@@ -785,8 +791,8 @@ add_metric(scrape_result *r, const char *name, double v)
 }
 
 static void
-add_value(scrape_result *r, const char *name, const char *v, size_t n,
-    int finite)
+add_value(
+    scrape_result *r, const char *name, const char *v, size_t n, int finite)
 {
 	double d;
 
@@ -825,8 +831,8 @@ scan_kv(scrape *s, form *f, const char *line, size_t len, size_t off,
 		const kv_name *e;
 		int            rc;
 
-		rc = pcre2_match(f->kv, (PCRE2_SPTR) line, len, off, 0,
-		    f->kvmd, s->mctx);
+		rc = pcre2_match(
+		    f->kv, (PCRE2_SPTR) line, len, off, 0, f->kvmd, s->mctx);
 		if (rc < 0) {
 			if (rc != PCRE2_ERROR_NOMATCH)
 				s->c.limit++;
@@ -834,16 +840,16 @@ scan_kv(scrape *s, form *f, const char *line, size_t len, size_t off,
 		}
 		ov  = pcre2_get_ovector_pointer(f->kvmd);
 		off = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
-		if (ov[2 * f->k_g] == PCRE2_UNSET ||
-		    ov[2 * f->v_g] == PCRE2_UNSET)
+		if (ov[2 * f->k_g] == PCRE2_UNSET
+		    || ov[2 * f->v_g] == PCRE2_UNSET)
 			continue;
 		k  = line + ov[2 * f->k_g];
 		kn = ov[2 * f->k_g + 1] - ov[2 * f->k_g];
 		v  = line + ov[2 * f->v_g];
 		vn = ov[2 * f->v_g + 1] - ov[2 * f->v_g];
 		e  = lookup(f->def->names, k, kn);
-		if (e != NULL && e->metric != NULL &&
-		    strcmp(e->metric, "=step") == 0) {
+		if (e != NULL && e->metric != NULL
+		    && strcmp(e->metric, "=step") == 0) {
 			uint64_t u;
 
 			if (parse_uint(v, vn, UINT64_MAX, &u) == 0) {
@@ -862,8 +868,8 @@ scan_kv(scrape *s, form *f, const char *line, size_t len, size_t off,
 		if (name == NULL)
 			continue;
 		add_value(r, name, v, vn, e != NULL && e->finite);
-		if (e != NULL && e->paren != NULL && f->p_g > 0 &&
-		    ov[2 * f->p_g] != PCRE2_UNSET)
+		if (e != NULL && e->paren != NULL && f->p_g > 0
+		    && ov[2 * f->p_g] != PCRE2_UNSET)
 			add_value(r, e->paren, line + ov[2 * f->p_g],
 			    ov[2 * f->p_g + 1] - ov[2 * f->p_g], 0);
 	}
@@ -886,8 +892,8 @@ derive_step_time(rank_state *rs, scrape_result *r)
 {
 	double tt;
 
-	if (rs == NULL || !has_metric(r, "train_time_ms", &tt) ||
-	    !isfinite(tt))
+	if (rs == NULL || !has_metric(r, "train_time_ms", &tt)
+	    || !isfinite(tt))
 		return;
 	if (rs->has_tt && r->step > rs->tt_step && tt >= rs->tt)
 		add_metric(r, "step_time_ms",
@@ -904,16 +910,15 @@ derive_step_time(rank_state *rs, scrape_result *r)
  * *r filled), 0 (no match) or -1 (the match limit was hit).
  */
 static int
-match_form(scrape *s, form *f, const char *line, size_t len,
-    scrape_result *r)
+match_form(scrape *s, form *f, const char *line, size_t len, scrape_result *r)
 {
 	PCRE2_SIZE *ov;
 	uint64_t    step     = 0;
 	int         has_step = 0, rc;
 	rank_state *rs;
 
-	rc = pcre2_match(f->line, (PCRE2_SPTR) line, len, 0, 0, f->md,
-	    s->mctx);
+	rc = pcre2_match(
+	    f->line, (PCRE2_SPTR) line, len, 0, 0, f->md, s->mctx);
 	if (rc == PCRE2_ERROR_NOMATCH)
 		return 0;
 	if (rc < 0)
@@ -924,7 +929,8 @@ match_form(scrape *s, form *f, const char *line, size_t len,
 
 		if (parse_uint(line + ov[2 * f->rank_g],
 		        ov[2 * f->rank_g + 1] - ov[2 * f->rank_g], INT32_MAX,
-		        &u) == 0)
+		        &u)
+		    == 0)
 			r->rank = (int32_t) u;
 		else
 			r->malformed++;
@@ -932,7 +938,8 @@ match_form(scrape *s, form *f, const char *line, size_t len,
 	if (f->step_g > 0 && ov[2 * f->step_g] != PCRE2_UNSET) {
 		if (parse_uint(line + ov[2 * f->step_g],
 		        ov[2 * f->step_g + 1] - ov[2 * f->step_g], UINT64_MAX,
-		        &step) != 0) {
+		        &step)
+		    != 0) {
 			/* No step, no sample. */
 			r->malformed++;
 			s->c.malformed++;
@@ -944,8 +951,9 @@ match_form(scrape *s, form *f, const char *line, size_t len,
 		double t;
 
 		if (scrape_number(line + ov[2 * f->time_g],
-		        ov[2 * f->time_g + 1] - ov[2 * f->time_g], &t) == 0 &&
-		    isfinite(t) && fabs(t) < 9e9)
+		        ov[2 * f->time_g + 1] - ov[2 * f->time_g], &t)
+		        == 0
+		    && isfinite(t) && fabs(t) < 9e9)
 			r->time_ns = (int64_t) llround(t * 1e9);
 		else
 			r->malformed++;
@@ -997,7 +1005,7 @@ scrape_line(scrape *s, const char *line, size_t len, scrape_result *r)
 
 		memset(r, 0, offsetof(scrape_result, m));
 		r->rank = rank;
-		rc = match_form(s, &s->forms[i], buf + skip, n - skip, r);
+		rc      = match_form(s, &s->forms[i], buf + skip, n - skip, r);
 
 		if (rc < 0) {
 			s->c.limit++;
@@ -1011,4 +1019,73 @@ scrape_line(scrape *s, const char *line, size_t len, scrape_result *r)
 		return 1;
 	}
 	return 0;
+}
+
+/* ---- reader ------------------------------------------------------------- */
+
+struct scrape_reader {
+	scrape       *s;
+	FILE         *f;
+	char         *line;
+	size_t        cap;
+	uint64_t      lineno;
+	int64_t       last_time; /* 0: no line had a time yet */
+	size_t        next;      /* next metric of r to return */
+	scrape_result r;
+};
+
+int
+scrape_reader_open(scrape *s, FILE *f, scrape_reader **out)
+{
+	scrape_reader *rd = calloc(1, sizeof(*rd));
+
+	*out = rd;
+	if (rd == NULL)
+		return -1;
+	rd->s = s;
+	rd->f = f;
+	return 0;
+}
+
+int
+scrape_reader_next(scrape_reader *rd, scrape_sample *out)
+{
+	while (rd->next >= rd->r.n) {
+		ssize_t n;
+
+		errno = 0;
+		n     = getline(&rd->line, &rd->cap, rd->f);
+		if (n < 0)
+			return ferror(rd->f) ? -1 : 0;
+		rd->lineno++;
+		rd->next = 0;
+		if (scrape_line(rd->s, rd->line, (size_t) n, &rd->r) != 1)
+			rd->r.n = 0;
+		else if (rd->r.time_ns != 0)
+			rd->last_time = rd->r.time_ns;
+	}
+	out->metric = rd->r.m[rd->next].name;
+	out->value  = rd->r.m[rd->next].value;
+	out->rank   = rd->r.rank;
+	out->step   = rd->r.step;
+	out->line   = rd->lineno;
+	if (rd->r.time_ns != 0)
+		out->time_ns = rd->r.time_ns;
+	else if (rd->last_time != 0)
+		out->time_ns = rd->last_time;
+	else
+		out->time_ns = rd->r.step > (uint64_t) INT64_MAX / 1000000000
+		    ? INT64_MAX
+		    : (int64_t) rd->r.step * 1000000000;
+	rd->next++;
+	return 1;
+}
+
+void
+scrape_reader_close(scrape_reader *rd)
+{
+	if (rd == NULL)
+		return;
+	free(rd->line);
+	free(rd);
 }

@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /*
  * A compiled scraper. One thread at a time: it keeps per-rank state (the
@@ -40,7 +41,7 @@
 typedef struct scrape scrape;
 
 #define SCRAPE_MAX_METRICS 32
-#define SCRAPE_LINE_MAX    65536 /* longer lines are matched truncated */
+#define SCRAPE_LINE_MAX 65536 /* longer lines are matched truncated */
 
 typedef struct scrape_metric {
 	/* NUL-terminated; borrowed from the scraper or from the result,
@@ -51,11 +52,11 @@ typedef struct scrape_metric {
 
 /* One matched line. */
 typedef struct scrape_result {
-	uint64_t      step;
-	int32_t       rank;    /* -1: the line names no rank */
-	int64_t       time_ns; /* from a time group or a leading
-				* YYYY-MM-DD HH:MM:SS[.fff] (read as UTC);
-				* 0 if the line has none */
+	uint64_t step;
+	int32_t  rank;           /* -1: the line names no rank */
+	int64_t  time_ns;        /* from a time group or a leading
+	                          * YYYY-MM-DD HH:MM:SS[.fff] (read as UTC);
+	                          * 0 if the line has none */
 	unsigned      malformed; /* values in this line that did not parse */
 	size_t        n;         /* metrics in m (may be 0) */
 	scrape_metric m[SCRAPE_MAX_METRICS];
@@ -103,5 +104,38 @@ int scrape_number(const char *s, size_t len, double *out);
 
 /* The preset names, one per line with a description (for usage). */
 const char *scrape_preset_help(void);
+
+/* ---- reading a whole log (vitals replay --format log) ---------------- */
+
+/*
+ * Samples of a log file, one per metric of each matched line, in file
+ * order. A sample's time is the line's (scrape_result.time_ns) if it has
+ * one, else that of the last line that had one, else step seconds after
+ * the epoch (one second per step): the same file always gives the same
+ * samples, and rules that look at time (stall) see a plausible clock.
+ */
+typedef struct scrape_reader scrape_reader;
+
+typedef struct scrape_sample {
+	const char *metric; /* valid until the next call */
+	int32_t     rank;   /* -1: none in the line */
+	uint64_t    step;
+	int64_t     time_ns;
+	double      value;
+	uint64_t    line; /* 1-based line number, for messages */
+} scrape_sample;
+
+/*
+ * Read lines of f (not closed here) with the scraper s (not freed here;
+ * it must outlive the reader). Returns 0, or -1 when out of memory.
+ */
+int scrape_reader_open(scrape *s, FILE *f, scrape_reader **out);
+
+/* The next sample: 1, 0 at the end of the file, -1 on a read error
+ * (errno set). */
+int scrape_reader_next(scrape_reader *rd, scrape_sample *out);
+
+/* NULL is a no-op. */
+void scrape_reader_close(scrape_reader *rd);
 
 #endif /* CLI_SCRAPE_H */

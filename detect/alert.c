@@ -39,8 +39,8 @@ str(jbuf *b, const char *s, size_t n)
 	put(b, "\"", 1);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char) s[i];
-		char          esc[6] = { '\\', 'u', '0', '0', hex[c >> 4],
-			 hex[c & 15] };
+		char          esc[6]
+		    = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
 
 		if (c == '"' || c == '\\') {
 			put(b, "\\", 1);
@@ -83,7 +83,7 @@ size_t
 detect_alert_json(const detect_alert *a, char *buf, size_t len)
 {
 	jbuf      b = { buf, len, 0 };
-	char      t[48];
+	char      t[96];
 	long long s    = a->time_ns / 1000000000ll;
 	long long frac = a->time_ns % 1000000000ll;
 

@@ -76,8 +76,8 @@ detect_win_quantile(const detect_win *w, const double *buf, double q)
 }
 
 double
-detect_ewm_update(detect_ewm *m, double y, double alpha, double beta,
-    double floor)
+detect_ewm_update(
+    detect_ewm *m, double y, double alpha, double beta, double floor)
 {
 	double r = y - m->level, c = 3 * m->scale, rc;
 

@@ -28,8 +28,8 @@ detect_win_bytes(uint32_t cap)
 	return 2 * (size_t) cap * sizeof(double);
 }
 
-void   detect_win_init(detect_win *w, uint32_t cap);
-void   detect_win_push(detect_win *w, double *buf, double x);
+void detect_win_init(detect_win *w, uint32_t cap);
+void detect_win_push(detect_win *w, double *buf, double x);
 /* The q-quantile (0..1) of the values held (NaN if none). */
 double detect_win_quantile(const detect_win *w, const double *buf, double q);
 static inline double
@@ -46,8 +46,8 @@ typedef struct detect_ewm {
 
 /* Update with residual-clipping; alpha and beta in (0, 1]. floor bounds
  * the scale from below. Returns the residual before the update. */
-double detect_ewm_update(detect_ewm *m, double y, double alpha, double beta,
-    double floor);
+double detect_ewm_update(
+    detect_ewm *m, double y, double alpha, double beta, double floor);
 
 /* Median of n values (n <= 64), for seeding; v is reordered. */
 double detect_median_small(double *v, size_t n);

@@ -34,10 +34,10 @@
 /* Error codes. Append only. */
 enum detect_err {
 	DETECT_OK = 0,
-	DETECT_ENOMEM,  /* out of memory */
-	DETECT_EPARSE,  /* the rules text is invalid (details in err) */
-	DETECT_EINVAL,  /* a NULL or out of range argument */
-	DETECT_ELIMIT,  /* a pattern hit PCRE2's match or depth limit */
+	DETECT_ENOMEM, /* out of memory */
+	DETECT_EPARSE, /* the rules text is invalid (details in err) */
+	DETECT_EINVAL, /* a NULL or out of range argument */
+	DETECT_ELIMIT, /* a pattern hit PCRE2's match or depth limit */
 };
 
 /** @return a string literal naming the code. */
@@ -97,20 +97,20 @@ size_t detect_rules_count(const detect_rules *rules);
  * borrowed from the rule set, valid until it is freed. */
 typedef struct detect_rule_info {
 	const char *name;
-	const char *detector;      /* "spike", "stall", ... */
-	const char *severity;      /* its severity name */
-	const char *metric;        /* pattern text; "" means any */
+	const char *detector; /* "spike", "stall", ... */
+	const char *severity; /* its severity name */
+	const char *metric;   /* pattern text; "" means any */
 	const char *run, *host, *rank;
-	const char *definition;    /* every parameter, defaults included,
-				    * on one line */
+	const char *definition;       /* every parameter, defaults included,
+	                               * on one line */
 	const char *const *exec_argv; /* NULL if no exec action */
-	size_t      exec_argc;
-	uint32_t    exec_timeout_ms;
+	size_t             exec_argc;
+	uint32_t           exec_timeout_ms;
 } detect_rule_info;
 
 /** Fill *out for rule i (0 <= i < count). @return 0 or DETECT_EINVAL. */
-int detect_rules_info(const detect_rules *rules, size_t i,
-    detect_rule_info *out);
+int detect_rules_info(
+    const detect_rules *rules, size_t i, detect_rule_info *out);
 
 /**
  * Whether rule i applies to a series, with the same bounded matching the
@@ -131,12 +131,13 @@ typedef struct detect_sample {
 	size_t      runlen;
 	const char *metric;
 	size_t      mlen;
-	const char *host;    /* may be NULL (unknown) */
+	const char *host; /* may be NULL (unknown) */
 	size_t      hostlen;
-	int32_t     rank;    /* -1: none */
+	int32_t     rank; /* -1: none */
 	uint64_t    step;
-	int64_t     time_ns; /* wall time, ns since the Unix epoch */
-	double      value;   /* NaN and infinities allowed */
+	int64_t     time_ns; /* wall time, ns since the Unix epoch (taken as
+	                      * within [0, 2^62]: 1970 to 2116) */
+	double value;        /* NaN and infinities allowed */
 } detect_sample;
 
 /**
@@ -145,33 +146,33 @@ typedef struct detect_sample {
  */
 typedef struct detect_alert {
 	const char *rule;
-	const char *kind;      /* "spike", "blip", "divergence", "nonfinite",
-				* "drop", "rise", "stall", "progress_stall",
-				* "straggler", "threshold", "flatline",
-				* "restart", "series_limit" */
-	int         severity;  /* enum detect_severity */
-	int         state;     /* enum detect_state */
+	const char *kind;     /* "spike", "blip", "divergence", "nonfinite",
+	                       * "drop", "rise", "stall", "progress_stall",
+	                       * "straggler", "threshold", "flatline",
+	                       * "restart", "series_limit" */
+	int         severity; /* enum detect_severity */
+	int         state;    /* enum detect_state */
 	const char *run;
 	size_t      runlen;
-	int32_t     rank;      /* -1: the run as a whole */
-	const char *host;      /* "" if unknown or run-wide */
+	int32_t     rank; /* -1: the run as a whole */
+	const char *host; /* "" if unknown or run-wide */
 	size_t      hostlen;
-	const char *metric;    /* "" for run-wide alerts (stall, restart) */
+	const char *metric; /* "" for run-wide alerts (stall, restart) */
 	size_t      mlen;
-	uint64_t    step;      /* the step the transition happened at */
-	int64_t     time_ns;   /* sample time of that step (stalls: the
-				* deadline that was missed) */
-	double      value;     /* the value that caused it (stalls: seconds
-				* without progress) */
-	double      baseline;  /* what was expected; NaN if not applicable */
-	const char *message;   /* one line for people */
+	uint64_t    step;     /* the step the transition happened at */
+	int64_t     time_ns;  /* sample time of that step (stalls: the
+	                       * deadline that was missed) */
+	double value;         /* the value that caused it (stalls: seconds
+	                       * without progress) */
+	double      baseline; /* what was expected; NaN if not applicable */
+	const char *message;  /* one line for people */
 	/* Exec action: set only when the rule has `exec` and this transition
 	 * should run it (see exec_on in docs/rules.md). The collector runs
 	 * argv (no shell) with detect_alert_json() on stdin and kills it
 	 * after exec_timeout_ms. */
 	const char *const *exec_argv; /* NULL-terminated; NULL: no action */
-	size_t      exec_argc;
-	uint32_t    exec_timeout_ms;
+	size_t             exec_argc;
+	uint32_t           exec_timeout_ms;
 } detect_alert;
 
 /** Receives alert transitions; must not call back into the engine. */
@@ -223,24 +224,24 @@ void detect_engine_free(detect_engine *e);
  * before this returns. O(1) amortised; a new series costs one bounded
  * PCRE2 match per rule.
  */
-void detect_feed(detect_engine *e, const detect_sample *s,
-    detect_emit_fn emit, void *ctx);
+void detect_feed(
+    detect_engine *e, const detect_sample *s, detect_emit_fn emit, void *ctx);
 
 /**
  * Advance the clock (ns since the epoch) to now_ns and report stalls that
  * became due. A clock that goes backwards is ignored. Costs O(number of
  * (run, rank) pairs under stall rules).
  */
-void detect_tick(detect_engine *e, int64_t now_ns, detect_emit_fn emit,
-    void *ctx);
+void detect_tick(
+    detect_engine *e, int64_t now_ns, detect_emit_fn emit, void *ctx);
 
 /** Counters since the engine was made. */
 typedef struct detect_stats {
-	uint64_t samples;      /* fed */
-	uint64_t series;       /* tracked now */
+	uint64_t samples;        /* fed */
+	uint64_t series;         /* tracked now */
 	uint64_t series_dropped; /* samples of series beyond the cap */
-	uint64_t match_limit;  /* pattern matches that hit the limit */
-	uint64_t alerts;       /* transitions emitted */
+	uint64_t match_limit;    /* pattern matches that hit the limit */
+	uint64_t alerts;         /* transitions emitted */
 } detect_stats;
 
 void detect_engine_stats(const detect_engine *e, detect_stats *out);

@@ -99,8 +99,8 @@ typedef struct detect_kind {
 	void (*slot_init)(void *slot, const detect_rule *r);
 	void (*feed)(detect_ctx *c, detect_inst *in, const detect_sample *s);
 	/* The series' step went back (a restart); called before feed. */
-	void (*rollback)(detect_ctx *c, detect_inst *in, const detect_sample *s,
-	    uint64_t prev_step, int64_t prev_time);
+	void (*rollback)(detect_ctx *c, detect_inst *in,
+	    const detect_sample *s, uint64_t prev_step, int64_t prev_time);
 	void (*tick)(detect_ctx *c, detect_group *g, int64_t now);
 } detect_kind;
 
@@ -136,7 +136,7 @@ void detect_origin_run(detect_origin *o, const detect_run *run);
 /* Alert flags. */
 enum {
 	DETECT_EVENT = 1, /* over when reported: one record, state resolved,
-			   * runs the exec action like a firing alert */
+	                   * runs the exec action like a firing alert */
 };
 
 /*

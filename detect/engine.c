@@ -32,15 +32,16 @@ struct detect_engine {
 	char            limit_name[16];
 };
 
-/* ---- keys ---------------------------------------------------------------- */
+/* ---- keys ----------------------------------------------------------------
+ */
 
 typedef struct skey {
-	const char *run;
-	size_t      runlen;
-	const char *metric;
-	size_t      mlen;
-	int32_t     rank;
-	const char *rule;
+	const char       *run;
+	size_t            runlen;
+	const char       *metric;
+	size_t            mlen;
+	int32_t           rank;
+	const char       *rule;
 	const detect_run *runp;
 } skey;
 
@@ -62,7 +63,7 @@ hash_run(const char *run, size_t len)
 static int
 eq_run(const void *o, const void *k)
 {
-	const detect_run *r = o;
+	const detect_run *r   = o;
 	const skey       *key = k;
 
 	return r->len == key->runlen && memcmp(r->name, key->run, r->len) == 0;
@@ -83,8 +84,9 @@ eq_series(const void *o, const void *k)
 	const detect_series *s   = o;
 	const skey          *key = k;
 
-	return s->rk->rank == key->rank && s->mlen == key->mlen &&
-	    memcmp(s->metric, key->metric, s->mlen) == 0 && eq_run(s->run, k);
+	return s->rk->rank == key->rank && s->mlen == key->mlen
+	    && memcmp(s->metric, key->metric, s->mlen) == 0
+	    && eq_run(s->run, k);
 }
 
 static int
@@ -93,16 +95,15 @@ eq_group(const void *o, const void *k)
 	const detect_group *g   = o;
 	const skey         *key = k;
 
-	return g->run == key->runp && strcmp(g->r->name, key->rule) == 0 &&
-	    (key->metric == NULL ?
-		    g->metric == NULL :
-		    g->metric != NULL && g->mlen == key->mlen &&
-			memcmp(g->metric, key->metric, g->mlen) == 0);
+	return g->run == key->runp && strcmp(g->r->name, key->rule) == 0
+	    && (key->metric == NULL ? g->metric == NULL
+	                            : g->metric != NULL && g->mlen == key->mlen
+	                && memcmp(g->metric, key->metric, g->mlen) == 0);
 }
 
 static uint64_t
-hash_group(const char *rule, const detect_run *run, const char *metric,
-    size_t mlen)
+hash_group(
+    const char *rule, const detect_run *run, const char *metric, size_t mlen)
 {
 	uint64_t h = detect_hash(DETECT_HASH_INIT, rule, strlen(rule) + 1);
 
@@ -123,7 +124,8 @@ dupn(const char *s, size_t n)
 	return p;
 }
 
-/* ---- runs, ranks ---------------------------------------------------------- */
+/* ---- runs, ranks ----------------------------------------------------------
+ */
 
 static detect_run *
 get_run(detect_engine *e, const detect_sample *s)
@@ -164,9 +166,9 @@ set_host(detect_rank *rk, const detect_sample *s)
 {
 	char *h;
 
-	if (s->host == NULL || s->hostlen == 0 ||
-	    (rk->hostlen == s->hostlen &&
-		memcmp(rk->host, s->host, s->hostlen) == 0))
+	if (s->host == NULL || s->hostlen == 0
+	    || (rk->hostlen == s->hostlen
+	        && memcmp(rk->host, s->host, s->hostlen) == 0))
 		return;
 	h = dupn(s->host, s->hostlen);
 	if (h == NULL)
@@ -179,9 +181,8 @@ set_host(detect_rank *rk, const detect_sample *s)
 static detect_rank *
 get_rank(detect_engine *e, detect_run *run, const detect_sample *s)
 {
-	skey         k = { .run = s->run, .runlen = s->runlen,
-		 .rank = s->rank };
-	uint64_t     h  = hash_rank(run->hash, s->rank);
+	skey     k = { .run = s->run, .runlen = s->runlen, .rank = s->rank };
+	uint64_t h = hash_rank(run->hash, s->rank);
 	detect_rank *rk = detect_table_find(&e->ranks, h, eq_rank, &k);
 
 	if (rk != NULL)
@@ -248,7 +249,7 @@ group_put(detect_engine *e, detect_group *g)
 static int64_t
 group_slot(detect_group *g, detect_rank *rk)
 {
-	const detect_kind *k = g->r->kind;
+	const detect_kind *k  = g->r->kind;
 	size_t             sz = g->slot_size;
 
 	for (uint32_t i = 0; i < g->nslots; i++)
@@ -262,7 +263,7 @@ group_slot(detect_group *g, detect_rank *rk)
 		if (sr == NULL)
 			return -1;
 		g->slot_rank = sr;
-		sl = realloc(g->slots, (size_t) cap * (sz ? sz : 1));
+		sl           = realloc(g->slots, (size_t) cap * (sz ? sz : 1));
 		if (sl == NULL)
 			return -1;
 		g->slots = sl;
@@ -281,15 +282,18 @@ group_slot(detect_group *g, detect_rank *rk)
 static int
 attach(detect_engine *e, detect_series *s, detect_inst *in)
 {
-	const detect_kind *k  = in->r->kind;
-	int                pm = k->scope == DETECT_SCOPE_RUN_METRIC;
-	skey               key = { .run = s->run->name, .runlen = s->run->len,
-		 .metric = pm ? s->metric : NULL, .mlen = s->mlen,
-		 .rule = in->r->name, .runp = s->run };
-	uint64_t           h   = hash_group(in->r->name, s->run,
-			      pm ? s->metric : NULL, s->mlen);
-	detect_group      *g   = detect_table_find(&e->groups, h, eq_group, &key);
-	int64_t            slot;
+	const detect_kind *k   = in->r->kind;
+	int                pm  = k->scope == DETECT_SCOPE_RUN_METRIC;
+	skey               key = { .run = s->run->name,
+		              .runlen   = s->run->len,
+		              .metric   = pm ? s->metric : NULL,
+		              .mlen     = s->mlen,
+		              .rule     = in->r->name,
+		              .runp     = s->run };
+	uint64_t           h
+	    = hash_group(in->r->name, s->run, pm ? s->metric : NULL, s->mlen);
+	detect_group *g = detect_table_find(&e->groups, h, eq_group, &key);
+	int64_t       slot;
 
 	if (g == NULL) {
 		g = calloc(1, sizeof(*g));
@@ -426,7 +430,7 @@ new_series(detect_engine *e, const detect_sample *s, uint64_t h)
 	ser->rk     = rk;
 	ser->mlen   = s->mlen;
 	ser->metric = dupn(s->metric, s->mlen);
-	ser->inst   = calloc(e->rules->n ? e->rules->n : 1, sizeof(*ser->inst));
+	ser->inst = calloc(e->rules->n ? e->rules->n : 1, sizeof(*ser->inst));
 	if (ser->metric == NULL || ser->inst == NULL)
 		goto fail;
 	for (size_t i = 0; i < e->rules->n; i++) {
@@ -472,7 +476,7 @@ detect_engine_new(detect_rules *rules, detect_engine **out)
 	e->rules = rules;
 	snprintf(e->limit_name, sizeof(e->limit_name), "max_series");
 	e->limit_rule.name = e->limit_name;
-	*out     = e;
+	*out               = e;
 	return 0;
 }
 
@@ -502,13 +506,12 @@ detect_engine_stats(const detect_engine *e, detect_stats *out)
 }
 
 static void
-limit_reached(detect_engine *e, const detect_sample *s, detect_emit_fn emit,
-    void *ctx)
+limit_reached(
+    detect_engine *e, const detect_sample *s, detect_emit_fn emit, void *ctx)
 {
-	detect_ctx               c    = { e, &e->limit_rule, NULL, emit, ctx };
-	detect_origin            o    = { s->run, s->runlen, s->rank,
-		       s->host ? s->host : "", s->host ? s->hostlen : 0,
-		       s->metric, s->mlen };
+	detect_ctx    c = { e, &e->limit_rule, NULL, emit, ctx };
+	detect_origin o = { s->run, s->runlen, s->rank, s->host ? s->host : "",
+		s->host ? s->hostlen : 0, s->metric, s->mlen };
 
 	e->st.series_dropped++;
 	if (e->limit_reported)
@@ -521,19 +524,45 @@ limit_reached(detect_engine *e, const detect_sample *s, detect_emit_fn emit,
 	    e->ns);
 }
 
+/* Times are kept within [0, 2^62] ns (1970 to 2116) so that no sum or
+ * difference of two times and a threshold overflows. */
+#define TIME_MAX (INT64_C(1) << 62)
+
+static int64_t
+clamp_time(int64_t t)
+{
+	return t > TIME_MAX ? TIME_MAX : t < 0 ? 0 : t;
+}
+
 void
-detect_feed(detect_engine *e, const detect_sample *s, detect_emit_fn emit,
+detect_feed(detect_engine *e, const detect_sample *sample, detect_emit_fn emit,
     void *ctx)
 {
-	skey           k = { .run = s->run, .runlen = s->runlen,
-		  .metric = s->metric, .mlen = s->mlen, .rank = s->rank };
-	uint64_t       h;
-	detect_series *ser;
-	detect_ctx     c;
+	detect_sample        copy;
+	const detect_sample *s = &copy;
+	skey                 k;
+	uint64_t             h;
+	detect_series       *ser;
+	detect_ctx           c;
 
+	if (e == NULL || sample == NULL)
+		return;
+	copy         = *sample;
+	copy.time_ns = clamp_time(sample->time_ns);
+	if (copy.run == NULL)
+		copy.run = "", copy.runlen = 0;
+	if (copy.metric == NULL)
+		copy.metric = "", copy.mlen = 0;
+	if (copy.host == NULL)
+		copy.hostlen = 0;
+	k = (skey) { .run = s->run,
+		.runlen   = s->runlen,
+		.metric   = s->metric,
+		.mlen     = s->mlen,
+		.rank     = s->rank };
 	e->st.samples++;
 	h   = hash_rank(detect_hash(hash_run(s->run, s->runlen) ^ 0x5bd1e995,
-			    s->metric, s->mlen),
+	                    s->metric, s->mlen),
 	      s->rank);
 	ser = detect_table_find(&e->series, h, eq_series, &k);
 	if (ser == NULL) {
@@ -555,12 +584,13 @@ detect_feed(detect_engine *e, const detect_sample *s, detect_emit_fn emit,
 		detect_inst       *in = &ser->inst[i];
 		const detect_kind *kd = in->r->kind;
 
-		if (kd->scope != DETECT_SCOPE_SERIES && in->g == NULL &&
-		    attach(e, ser, in) != 0)
+		if (kd->scope != DETECT_SCOPE_SERIES && in->g == NULL
+		    && attach(e, ser, in) != 0)
 			continue;
 		c.r = in->r;
 		if (ser->seen && s->step < ser->last_step && kd->rollback)
-			kd->rollback(&c, in, s, ser->last_step, ser->last_time);
+			kd->rollback(
+			    &c, in, s, ser->last_step, ser->last_time);
 		kd->feed(&c, in, s);
 	}
 	ser->last_step = s->step;
@@ -569,11 +599,13 @@ detect_feed(detect_engine *e, const detect_sample *s, detect_emit_fn emit,
 }
 
 void
-detect_tick(detect_engine *e, int64_t now_ns, detect_emit_fn emit,
-    void *ctx)
+detect_tick(detect_engine *e, int64_t now_ns, detect_emit_fn emit, void *ctx)
 {
 	detect_ctx c = { e, NULL, NULL, emit, ctx };
 
+	if (e == NULL)
+		return;
+	now_ns = clamp_time(now_ns);
 	if (now_ns < e->now)
 		return;
 	e->now = now_ns;
@@ -600,7 +632,7 @@ detect_engine_now(const detect_engine *e)
 int
 detect_engine_reload(detect_engine *e, detect_rules *nr)
 {
-	detect_rules *or = e->rules;
+	detect_rules * or = e->rules;
 	int          *keep; /* new rule j <- old rule keep[j], or -1 */
 	detect_inst **nv;
 	size_t        i;
@@ -614,8 +646,8 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 	for (size_t j = 0; j < nr->n; j++) {
 		keep[j] = -1;
 		for (size_t o = 0; o < or->n; o++)
-			if (strcmp(or->v[o].name, nr->v[j].name) == 0 &&
-			    strcmp(or->v[o].canon, nr->v[j].canon) == 0)
+			if (strcmp(or->v[o].name, nr->v[j].name) == 0
+			    && strcmp(or->v[o].canon, nr->v[j].canon) == 0)
 				keep[j] = (int) o;
 	}
 	for (i = 0; i < e->ns; i++) {
@@ -629,7 +661,7 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 			const detect_rule *r = &nr->v[j];
 
 			if (keep[j] >= 0) {
-				const detect_rule *old = &or->v[keep[j]];
+				const detect_rule *old = & or->v[keep[j]];
 
 				for (uint32_t q = 0; q < s->ninst; q++) {
 					if (s->inst[q].r != old)
@@ -656,8 +688,8 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 			int kept = 0;
 
 			for (size_t j = 0; j < nr->n; j++)
-				kept |= keep[j] >= 0 &&
-				    s->inst[q].r == &or->v[keep[j]];
+				kept |= keep[j] >= 0 && s->inst[q].r == & or
+				            ->v[keep[j]];
 			if (!kept)
 				inst_fini(e, &s->inst[q]);
 		}
@@ -675,7 +707,7 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 		if (g == NULL)
 			continue;
 		for (size_t j = 0; j < nr->n; j++)
-			if (keep[j] >= 0 && g->r == &or->v[keep[j]])
+			if (keep[j] >= 0 && g->r == & or->v[keep[j]])
 				g->r = &nr->v[j];
 	}
 	free(keep);
@@ -688,8 +720,8 @@ oom:
 	if (nv != NULL) {
 		for (i = 0; i < e->ns && nv[i] != NULL; i++) {
 			for (size_t j = 0; j < nr->n; j++)
-				if (nv[i][j].r != NULL &&
-				    keep[nv[i][j].r - nr->v] < 0)
+				if (nv[i][j].r != NULL
+				    && keep[nv[i][j].r - nr->v] < 0)
 					free(nv[i][j].st);
 			free(nv[i]);
 		}
@@ -699,7 +731,8 @@ oom:
 	return DETECT_ENOMEM;
 }
 
-/* ---- emitting ------------------------------------------------------------ */
+/* ---- emitting ------------------------------------------------------------
+ */
 
 void
 detect_origin_series(detect_origin *o, const detect_series *s)
@@ -751,9 +784,12 @@ emit_v(detect_ctx *c, const detect_origin *o, const char *kind, int sev,
 		return;
 	/* Names are NUL-terminated for the callback; series names are
 	 * already, origins built from samples may not be. */
-	snprintf(run, sizeof(run), "%.*s", (int) (o->runlen < 159 ? o->runlen : 159), o->run);
-	snprintf(metric, sizeof(metric), "%.*s", (int) (o->mlen < 223 ? o->mlen : 223), o->metric);
-	snprintf(host, sizeof(host), "%.*s", (int) (o->hostlen < 271 ? o->hostlen : 271), o->host);
+	snprintf(run, sizeof(run), "%.*s",
+	    (int) (o->runlen < 159 ? o->runlen : 159), o->run);
+	snprintf(metric, sizeof(metric), "%.*s",
+	    (int) (o->mlen < 223 ? o->mlen : 223), o->metric);
+	snprintf(host, sizeof(host), "%.*s",
+	    (int) (o->hostlen < 271 ? o->hostlen : 271), o->host);
 	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	memset(&a, 0, sizeof(a));
 	a.rule     = r->name;
@@ -772,8 +808,8 @@ emit_v(detect_ctx *c, const detect_origin *o, const char *kind, int sev,
 	a.value    = value;
 	a.baseline = baseline;
 	a.message  = e->msg;
-	if (r->argv != NULL && sev >= r->exec_on &&
-	    (state == DETECT_FIRING || (flags & DETECT_EVENT))) {
+	if (r->argv != NULL && sev >= r->exec_on
+	    && (state == DETECT_FIRING || (flags & DETECT_EVENT))) {
 		a.exec_argv       = (const char *const *) r->argv;
 		a.exec_argc       = r->argc;
 		a.exec_timeout_ms = r->timeout_ms;

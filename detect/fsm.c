@@ -1,5 +1,7 @@
 #include "detect/fsm.h"
 
+#include <math.h>
+
 int
 detect_span_reached(const detect_span *sp, uint32_t n, int64_t t0, int64_t t)
 {
@@ -55,7 +57,8 @@ detect_fsm_update(detect_fsm *f, int cond, const detect_span *hold,
 		f->quiet_n   = 0;
 		f->quiet_end = 0;
 		if (cooldown->unit == DETECT_SECONDS)
-			f->quiet_end = t + (int64_t) (cooldown->v * 1e9);
+			f->quiet_end
+			    = t + (int64_t) fmin(cooldown->v * 1e9, 4e18);
 		else
 			f->quiet_n = (uint32_t) cooldown->v;
 		return DETECT_FSM_RESOLVE;

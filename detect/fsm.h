@@ -16,7 +16,7 @@ enum { DETECT_FSM_NONE, DETECT_FSM_FIRE, DETECT_FSM_RESOLVE };
 typedef struct detect_fsm {
 	uint8_t  state;
 	uint32_t n;         /* samples in the current run of cond (pending)
-			     * or of !cond (firing) */
+	                     * or of !cond (firing) */
 	int64_t  t0;        /* time of the first sample of that run */
 	uint64_t step0;     /* its step */
 	uint32_t quiet_n;   /* cooldown samples left */
@@ -24,8 +24,8 @@ typedef struct detect_fsm {
 } detect_fsm;
 
 /* Whether a span has passed: n samples counted, or seconds since t0. */
-int detect_span_reached(const detect_span *sp, uint32_t n, int64_t t0,
-    int64_t t);
+int detect_span_reached(
+    const detect_span *sp, uint32_t n, int64_t t0, int64_t t);
 
 /*
  * Feed one sample's condition. Returns DETECT_FSM_FIRE when the alert

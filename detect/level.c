@@ -32,7 +32,7 @@ static const detect_param lv_params[] = {
 typedef struct level_st {
 	detect_fsm fsm;
 	detect_win w;
-	uint64_t   n;     /* samples since (re)start */
+	uint64_t   n; /* samples since (re)start */
 	uint64_t   firing_n;
 	double     ref;
 	int        has_ref;
@@ -42,8 +42,8 @@ typedef struct level_st {
 static size_t
 level_size(const detect_rule *r)
 {
-	return sizeof(level_st) +
-	    detect_win_bytes((uint32_t) detect_p(r, LV_WINDOW));
+	return sizeof(level_st)
+	    + detect_win_bytes((uint32_t) detect_p(r, LV_WINDOW));
 }
 
 static void
@@ -55,13 +55,11 @@ level_init(void *state, const detect_rule *r)
 }
 
 static void
-level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s,
-    int up)
+level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 {
 	const detect_rule *r    = c->r;
 	level_st          *st   = in->st;
 	const char        *kind = up ? "rise" : "drop";
-	detect_name        m    = detect_name_of(s->metric, s->mlen);
 	double             by   = detect_p(r, LV_BY), med, shift;
 	int                cond, tr;
 
@@ -89,7 +87,7 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s,
 		    med, st->ref,
 		    "%s level %s (median of %u samples) is %.1f%% %s its "
 		    "level %s at step %llu, since step %llu (rank %d)",
-		    m.s, detect_fmt(med).s, st->w.n, 100 * shift,
+		    c->s->metric, detect_fmt(med).s, st->w.n, 100 * shift,
 		    up ? "above" : "below", detect_fmt(st->ref).s,
 		    (unsigned long long) s->step,
 		    (unsigned long long) st->fsm.step0, (int) s->rank);
@@ -98,17 +96,17 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s,
 		    med, st->ref,
 		    "%s level %s is back within %.1f%% of its level %s at "
 		    "step %llu",
-		    m.s, detect_fmt(med).s, 100 * by / 2, detect_fmt(st->ref).s,
-		    (unsigned long long) s->step);
+		    c->s->metric, detect_fmt(med).s, 100 * by / 2,
+		    detect_fmt(st->ref).s, (unsigned long long) s->step);
 	}
 	if (st->fsm.state == DETECT_FSM_FIRING) {
-		if (detect_p(r, LV_ADAPT) > 0 &&
-		    ++st->firing_n >= detect_p(r, LV_ADAPT)) {
+		if (detect_p(r, LV_ADAPT) > 0
+		    && ++st->firing_n >= detect_p(r, LV_ADAPT)) {
 			detect_emit_series(c, kind, r->severity,
 			    DETECT_RESOLVED, 0, s, med, st->ref,
 			    "%s has stayed at %s for %llu samples: taken as "
 			    "its new level",
-			    m.s, detect_fmt(med).s,
+			    c->s->metric, detect_fmt(med).s,
 			    (unsigned long long) st->firing_n);
 			st->ref = med;
 			detect_fsm_reset(&st->fsm);
@@ -119,7 +117,7 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s,
 		return;
 	/* Follow: fast the harmless way, slowly the other. */
 	{
-		double k = 1 / detect_p(r, LV_FOLLOW);
+		double k        = 1 / detect_p(r, LV_FOLLOW);
 		int    harmless = up ? med < st->ref : med > st->ref;
 
 		if (harmless)

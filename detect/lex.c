@@ -17,9 +17,9 @@ detect_lex_init(detect_lexer *lx, const char *s, size_t len)
 static int
 peek(const detect_lexer *lx, size_t ahead)
 {
-	return lx->pos + ahead < lx->len ?
-	    (unsigned char) lx->s[lx->pos + ahead] :
-	    -1;
+	return lx->pos + ahead < lx->len
+	    ? (unsigned char) lx->s[lx->pos + ahead]
+	    : -1;
 }
 
 static void
@@ -140,16 +140,17 @@ lex_number(detect_lexer *lx, detect_token *t)
 	if (peek(lx, n) == '.')
 		for (n++; is_digit(peek(lx, n));)
 			n++;
-	if ((peek(lx, n) == 'e' || peek(lx, n) == 'E') &&
-	    (is_digit(peek(lx, n + 1)) ||
-		((peek(lx, n + 1) == '-' || peek(lx, n + 1) == '+') &&
-		    is_digit(peek(lx, n + 2))))) {
+	if ((peek(lx, n) == 'e' || peek(lx, n) == 'E')
+	    && (is_digit(peek(lx, n + 1))
+	        || ((peek(lx, n + 1) == '-' || peek(lx, n + 1) == '+')
+	            && is_digit(peek(lx, n + 2))))) {
 		for (n += 2; is_digit(peek(lx, n));)
 			n++;
 	}
 	if (n >= sizeof(buf)) {
-		fail(lx, t, t->line, t->col, "expected a number, found a "
-					     "number too long to read");
+		fail(lx, t, t->line, t->col,
+		    "expected a number, found a "
+		    "number too long to read");
 		return;
 	}
 	memcpy(buf, lx->s + lx->pos, n);
@@ -164,25 +165,28 @@ lex_number(detect_lexer *lx, detect_token *t)
 		t->unit = TU_PCT;
 		t->num *= 0.01;
 	} else {
-		size_t at = lx->pos;
+		size_t at       = lx->pos;
 		int    attached = is_alpha(peek(lx, 0));
 
-		while (!attached && at < lx->len &&
-		    (lx->s[at] == ' ' || lx->s[at] == '\t'))
+		while (!attached && at < lx->len
+		    && (lx->s[at] == ' ' || lx->s[at] == '\t'))
 			at++;
 		w = word_len(lx, at);
 		u = w ? find_unit(lx->s + at, w) : -1;
-		if (attached && (u < 0 || is_identc(at + w < lx->len ?
-						     (unsigned char) lx->s[at + w] :
-						     0))) {
+		if (attached
+		    && (u < 0
+		        || is_identc(at + w < lx->len
+		                ? (unsigned char) lx->s[at + w]
+		                : 0))) {
 			fail(lx, t, lx->line, lx->col,
 			    "expected a unit after the number (%, x, steps, "
 			    "ms, s, m, h), found another letter");
 			return;
 		}
-		if (u >= 0 && !(at + w < lx->len &&
-				  (is_identc((unsigned char) lx->s[at + w]) ||
-				      lx->s[at + w] == '='))) {
+		if (u >= 0
+		    && !(at + w < lx->len
+		        && (is_identc((unsigned char) lx->s[at + w])
+		            || lx->s[at + w] == '='))) {
 			while (lx->pos < at + w)
 				adv(lx);
 			t->unit = units[u].unit;
@@ -219,8 +223,8 @@ lex_string(detect_lexer *lx, detect_token *t)
 		adv(lx);
 		if (c == q)
 			break;
-		if (q == '"' && c == '\\' &&
-		    (peek(lx, 0) == '"' || peek(lx, 0) == '\\')) {
+		if (q == '"' && c == '\\'
+		    && (peek(lx, 0) == '"' || peek(lx, 0) == '\\')) {
 			c = peek(lx, 0);
 			adv(lx);
 		}
@@ -254,10 +258,10 @@ detect_lex_next(detect_lexer *lx, detect_token *t)
 	c       = peek(lx, 0);
 	if (c == -1) {
 		t->type = TK_EOF;
-	} else if (is_digit(c) || ((c == '-' || c == '+' || c == '.') &&
-					  (is_digit(peek(lx, 1)) ||
-					      (peek(lx, 1) == '.' &&
-						  is_digit(peek(lx, 2)))))) {
+	} else if (is_digit(c)
+	    || ((c == '-' || c == '+' || c == '.')
+	        && (is_digit(peek(lx, 1))
+	            || (peek(lx, 1) == '.' && is_digit(peek(lx, 2)))))) {
 		lex_number(lx, t);
 	} else if (is_alpha(c)) {
 		while (is_identc(peek(lx, 0)))

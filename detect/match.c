@@ -22,8 +22,8 @@ detect_pattern_compile(detect_pattern *p, const char *text, size_t len,
 	memcpy(p->text, text, len);
 	p->text[len] = 0;
 	p->code      = pcre2_compile((PCRE2_SPTR) text, len,
-		 PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C,
-		 &ec, &off, NULL);
+	         PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C, &ec,
+	         &off, NULL);
 	if (p->code == NULL) {
 		PCRE2_UCHAR msg[256];
 
@@ -88,8 +88,8 @@ detect_pattern_match(const detect_pattern *p, const detect_matcher *m,
 		return 1;
 	if (rc == PCRE2_ERROR_NOMATCH)
 		return 0;
-	if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
-	    rc == PCRE2_ERROR_HEAPLIMIT)
+	if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT
+	    || rc == PCRE2_ERROR_HEAPLIMIT)
 		return -1;
 	return -2;
 }

@@ -15,7 +15,7 @@
 /* Limits of one match (PCRE2's units). */
 #define DETECT_MATCH_LIMIT 100000
 #define DETECT_DEPTH_LIMIT 10000
-#define DETECT_HEAP_LIMIT  4096 /* KiB */
+#define DETECT_HEAP_LIMIT 4096 /* KiB */
 
 /* A compiled pattern; code NULL means "matches anything". Immutable and
  * shareable between threads once compiled. */
@@ -29,8 +29,8 @@ typedef struct detect_pattern {
  * -1 with PCRE2's message in why and the offending offset in *erroff;
  * returns -2 if out of memory.
  */
-int detect_pattern_compile(detect_pattern *p, const char *text, size_t len,
-    char *why, size_t whylen, size_t *erroff);
+int  detect_pattern_compile(detect_pattern *p, const char *text, size_t len,
+     char *why, size_t whylen, size_t *erroff);
 void detect_pattern_fini(detect_pattern *p);
 
 /* Per-thread matching state: match data and the bounded match context. */

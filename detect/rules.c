@@ -26,8 +26,8 @@ const detect_kind *
 detect_kind_find(const char *name, size_t len)
 {
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (strlen(kinds[i]->name) == len &&
-		    memcmp(kinds[i]->name, name, len) == 0)
+		if (strlen(kinds[i]->name) == len
+		    && memcmp(kinds[i]->name, name, len) == 0)
 			return kinds[i];
 	return NULL;
 }
@@ -110,8 +110,8 @@ detect_rules_default(detect_rules **out)
 	char        err[256];
 	int         rc;
 
-	rc = detect_rules_parse(t, strlen(t), "(default rules)", out, err,
-	    sizeof(err));
+	rc = detect_rules_parse(
+	    t, strlen(t), "(default rules)", out, err, sizeof(err));
 	/* The built-in text is tested to parse; only memory can fail. */
 	return rc == DETECT_EPARSE ? DETECT_ENOMEM : rc;
 }
@@ -129,21 +129,22 @@ detect_rules_info(const detect_rules *rules, size_t i, detect_rule_info *out)
 
 	if (rules == NULL || i >= rules->n || out == NULL)
 		return DETECT_EINVAL;
-	r              = &rules->v[i];
-	out->name      = r->name;
-	out->detector  = r->kind->name;
-	out->severity  = detect_severity_name(r->severity);
-	out->metric    = r->pat[DETECT_PAT_METRIC].text ?
-	       r->pat[DETECT_PAT_METRIC].text : "";
-	out->run       = r->pat[DETECT_PAT_RUN].text ?
-	       r->pat[DETECT_PAT_RUN].text : "";
-	out->host      = r->pat[DETECT_PAT_HOST].text ?
-	       r->pat[DETECT_PAT_HOST].text : "";
-	out->rank      = r->pat[DETECT_PAT_RANK].text ?
-	       r->pat[DETECT_PAT_RANK].text : "";
-	out->definition = r->canon;
-	out->exec_argv = (const char *const *) r->argv;
-	out->exec_argc = r->argc;
+	r             = &rules->v[i];
+	out->name     = r->name;
+	out->detector = r->kind->name;
+	out->severity = detect_severity_name(r->severity);
+	out->metric   = r->pat[DETECT_PAT_METRIC].text
+	      ? r->pat[DETECT_PAT_METRIC].text
+	      : "";
+	out->run
+	    = r->pat[DETECT_PAT_RUN].text ? r->pat[DETECT_PAT_RUN].text : "";
+	out->host
+	    = r->pat[DETECT_PAT_HOST].text ? r->pat[DETECT_PAT_HOST].text : "";
+	out->rank
+	    = r->pat[DETECT_PAT_RANK].text ? r->pat[DETECT_PAT_RANK].text : "";
+	out->definition      = r->canon;
+	out->exec_argv       = (const char *const *) r->argv;
+	out->exec_argc       = r->argc;
 	out->exec_timeout_ms = r->timeout_ms;
 	return 0;
 }
@@ -164,14 +165,14 @@ detect_rule_match(const detect_rule *r, const detect_matcher *m,
 	if (rc == 0)
 		return 0;
 	limit |= rc < 0;
-	rc = detect_pattern_match(&r->pat[DETECT_PAT_HOST], m, host,
-	    host ? hostlen : 0);
+	rc = detect_pattern_match(
+	    &r->pat[DETECT_PAT_HOST], m, host, host ? hostlen : 0);
 	if (rc == 0)
 		return 0;
 	limit |= rc < 0;
 	snprintf(num, sizeof(num), "%d", (int) rank);
-	rc = detect_pattern_match(&r->pat[DETECT_PAT_RANK], m, num,
-	    strlen(num));
+	rc = detect_pattern_match(
+	    &r->pat[DETECT_PAT_RANK], m, num, strlen(num));
 	if (rc == 0)
 		return 0;
 	limit |= rc < 0;
@@ -190,8 +191,8 @@ detect_rules_match(const detect_rules *rules, size_t i, const char *run,
 		return -DETECT_EINVAL;
 	if (detect_matcher_init(&m) != 0)
 		return -DETECT_ENOMEM;
-	rc = detect_rule_match(&rules->v[i], &m, run, runlen, metric, mlen,
-	    host, hostlen, rank);
+	rc = detect_rule_match(
+	    &rules->v[i], &m, run, runlen, metric, mlen, host, hostlen, rank);
 	detect_matcher_fini(&m);
 	return rc < 0 ? -DETECT_ELIMIT : rc;
 }

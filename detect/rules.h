@@ -44,8 +44,13 @@ typedef struct detect_param {
 
 struct detect_kind;
 
-enum detect_pat { DETECT_PAT_METRIC, DETECT_PAT_RUN, DETECT_PAT_HOST,
-	DETECT_PAT_RANK, DETECT_NPAT };
+enum detect_pat {
+	DETECT_PAT_METRIC,
+	DETECT_PAT_RUN,
+	DETECT_PAT_HOST,
+	DETECT_PAT_RANK,
+	DETECT_NPAT
+};
 
 typedef struct detect_rule {
 	char                     *name;
@@ -57,9 +62,9 @@ typedef struct detect_rule {
 	char                    **argv;     /* NULL-terminated, or NULL */
 	size_t                    argc;
 	uint32_t                  timeout_ms;
-	int                       exec_on;  /* lowest severity that runs argv */
+	int                       exec_on; /* lowest severity that runs argv */
 	detect_span               p[DETECT_MAXP]; /* detector parameters */
-	char                     *canon;  /* definition, defaults included */
+	char                     *canon; /* definition, defaults included */
 } detect_rule;
 
 struct detect_rules {

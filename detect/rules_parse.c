@@ -24,15 +24,15 @@
 
 /* A value as written. */
 typedef struct aval {
-	int     type; /* TK_NUM, TK_STR, TK_IDENT, TK_LBRACK (list) */
-	double  num;
-	int     unit;
-	char   *str; /* TK_STR */
-	size_t  slen;
-	char  **list; /* TK_LBRACK: strings */
-	size_t  nlist;
-	char    desc[64];
-	int     line, col;
+	int    type; /* TK_NUM, TK_STR, TK_IDENT, TK_LBRACK (list) */
+	double num;
+	int    unit;
+	char  *str; /* TK_STR */
+	size_t slen;
+	char **list; /* TK_LBRACK: strings */
+	size_t nlist;
+	char   desc[64];
+	int    line, col;
 } aval;
 
 typedef struct assign {
@@ -52,11 +52,9 @@ typedef struct parser {
 	size_t       nas, cas;
 } parser;
 
-static const char *const sev_names[] = { "info", "warning", "critical",
-	NULL };
+static const char *const sev_names[] = { "info", "warning", "critical", NULL };
 
-static int
-perr(parser *P, int line, int col, const char *fmt, ...)
+static int perr(parser *P, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 static int
@@ -93,8 +91,8 @@ expected(parser *P, const char *what)
 		return perr(P, P->lx.eline, P->lx.ecol, "%s", P->lx.why);
 	}
 	detect_tok_describe(&P->t, found, sizeof(found));
-	return perr(P, P->t.line, P->t.col, "expected %s, found %s", what,
-	    found);
+	return perr(
+	    P, P->t.line, P->t.col, "expected %s, found %s", what, found);
 }
 
 static void
@@ -115,9 +113,21 @@ assigns_clear(parser *P)
 	P->nas = 0;
 }
 
-/* value := STRING | NUMBER [unit] | NAME | '[' [STRING {, STRING}] ']' */
+/* value := STRING | NUMBER [unit] | NAME | '[' [STRING {, STRING}] ']'
+ * On failure v holds nothing. */
+static int parse_value_(parser *P, aval *v);
+
 static int
 parse_value(parser *P, aval *v)
+{
+	if (parse_value_(P, v) == 0)
+		return 0;
+	aval_fini(v);
+	return -1;
+}
+
+static int
+parse_value_(parser *P, aval *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->line = P->t.line;
@@ -150,16 +160,17 @@ parse_value(parser *P, aval *v)
 			char **l;
 
 			if (P->t.type != TK_STR)
-				return expected(P, v->nlist ?
-					"a string or ']'" :
-					"a string (the program to run) or ']'");
+				return expected(P,
+				    v->nlist ? "a string or ']'"
+				             : "a string (the program to run) "
+				               "or ']'");
 			l = realloc(v->list, (v->nlist + 2) * sizeof(*l));
 			if (l == NULL)
 				goto oom;
-			v->list            = l;
+			v->list             = l;
 			v->list[v->nlist++] = P->t.str;
 			v->list[v->nlist]   = NULL;
-			P->t.str           = NULL;
+			P->t.str            = NULL;
 			next(P);
 			if (P->t.type == TK_RBRACK)
 				break;
@@ -168,8 +179,9 @@ parse_value(parser *P, aval *v)
 		}
 		break;
 	default:
-		return expected(P, "a value (a number, a name, a \"string\" "
-				   "or a [list])");
+		return expected(P,
+		    "a value (a number, a name, a \"string\" "
+		    "or a [list])");
 	}
 	next(P);
 	return 0;
@@ -203,8 +215,8 @@ enum_list(const char *const *names, char *buf, size_t len)
 
 	buf[0] = 0;
 	for (int i = 0; names[i] != NULL && n < len; i++) {
-		int k = snprintf(buf + n, len - n, "%s%s", i ? ", " : "",
-		    names[i]);
+		int k = snprintf(
+		    buf + n, len - n, "%s%s", i ? ", " : "", names[i]);
 
 		if (k < 0)
 			break;
@@ -222,22 +234,22 @@ conv(parser *P, const detect_param *pd, const aval *v, detect_span *out)
 	out->unit = DETECT_STEPS;
 	switch (pd->type) {
 	case DP_NUM:
-		if (v->type != TK_NUM || v->unit == TU_STEPS ||
-		    v->unit == TU_SEC)
+		if (v->type != TK_NUM || v->unit == TU_STEPS
+		    || v->unit == TU_SEC)
 			return want(P, v, "a number", pd->name);
 		out->v = v->num;
 		break;
 	case DP_COUNT:
-		if (v->type != TK_NUM || v->num != floor(v->num) ||
-		    (v->unit != TU_NONE && v->unit != TU_STEPS))
+		if (v->type != TK_NUM || v->num != floor(v->num)
+		    || (v->unit != TU_NONE && v->unit != TU_STEPS))
 			return want(P, v, "a whole number", pd->name);
 		out->v = v->num;
 		break;
 	case DP_SPAN:
-		if (v->type != TK_NUM ||
-		    (v->unit != TU_NONE && v->unit != TU_STEPS &&
-			v->unit != TU_SEC) ||
-		    (v->unit != TU_SEC && v->num != floor(v->num)))
+		if (v->type != TK_NUM
+		    || (v->unit != TU_NONE && v->unit != TU_STEPS
+		        && v->unit != TU_SEC)
+		    || (v->unit != TU_SEC && v->num != floor(v->num)))
 			return want(P, v,
 			    "a whole number of steps, or seconds (30s, 5m)",
 			    pd->name);
@@ -245,10 +257,10 @@ conv(parser *P, const detect_param *pd, const aval *v, detect_span *out)
 		out->unit = v->unit == TU_SEC ? DETECT_SECONDS : DETECT_STEPS;
 		break;
 	case DP_SECONDS:
-		if (v->type != TK_NUM ||
-		    (v->unit != TU_NONE && v->unit != TU_SEC))
-			return want(P, v, "a duration (30s, 500ms, 5m, 1h)",
-			    pd->name);
+		if (v->type != TK_NUM
+		    || (v->unit != TU_NONE && v->unit != TU_SEC))
+			return want(
+			    P, v, "a duration (30s, 500ms, 5m, 1h)", pd->name);
 		out->v    = v->num;
 		out->unit = DETECT_SECONDS;
 		break;
@@ -256,11 +268,11 @@ conv(parser *P, const detect_param *pd, const aval *v, detect_span *out)
 	case DP_BOOL:
 	case DP_SEVERITY: {
 		static const char *const bools[] = { "false", "true", NULL };
-		static const char *const sevs[]  = { "info", "warning",
-			 "critical", "off", NULL };
-		const char *const *names = pd->type == DP_ENUM ? pd->enums :
-		    pd->type == DP_BOOL			       ? bools :
-								 sevs;
+		static const char *const sevs[]
+		    = { "info", "warning", "critical", "off", NULL };
+		const char *const *names = pd->type == DP_ENUM ? pd->enums
+		    : pd->type == DP_BOOL                      ? bools
+		                                               : sevs;
 
 		enum_list(names, list, sizeof(list));
 		if (v->type != TK_IDENT && v->type != TK_STR)
@@ -294,8 +306,8 @@ typedef struct sbuf {
 	int    oom;
 } sbuf;
 
-static void
-sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 static void
 sb_add(sbuf *b, const char *fmt, ...)
@@ -305,8 +317,8 @@ sb_add(sbuf *b, const char *fmt, ...)
 
 	for (;;) {
 		va_start(ap, fmt);
-		k = vsnprintf(b->p ? b->p + b->n : NULL, b->cap - b->n, fmt,
-		    ap);
+		k = vsnprintf(
+		    b->p ? b->p + b->n : NULL, b->cap - b->n, fmt, ap);
 		va_end(ap);
 		if (k < 0) {
 			b->oom = 1;
@@ -352,8 +364,8 @@ static char *
 canon(const detect_rule *r)
 {
 	static const char *const pn[] = { "metric", "run", "host", "rank" };
-	sbuf                      b   = { 0 };
-	const detect_kind        *k   = r->kind;
+	sbuf                     b    = { 0 };
+	const detect_kind       *k    = r->kind;
 
 	sb_add(&b, "detector=%s", k->name);
 	for (int i = 0; i < DETECT_NPAT; i++) {
@@ -377,8 +389,8 @@ canon(const detect_rule *r)
 			break;
 		case DP_SEVERITY:
 			sb_add(&b, " %s=%s", pd->name,
-			    r->p[i].v < 0 ? "off" :
-					    sev_names[(int) r->p[i].v]);
+			    r->p[i].v < 0 ? "off"
+			                  : sev_names[(int) r->p[i].v]);
 			break;
 		default:
 			sb_span(&b, pd->name, &r->p[i]);
@@ -422,17 +434,18 @@ set_pattern(parser *P, detect_rule *r, int which, const assign *a)
 	int    rc;
 
 	if (which == DETECT_PAT_RANK && a->v.type == TK_NUM) {
-		if (a->v.num != floor(a->v.num) || a->v.num < -1 ||
-		    a->v.num > 2147483647.0 || a->v.unit != TU_NONE)
-			return want(P, &a->v, "a rank (a whole number) or a "
-					      "pattern",
+		if (a->v.num != floor(a->v.num) || a->v.num < -1
+		    || a->v.num > 2147483647.0 || a->v.unit != TU_NONE)
+			return want(P, &a->v,
+			    "a rank (a whole number) or a "
+			    "pattern",
 			    a->name);
 		snprintf(num, sizeof(num), "^%.0f$", a->v.num);
-		rc = detect_pattern_compile(&r->pat[which], num, strlen(num),
-		    why, sizeof(why), &off);
+		rc = detect_pattern_compile(
+		    &r->pat[which], num, strlen(num), why, sizeof(why), &off);
 	} else if (a->v.type != TK_STR) {
-		return want(P, &a->v, "a pattern in quotes ('^loss$')",
-		    a->name);
+		return want(
+		    P, &a->v, "a pattern in quotes ('^loss$')", a->name);
 	} else {
 		rc = detect_pattern_compile(&r->pat[which], a->v.str,
 		    a->v.slen, why, sizeof(why), &off);
@@ -456,12 +469,12 @@ set_pattern(parser *P, detect_rule *r, int which, const assign *a)
 static int
 build_rule(parser *P, detect_rule *r, int line, int col)
 {
-	static const detect_param p_span = { "cooldown", DP_SPAN, 0, 0, 0,
-		1e12, NULL };
-	static const detect_param p_sec  = { "timeout", DP_SECONDS, 10, 1,
-		 0.001, 86400, NULL };
-	static const detect_param p_sev  = { "severity", DP_SEVERITY, 0, 0, 0,
-		 2, NULL };
+	static const detect_param p_span
+	    = { "cooldown", DP_SPAN, 0, 0, 0, 1e9, NULL };
+	static const detect_param p_sec
+	    = { "timeout", DP_SECONDS, 10, 1, 0.001, 86400, NULL };
+	static const detect_param p_sev
+	    = { "severity", DP_SEVERITY, 0, 0, 0, 2, NULL };
 	const assign *a;
 	detect_span   sp;
 	char          why[200];
@@ -499,16 +512,16 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 		size_t      j;
 
 		a = &P->as[i];
-		if (strcmp(n, "metric") == 0 || strcmp(n, "run") == 0 ||
-		    strcmp(n, "host") == 0 || strcmp(n, "rank") == 0) {
-			int w = n[0] == 'm' ? DETECT_PAT_METRIC :
-			    n[0] == 'r' && n[1] == 'u' ? DETECT_PAT_RUN :
-			    n[0] == 'h'		       ? DETECT_PAT_HOST :
-							 DETECT_PAT_RANK;
+		if (strcmp(n, "metric") == 0 || strcmp(n, "run") == 0
+		    || strcmp(n, "host") == 0 || strcmp(n, "rank") == 0) {
+			int w = n[0] == 'm'              ? DETECT_PAT_METRIC
+			    : n[0] == 'r' && n[1] == 'u' ? DETECT_PAT_RUN
+			    : n[0] == 'h'                ? DETECT_PAT_HOST
+			                                 : DETECT_PAT_RANK;
 			if (set_pattern(P, r, w, a) != 0)
 				return -1;
-		} else if (strcmp(n, "severity") == 0 ||
-		    strcmp(n, "exec_on") == 0) {
+		} else if (strcmp(n, "severity") == 0
+		    || strcmp(n, "exec_on") == 0) {
 			if (conv(P, &p_sev, &a->v, &sp) != 0)
 				return -1;
 			if (sp.v < 0)
@@ -520,24 +533,24 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 				r->severity = (int) sp.v;
 			else
 				r->exec_on = (int) sp.v;
-		} else if (strcmp(n, "cooldown") == 0 ||
-		    strcmp(n, "clear") == 0) {
-			if (conv(P, &p_span, &a->v, n[1] == 'o' ? &r->cooldown :
-								   &r->clear))
+		} else if (strcmp(n, "cooldown") == 0
+		    || strcmp(n, "clear") == 0) {
+			if (conv(P, &p_span, &a->v,
+			        n[1] == 'o' ? &r->cooldown : &r->clear))
 				return -1;
 		} else if (strcmp(n, "timeout") == 0) {
 			if (conv(P, &p_sec, &a->v, &sp) != 0)
 				return -1;
 			r->timeout_ms = (uint32_t) (sp.v * 1000 + 0.5);
 		} else if (strcmp(n, "exec") == 0) {
-			if (a->v.type != TK_LBRACK || a->v.nlist == 0 ||
-			    a->v.list[0][0] == 0)
+			if (a->v.type != TK_LBRACK || a->v.nlist == 0
+			    || a->v.list[0][0] == 0)
 				return want(P, &a->v,
 				    "a list of strings, program first "
 				    "([\"/bin/notify\", \"--urgent\"])",
 				    "exec");
-			r->argv     = a->v.list;
-			r->argc     = a->v.nlist;
+			r->argv          = a->v.list;
+			r->argc          = a->v.nlist;
 			P->as[i].v.list  = NULL;
 			P->as[i].v.nlist = 0;
 		} else if (strcmp(n, "detector") == 0) {
@@ -547,14 +560,14 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 				if (strcmp(r->kind->params[j].name, n) == 0)
 					break;
 			if (j == r->kind->nparams) {
-				char list[300];
+				char   list[300];
 				size_t k = 0;
 
 				list[0] = 0;
 				for (j = 0; j < r->kind->nparams; j++)
 					k += (size_t) snprintf(list + k,
-					    k < sizeof(list) ? sizeof(list) - k :
-							       0,
+					    k < sizeof(list) ? sizeof(list) - k
+					                     : 0,
 					    "%s, ", r->kind->params[j].name);
 				return perr(P, a->line, a->col,
 				    "expected a parameter of detector %s (%s"
@@ -569,8 +582,8 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 	}
 	if (r->exec_on < 0)
 		r->exec_on = r->severity;
-	if (r->kind->validate != NULL &&
-	    r->kind->validate(r, why, sizeof(why)) != 0)
+	if (r->kind->validate != NULL
+	    && r->kind->validate(r, why, sizeof(why)) != 0)
 		return perr(P, line, col, "in rule '%s': %s", r->name, why);
 	r->canon = canon(r);
 	if (r->canon == NULL) {
@@ -610,8 +623,9 @@ parse_rule(parser *P, detect_rules *rs)
 		r->name[P->t.len] = 0;
 	}
 	if (r->name[0] == 0 || strlen(r->name) > 100)
-		return perr(P, line, col, "expected a rule name of 1 to 100 "
-					  "bytes, found %zu bytes",
+		return perr(P, line, col,
+		    "expected a rule name of 1 to 100 "
+		    "bytes, found %zu bytes",
 		    strlen(r->name));
 	for (size_t i = 0; i + 1 < rs->n; i++)
 		if (strcmp(rs->v[i].name, r->name) == 0)
@@ -678,8 +692,8 @@ oom:
 static int
 parse_setting(parser *P, detect_rules *rs)
 {
-	static const detect_param p_max = { "max_series", DP_COUNT, 0, 0, 1,
-		1e9, NULL };
+	static const detect_param p_max
+	    = { "max_series", DP_COUNT, 0, 0, 1, 1e9, NULL };
 	detect_span sp;
 	aval        v;
 	int         rc;
@@ -722,8 +736,8 @@ detect_rules_parse(const char *text, size_t len, const char *source_name,
 	detect_lex_init(&P.lx, text ? text : "", text ? len : 0);
 	next(&P);
 	while (rc == 0 && P.t.type != TK_EOF) {
-		if (P.t.type == TK_IDENT && P.t.len == 4 &&
-		    memcmp(P.t.p, "rule", 4) == 0)
+		if (P.t.type == TK_IDENT && P.t.len == 4
+		    && memcmp(P.t.p, "rule", 4) == 0)
 			rc = parse_rule(&P, rs);
 		else if (P.t.type == TK_IDENT)
 			rc = parse_setting(&P, rs);

@@ -14,7 +14,8 @@
 #include "detect/detector.h"
 #include "detect/fsm.h"
 
-/* ---- nonfinite ----------------------------------------------------------- */
+/* ---- nonfinite -----------------------------------------------------------
+ */
 
 typedef struct nonfinite_st {
 	int      firing;
@@ -37,7 +38,6 @@ static void
 nonfinite_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 {
 	nonfinite_st *st = in->st;
-	detect_name   m  = detect_name_of(s->metric, s->mlen);
 
 	if (!isfinite(s->value)) {
 		st->clear_n = 0;
@@ -48,9 +48,10 @@ nonfinite_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		if (st->has_finite)
 			detect_emit_series(c, "nonfinite", c->r->severity,
 			    DETECT_FIRING, 0, s, s->value, st->last_finite,
-			    "%s is %s at step %llu (rank %d); last finite value "
+			    "%s is %s at step %llu (rank %d); last finite "
+			    "value "
 			    "%s at step %llu",
-			    m.s, detect_fmt(s->value).s,
+			    c->s->metric, detect_fmt(s->value).s,
 			    (unsigned long long) s->step, (int) s->rank,
 			    detect_fmt(st->last_finite).s,
 			    (unsigned long long) st->last_finite_step);
@@ -58,7 +59,7 @@ nonfinite_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 			detect_emit_series(c, "nonfinite", c->r->severity,
 			    DETECT_FIRING, 0, s, s->value, NAN,
 			    "%s is %s at step %llu (rank %d), its first value",
-			    m.s, detect_fmt(s->value).s,
+			    c->s->metric, detect_fmt(s->value).s,
 			    (unsigned long long) s->step, (int) s->rank);
 		return;
 	}
@@ -69,15 +70,15 @@ nonfinite_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		return;
 	if (st->clear_n++ == 0)
 		st->clear_t0 = s->time_ns;
-	if (!detect_span_reached(&c->r->clear, st->clear_n, st->clear_t0,
-		s->time_ns))
+	if (!detect_span_reached(
+	        &c->r->clear, st->clear_n, st->clear_t0, s->time_ns))
 		return;
 	st->firing = 0;
 	detect_emit_series(c, "nonfinite", c->r->severity, DETECT_RESOLVED, 0,
 	    s, s->value, NAN,
 	    "%s is finite again (%s) at step %llu, %llu steps after step "
 	    "%llu",
-	    m.s, detect_fmt(s->value).s, (unsigned long long) s->step,
+	    c->s->metric, detect_fmt(s->value).s, (unsigned long long) s->step,
 	    (unsigned long long) (s->step - st->since_step),
 	    (unsigned long long) st->since_step);
 }
@@ -110,7 +111,7 @@ const detect_kind detect_kind_nonfinite = {
 /* ---- threshold ---------------------------------------------------------- */
 
 enum { TH_ABOVE, TH_BELOW, TH_RELATIVE, TH_WARMUP, TH_FOR };
-static const char *const th_rel[] = { "absolute", "start", NULL };
+static const char *const  th_rel[]    = { "absolute", "start", NULL };
 static const detect_param th_params[] = {
 	{ "above", DP_NUM, NAN, 0, -1e300, 1e300, NULL },
 	{ "below", DP_NUM, NAN, 0, -1e300, 1e300, NULL },
@@ -138,8 +139,9 @@ static int
 threshold_validate(const detect_rule *r, char *why, size_t whylen)
 {
 	if (isnan(detect_p(r, TH_ABOVE)) && isnan(detect_p(r, TH_BELOW))) {
-		snprintf(why, whylen, "expected 'above = N' or 'below = N' "
-				      "for detector threshold, found neither");
+		snprintf(why, whylen,
+		    "expected 'above = N' or 'below = N' "
+		    "for detector threshold, found neither");
 		return -1;
 	}
 	return 0;
@@ -160,7 +162,6 @@ threshold_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 {
 	const detect_rule *r  = c->r;
 	threshold_st      *st = in->st;
-	detect_name        m  = detect_name_of(s->metric, s->mlen);
 	double             v  = s->value;
 	int                hi, lo, tr;
 	char               rel[96] = "";
@@ -185,14 +186,14 @@ threshold_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		return;
 	if (detect_p(r, TH_RELATIVE) != 0)
 		snprintf(rel, sizeof(rel), " (%s x its starting level %s)",
-		    detect_fmt(hi ? detect_p(r, TH_ABOVE) :
-				    detect_p(r, TH_BELOW))
-			.s,
+		    detect_fmt(
+		        hi ? detect_p(r, TH_ABOVE) : detect_p(r, TH_BELOW))
+		        .s,
 		    detect_fmt(st->start).s);
 	if (tr == DETECT_FSM_FIRE)
 		detect_emit_series(c, "threshold", r->severity, DETECT_FIRING,
 		    0, s, v, hi ? st->above : st->below,
-		    "%s %s is %s %s%s since step %llu (rank %d)", m.s,
+		    "%s %s is %s %s%s since step %llu (rank %d)", c->s->metric,
 		    detect_fmt(v).s, hi ? "above" : "below",
 		    detect_fmt(hi ? st->above : st->below).s, rel,
 		    (unsigned long long) st->fsm.step0, (int) s->rank);
@@ -200,8 +201,9 @@ threshold_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		detect_emit_series(c, "threshold", r->severity,
 		    DETECT_RESOLVED, 0, s, v,
 		    !isnan(st->below) ? st->below : st->above,
-		    "%s %s is back within its limits at step %llu", m.s,
-		    detect_fmt(v).s, (unsigned long long) s->step);
+		    "%s %s is back within its limits at step %llu",
+		    c->s->metric, detect_fmt(v).s,
+		    (unsigned long long) s->step);
 }
 
 static void
@@ -264,9 +266,8 @@ flatline_size(const detect_rule *r)
 static void
 flatline_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 {
-	const detect_rule *r  = c->r;
-	flatline_st       *st = in->st;
-	detect_name        m  = detect_name_of(s->metric, s->mlen);
+	const detect_rule *r   = c->r;
+	flatline_st       *st  = in->st;
 	double             tol = detect_p(r, FL_TOLERANCE);
 	int                same, tr;
 
@@ -277,8 +278,8 @@ flatline_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		st->last = s->value;
 		return;
 	}
-	same = tol == 0 ? s->value == st->last :
-			  fabs(s->value - st->last) <= tol * fabs(st->last);
+	same = tol == 0 ? s->value == st->last
+	                : fabs(s->value - st->last) <= tol * fabs(st->last);
 	if (!same)
 		st->last = s->value;
 	tr = detect_fsm_update(&st->fsm, same, &r->p[FL_FOR], &r->clear,
@@ -286,13 +287,14 @@ flatline_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 	if (tr == DETECT_FSM_FIRE)
 		detect_emit_series(c, "flatline", r->severity, DETECT_FIRING,
 		    0, s, s->value, st->last,
-		    "%s has stayed at %s since step %llu (rank %d)", m.s,
-		    detect_fmt(s->value).s, (unsigned long long) st->fsm.step0,
-		    (int) s->rank);
+		    "%s has stayed at %s since step %llu (rank %d)",
+		    c->s->metric, detect_fmt(s->value).s,
+		    (unsigned long long) st->fsm.step0, (int) s->rank);
 	else if (tr == DETECT_FSM_RESOLVE)
 		detect_emit_series(c, "flatline", r->severity, DETECT_RESOLVED,
 		    0, s, s->value, NAN, "%s changes again (%s) at step %llu",
-		    m.s, detect_fmt(s->value).s, (unsigned long long) s->step);
+		    c->s->metric, detect_fmt(s->value).s,
+		    (unsigned long long) s->step);
 }
 
 static void

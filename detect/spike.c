@@ -15,8 +15,10 @@
  *     (severity `blip`, info by default) with the steps it took to
  *     recover;
  *   - `for` anomalous samples: a spike (the rule's severity) fires;
- *   - still growing (`rising` new highs and `growth` times the deviation
- *     it started with): a divergence (severity `divergence`, critical);
+ *   - still growing (a run of `rising` new highs, each clearing the last
+ *     by a scale and at most two samples after it, the latest at this
+ *     sample, and `growth` times the deviation it started with): a
+ *     divergence (severity `divergence`, critical);
  *   - clear for `clear`: resolved, with the steps it took to recover;
  *   - lasting `adapt` samples: its level is taken as the new baseline.
  */
@@ -28,9 +30,20 @@
 #include "detect/detector.h"
 #include "detect/fsm.h"
 
-enum { SP_DIRECTION, SP_Z, SP_RATIO, SP_FOR, SP_WARMUP, SP_HALFLIFE,
-	SP_BLIP, SP_DIVERGENCE, SP_GROWTH, SP_RISING, SP_ADAPT };
-static const char *const sp_dirs[] = { "up", "down", "both", NULL };
+enum {
+	SP_DIRECTION,
+	SP_Z,
+	SP_RATIO,
+	SP_FOR,
+	SP_WARMUP,
+	SP_HALFLIFE,
+	SP_BLIP,
+	SP_DIVERGENCE,
+	SP_GROWTH,
+	SP_RISING,
+	SP_ADAPT
+};
+static const char *const  sp_dirs[]   = { "up", "down", "both", NULL };
 static const detect_param sp_params[] = {
 	{ "direction", DP_ENUM, 0, 0, 0, 2, sp_dirs },
 	{ "z", DP_NUM, 6, 0, 1, 1e6, NULL },
@@ -41,7 +54,7 @@ static const detect_param sp_params[] = {
 	{ "blip", DP_SEVERITY, DETECT_INFO, 0, -1, 2, NULL },
 	{ "divergence", DP_SEVERITY, DETECT_CRITICAL, 0, -1, 2, NULL },
 	{ "growth", DP_NUM, 2, 0, 1, 1e6, NULL },
-	{ "rising", DP_COUNT, 4, 0, 2, 1000, NULL },
+	{ "rising", DP_COUNT, 5, 0, 1, 1000, NULL },
 	{ "adapt", DP_COUNT, 500, 0, 0, 1e9, NULL },
 };
 
@@ -60,7 +73,7 @@ typedef struct spike_st {
 	uint64_t on_step;
 	int64_t  on_time;
 	double   on_value, on_dev, on_base, peak;
-	uint32_t count, len, rises, clear_n;
+	uint32_t count, len, rises, last_rise, clear_n;
 	int64_t  clear_t0;
 	/* cooldown */
 	uint32_t quiet_n;
@@ -96,7 +109,7 @@ to_v(const spike_st *st, double y)
 static double
 deviation(const detect_rule *r, const spike_st *st, double y)
 {
-	double d = y - st->m.level;
+	double d   = y - st->m.level;
 	int    dir = (int) detect_p(r, SP_DIRECTION);
 
 	return dir == 0 ? d : dir == 1 ? -d : fabs(d);
@@ -106,9 +119,9 @@ static double
 threshold(const detect_rule *r, const spike_st *st)
 {
 	double z = detect_p(r, SP_Z) * st->m.scale;
-	double q = st->mode == MODE_LOG ?
-	    log(detect_p(r, SP_RATIO)) :
-	    (detect_p(r, SP_RATIO) - 1) * fabs(st->m.level);
+	double q = st->mode == MODE_LOG
+	    ? log(detect_p(r, SP_RATIO))
+	    : (detect_p(r, SP_RATIO) - 1) * fabs(st->m.level);
 
 	return z > q ? z : q;
 }
@@ -144,11 +157,12 @@ reseed(spike_st *st)
 static void
 end_episode(detect_ctx *c, spike_st *st, const detect_sample *s)
 {
-	st->ep      = EP_NONE;
-	st->quiet_n = 0;
+	st->ep        = EP_NONE;
+	st->quiet_n   = 0;
 	st->quiet_end = 0;
 	if (c->r->cooldown.unit == DETECT_SECONDS)
-		st->quiet_end = s->time_ns + (int64_t) (c->r->cooldown.v * 1e9);
+		st->quiet_end = s->time_ns
+		    + (int64_t) fmin(c->r->cooldown.v * 1e9, 4e18);
 	else
 		st->quiet_n = (uint32_t) c->r->cooldown.v;
 }
@@ -157,9 +171,8 @@ static void
 episode(detect_ctx *c, spike_st *st, const detect_sample *s, double dev,
     double thr)
 {
-	const detect_rule *r  = c->r;
-	detect_name        m  = detect_name_of(s->metric, s->mlen);
-	unsigned long long on = (unsigned long long) st->on_step;
+	const detect_rule *r         = c->r;
+	unsigned long long on        = (unsigned long long) st->on_step;
 	int                anomalous = dev >= thr;
 
 	st->len++;
@@ -175,10 +188,11 @@ episode(detect_ctx *c, spike_st *st, const detect_sample *s, double dev,
 				    st->on_time, st->on_value, st->on_base,
 				    "%s %s at step %llu was %s (rank %d); "
 				    "recovered after %llu step%s",
-				    m.s, detect_fmt(st->on_value).s, on,
-				    rel(st, st->on_value, st->on_base).s,
+				    c->s->metric, detect_fmt(st->on_value).s,
+				    on, rel(st, st->on_value, st->on_base).s,
 				    (int) s->rank,
-				    (unsigned long long) (s->step - st->on_step),
+				    (unsigned long long) (s->step
+				        - st->on_step),
 				    s->step - st->on_step == 1 ? "" : "s");
 			}
 			st->ep = EP_NONE; /* blips do not start a cooldown */
@@ -186,67 +200,80 @@ episode(detect_ctx *c, spike_st *st, const detect_sample *s, double dev,
 		}
 		if (st->clear_n++ == 0)
 			st->clear_t0 = s->time_ns;
-		if (!detect_span_reached(&r->clear, st->clear_n, st->clear_t0,
-			s->time_ns))
+		if (!detect_span_reached(
+		        &r->clear, st->clear_n, st->clear_t0, s->time_ns))
 			return;
-		detect_emit_series(c, st->ep == EP_DIVERGENCE ? "divergence" :
-								"spike",
-		    st->ep == EP_DIVERGENCE ? (int) detect_p(r, SP_DIVERGENCE) :
-					      r->severity,
+		detect_emit_series(c,
+		    st->ep == EP_DIVERGENCE ? "divergence" : "spike",
+		    st->ep == EP_DIVERGENCE ? (int) detect_p(r, SP_DIVERGENCE)
+		                            : r->severity,
 		    DETECT_RESOLVED, 0, s, s->value, st->on_base,
 		    "%s %s is back near its baseline %s at step %llu; "
 		    "recovered after %llu steps (peak %s)",
-		    m.s, detect_fmt(s->value).s, detect_fmt(st->on_base).s,
-		    (unsigned long long) s->step,
+		    c->s->metric, detect_fmt(s->value).s,
+		    detect_fmt(st->on_base).s, (unsigned long long) s->step,
 		    (unsigned long long) (s->step - st->on_step),
-		    detect_fmt(to_v(st, st->m.level + (detect_p(r,
-							      SP_DIRECTION) == 1 ?
-							      -st->peak :
-							      st->peak)))
-			.s);
+		    detect_fmt(
+		        to_v(st,
+		            st->m.level
+		                + (detect_p(r, SP_DIRECTION) == 1 ? -st->peak
+		                                                  : st->peak)))
+		        .s);
 		end_episode(c, st, s);
 		return;
 	}
 	st->clear_n = 0;
 	if (anomalous)
 		st->count++;
+	/* A new high counts towards a divergence only when it clears the
+	 * old one by a scale: noise around a plateau does not. */
 	if (dev > st->peak) {
+		if (dev >= st->peak + st->m.scale) {
+			/* A run of new highs: at most one sample between
+			 * two of them. */
+			if (st->len - st->last_rise > 2)
+				st->rises = 0;
+			st->rises++;
+			st->last_rise = st->len;
+		}
 		st->peak = dev;
-		st->rises++;
 	}
 	if (st->ep == EP_PENDING && st->count >= detect_p(r, SP_FOR)) {
 		st->ep = EP_SPIKE;
-		detect_emit_series(c, "spike", r->severity, DETECT_FIRING, 0, s,
-		    s->value, st->on_base,
-		    "%s %s at step %llu is %s since step %llu (rank %d)", m.s,
-		    detect_fmt(s->value).s, (unsigned long long) s->step,
+		detect_emit_series(c, "spike", r->severity, DETECT_FIRING, 0,
+		    s, s->value, st->on_base,
+		    "%s %s at step %llu is %s since step %llu (rank %d)",
+		    c->s->metric, detect_fmt(s->value).s,
+		    (unsigned long long) s->step,
 		    rel(st, s->value, st->on_base).s, on, (int) s->rank);
 	}
-	if (st->ep != EP_DIVERGENCE && anomalous &&
-	    st->rises >= detect_p(r, SP_RISING) && dev >= st->peak &&
-	    (st->mode == MODE_LOG ?
-		    dev - st->on_dev >= log(detect_p(r, SP_GROWTH)) :
-		    dev >= st->on_dev * detect_p(r, SP_GROWTH))) {
+	if (st->ep != EP_DIVERGENCE && anomalous
+	    && st->rises >= detect_p(r, SP_RISING) && st->last_rise == st->len
+	    && (st->mode == MODE_LOG
+	            ? dev - st->on_dev >= log(detect_p(r, SP_GROWTH))
+	            : dev >= st->on_dev * detect_p(r, SP_GROWTH))) {
 		st->ep = EP_DIVERGENCE;
 		detect_emit_series(c, "divergence",
 		    (int) detect_p(r, SP_DIVERGENCE), DETECT_FIRING, 0, s,
 		    s->value, st->on_base,
 		    "%s %s at step %llu is %s and still growing since step "
 		    "%llu (rank %d)",
-		    m.s, detect_fmt(s->value).s, (unsigned long long) s->step,
+		    c->s->metric, detect_fmt(s->value).s,
+		    (unsigned long long) s->step,
 		    rel(st, s->value, st->on_base).s, on, (int) s->rank);
 	}
 	if (detect_p(r, SP_ADAPT) > 0 && st->len >= detect_p(r, SP_ADAPT)) {
 		if (st->ep == EP_SPIKE || st->ep == EP_DIVERGENCE)
 			detect_emit_series(c,
 			    st->ep == EP_SPIKE ? "spike" : "divergence",
-			    st->ep == EP_SPIKE ?
-				r->severity :
-				(int) detect_p(r, SP_DIVERGENCE),
+			    st->ep == EP_SPIKE
+			        ? r->severity
+			        : (int) detect_p(r, SP_DIVERGENCE),
 			    DETECT_RESOLVED, 0, s, s->value, st->on_base,
 			    "%s has stayed away from its baseline %s for %u "
 			    "samples since step %llu: taken as its new level",
-			    m.s, detect_fmt(st->on_base).s, st->len, on);
+			    c->s->metric, detect_fmt(st->on_base).s, st->len,
+			    on);
 		st->m.level = to_y(st, s->value);
 		end_episode(c, st, s);
 	}
@@ -295,20 +322,20 @@ spike_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 	}
 	if (st->quiet_n > 0)
 		st->quiet_n--;
-	if (dev >= thr && st->n >= detect_p(r, SP_WARMUP) &&
-	    st->quiet_n == 0 &&
-	    (st->quiet_end == 0 || s->time_ns >= st->quiet_end)) {
-		st->ep       = EP_PENDING;
-		st->on_step  = s->step;
-		st->on_time  = s->time_ns;
-		st->on_value = s->value;
-		st->on_base  = to_v(st, st->m.level);
-		st->on_dev   = dev;
-		st->peak     = dev;
-		st->count    = 0;
-		st->len      = 0;
-		st->rises    = 0;
-		st->clear_n  = 0;
+	if (dev >= thr && st->n >= detect_p(r, SP_WARMUP) && st->quiet_n == 0
+	    && (st->quiet_end == 0 || s->time_ns >= st->quiet_end)) {
+		st->ep        = EP_PENDING;
+		st->on_step   = s->step;
+		st->on_time   = s->time_ns;
+		st->on_value  = s->value;
+		st->on_base   = to_v(st, st->m.level);
+		st->on_dev    = dev;
+		st->peak      = dev;
+		st->count     = 0;
+		st->len       = 0;
+		st->rises     = 0;
+		st->last_rise = 0;
+		st->clear_n   = 0;
 		episode(c, st, s, dev, thr);
 		return;
 	}
@@ -327,8 +354,8 @@ spike_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	if (st->ep == EP_SPIKE || st->ep == EP_DIVERGENCE)
 		detect_emit_series(c,
 		    st->ep == EP_SPIKE ? "spike" : "divergence",
-		    st->ep == EP_SPIKE ? c->r->severity :
-					 (int) detect_p(c->r, SP_DIVERGENCE),
+		    st->ep == EP_SPIKE ? c->r->severity
+		                       : (int) detect_p(c->r, SP_DIVERGENCE),
 		    DETECT_RESOLVED, 0, s, s->value, st->on_base,
 		    "the run restarted at step %llu (from step %llu)",
 		    (unsigned long long) s->step,

@@ -37,8 +37,15 @@
 #include "detect/baseline.h"
 #include "detect/detector.h"
 
-enum { SL_K, SL_FLOOR, SL_CEILING, SL_RANKS, SL_PROGRESS, SL_EARLY,
-	SL_ESCALATE };
+enum {
+	SL_K,
+	SL_FLOOR,
+	SL_CEILING,
+	SL_RANKS,
+	SL_PROGRESS,
+	SL_EARLY,
+	SL_ESCALATE
+};
 static const detect_param sl_params[] = {
 	{ "k", DP_NUM, 2.5, 0, 1, 1e6, NULL },
 	{ "floor", DP_SECONDS, 5, DETECT_SECONDS, 0, 1e9, NULL },
@@ -49,10 +56,10 @@ static const detect_param sl_params[] = {
 	{ "escalate", DP_NUM, 2, 0, 1, 1e6, NULL },
 };
 
-#define NIV      16   /* intervals for the median */
-#define LONGWIN  1024 /* advances per window of the longest interval */
+#define NIV 16       /* intervals for the median */
+#define LONGWIN 1024 /* advances per window of the longest interval */
 #define MINLEARN 3
-#define REFRESH  200000000ll /* ns */
+#define REFRESH 200000000ll /* ns */
 
 typedef struct st_slot {
 	uint64_t   max_step;
@@ -145,8 +152,9 @@ periodic_due(const st_slot *sl, uint64_t m)
 {
 	uint64_t period, off;
 
-	if (sl->per_n < 2 || sl->per_s2 < sl->per_s1 + 8 || m <= sl->per_s2 ||
-	    fmax(sl->per_iv1, sl->per_iv2) > 2 * fmin(sl->per_iv1, sl->per_iv2))
+	if (sl->per_n < 2 || sl->per_s2 < sl->per_s1 + 8 || m <= sl->per_s2
+	    || fmax(sl->per_iv1, sl->per_iv2)
+	        > 2 * fmin(sl->per_iv1, sl->per_iv2))
 		return 0;
 	period = sl->per_s2 - sl->per_s1;
 	off    = (m - sl->per_s2) % period;
@@ -197,8 +205,8 @@ learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev)
 	if (sl->nadv < MINLEARN)
 		return;
 	sl->usual = detect_win_median(&sl->w, sl->buf);
-	longest   = sl->long_cur > sl->long_prev ? sl->long_cur : sl->long_prev;
-	thr       = detect_p(r, SL_K) * sl->usual;
+	longest = sl->long_cur > sl->long_prev ? sl->long_cur : sl->long_prev;
+	thr     = detect_p(r, SL_K) * sl->usual;
 	if (1.25 * longest > thr)
 		thr = 1.25 * longest;
 	if (thr < detect_p(r, SL_FLOOR))
@@ -248,6 +256,14 @@ secs(int64_t ns)
 	return (double) ns / 1e9;
 }
 
+/* Seconds to ns, bounded so that a time plus it cannot overflow (the
+ * engine keeps times within [0, 2^62] ns). */
+static int64_t
+ns_of(double s)
+{
+	return (int64_t) fmin(s * 1e9, 4e18);
+}
+
 static void
 rank_advanced(detect_ctx *c, st_slot *sl, const detect_sample *s)
 {
@@ -277,15 +293,15 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		gs->has      = 1;
 		gs->max_step = s->step;
 		gs->adv_time = gs->last_time = t;
-		gs->thr      = detect_p(r, SL_CEILING);
-		gs->usual    = NAN;
+		gs->thr                      = detect_p(r, SL_CEILING);
+		gs->usual                    = NAN;
 	}
 	if (!sl->has) {
-		sl->has        = 1;
-		sl->warm       = 2;
-		sl->max_step   = s->step;
-		sl->last_time  = sl->adv_time = t;
-		sl->run_adv_at = gs->adv_n;
+		sl->has       = 1;
+		sl->warm      = 2;
+		sl->max_step  = s->step;
+		sl->last_time = sl->adv_time = t;
+		sl->run_adv_at               = gs->adv_n;
 	} else {
 		if (t > sl->last_time)
 			sl->last_time = t;
@@ -330,14 +346,15 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		gs->max_step = s->step;
 		gs->adv_time = t;
 		gs->adv_n++;
-	} else if (detect_p(r, SL_PROGRESS) != 0 &&
-	    (lv = level_for(r, secs(t - gs->adv_time), gs->thr)) >
-		gs->progress) {
+	} else if (detect_p(r, SL_PROGRESS) != 0
+	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr))
+	        > gs->progress) {
 		gs->progress = (uint8_t) lv;
 		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
 		    DETECT_FIRING, 0, gs->max_step, t, secs(t - gs->adv_time),
 		    gs->usual,
-		    "run %s: samples arrive (rank %d) but no rank has advanced "
+		    "run %s: samples arrive (rank %d) but no rank has "
+		    "advanced "
 		    "past step %llu for %s s (usual step interval %s)",
 		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
 		    (unsigned long long) gs->max_step,
@@ -368,15 +385,14 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		gs->silent = (uint8_t) lv;
 		detect_origin_run(&o, g->run);
 		detect_emit(c, &o, "stall", sev_of(r, lv), DETECT_FIRING, 0,
-		    gs->max_step, gs->last_time + (int64_t) (at * 1e9), at,
-		    gs->usual,
+		    gs->max_step, gs->last_time + ns_of(at), at, gs->usual,
 		    "no sample from run %s for %s s (usual step interval %s); "
 		    "last step %llu",
 		    detect_name_of(o.run, o.runlen).s, detect_fmt(at).s,
 		    usual(gs->usual).s, (unsigned long long) gs->max_step);
 	}
-	if (!fresh || detect_p(r, SL_RANKS) == 0 || g->nslots < 2 ||
-	    gs->silent)
+	if (!fresh || detect_p(r, SL_RANKS) == 0 || g->nslots < 2
+	    || gs->silent)
 		return;
 	/* A rank is left behind when it is overdue and the run advanced
 	 * twice since it did (once could be the others being a moment
@@ -385,8 +401,8 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		st_slot *sl = detect_slot(g, i);
 		double   at;
 
-		if (!sl->has || sl->nadv < MINLEARN ||
-		    gs->adv_n < sl->run_adv_at + 2)
+		if (!sl->has || sl->nadv < MINLEARN
+		    || gs->adv_n < sl->run_adv_at + 2)
 			continue;
 		lv = level_for(r, secs(now - sl->adv_time), eff_thr(r, sl));
 		at = level_at(r, lv, eff_thr(r, sl));
@@ -395,8 +411,7 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		sl->stalled = (uint8_t) lv;
 		detect_origin_rank(&o, g->slot_rank[i]);
 		detect_emit(c, &o, "stall", sev_of(r, lv), DETECT_FIRING, 0,
-		    sl->max_step, sl->adv_time + (int64_t) (at * 1e9), at,
-		    sl->usual,
+		    sl->max_step, sl->adv_time + ns_of(at), at, sl->usual,
 		    "rank %d (host %s) has not advanced past step %llu for %s "
 		    "s while other ranks reached step %llu (usual step "
 		    "interval %s)",

@@ -19,7 +19,7 @@
 #include "detect/fsm.h"
 
 enum { SG_BY, SG_DIRECTION, SG_WINDOW, SG_MIN_RANKS, SG_FOR };
-static const char *const sg_dirs[] = { "up", "down", NULL };
+static const char *const  sg_dirs[]   = { "up", "down", NULL };
 static const detect_param sg_params[] = {
 	{ "by", DP_NUM, 0.05, 0, 0.001, 10, NULL },
 	{ "direction", DP_ENUM, 0, 0, 0, 1, sg_dirs },
@@ -29,9 +29,9 @@ static const detect_param sg_params[] = {
 };
 
 typedef struct sg_group {
-	double   ref;     /* median of the ranks' medians; NaN if unknown */
-	uint32_t nref;    /* ranks it was computed from */
-	uint32_t round;   /* samples since it was computed */
+	double   ref;   /* median of the ranks' medians; NaN if unknown */
+	uint32_t nref;  /* ranks it was computed from */
+	uint32_t round; /* samples since it was computed */
 } sg_group;
 
 typedef struct sg_slot {
@@ -51,8 +51,8 @@ sg_state_size(const detect_rule *r)
 static size_t
 sg_slot_size(const detect_rule *r)
 {
-	return sizeof(sg_slot) +
-	    detect_win_bytes((uint32_t) detect_p(r, SG_WINDOW));
+	return sizeof(sg_slot)
+	    + detect_win_bytes((uint32_t) detect_p(r, SG_WINDOW));
 }
 
 static void
@@ -114,7 +114,6 @@ sg_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 	detect_group      *g  = in->g;
 	sg_group          *gs = g->state;
 	sg_slot           *sl = detect_slot(g, in->slot);
-	detect_name        m  = detect_name_of(s->metric, s->mlen);
 	double             by = detect_p(r, SG_BY), off;
 	int                up = detect_p(r, SG_DIRECTION) == 0, cond, tr;
 
@@ -126,8 +125,8 @@ sg_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 	sl->med = detect_win_median(&sl->w, sl->buf);
 	if (++gs->round >= g->nslots || isnan(gs->ref))
 		reference(g, gs);
-	if (isnan(gs->ref) || gs->ref == 0 ||
-	    gs->nref < detect_p(r, SG_MIN_RANKS))
+	if (isnan(gs->ref) || gs->ref == 0
+	    || gs->nref < detect_p(r, SG_MIN_RANKS))
 		return;
 	off  = (up ? sl->med - gs->ref : gs->ref - sl->med) / fabs(gs->ref);
 	cond = off >= (sl->fsm.state == DETECT_FSM_FIRING ? by / 2 : by);
@@ -139,8 +138,8 @@ sg_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		    "rank %d (host %s) is a straggler: its %s median %s is "
 		    "%.1f%% %s the median of %u ranks %s, since step %llu",
 		    (int) s->rank,
-		    c->s->rk->hostlen ? c->s->rk->host : "unknown", m.s,
-		    detect_fmt(sl->med).s, 100 * off,
+		    c->s->rk->hostlen ? c->s->rk->host : "unknown",
+		    c->s->metric, detect_fmt(sl->med).s, 100 * off,
 		    up ? "above" : "below", gs->nref, detect_fmt(gs->ref).s,
 		    (unsigned long long) sl->fsm.step0);
 	else if (tr == DETECT_FSM_RESOLVE)
@@ -149,8 +148,8 @@ sg_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		    "rank %d (host %s) is back with the others: %s median %s, "
 		    "ranks' median %s at step %llu",
 		    (int) s->rank,
-		    c->s->rk->hostlen ? c->s->rk->host : "unknown", m.s,
-		    detect_fmt(sl->med).s, detect_fmt(gs->ref).s,
+		    c->s->rk->hostlen ? c->s->rk->host : "unknown",
+		    c->s->metric, detect_fmt(sl->med).s, detect_fmt(gs->ref).s,
 		    (unsigned long long) s->step);
 }
 

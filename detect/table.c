@@ -26,8 +26,8 @@ detect_table_fini(detect_table *t)
 }
 
 void *
-detect_table_find(const detect_table *t, uint64_t h, detect_table_eq eq,
-    const void *key)
+detect_table_find(
+    const detect_table *t, uint64_t h, detect_table_eq eq, const void *key)
 {
 	if (t->cap == 0)
 		return NULL;

@@ -21,8 +21,8 @@ typedef struct detect_table {
 typedef int (*detect_table_eq)(const void *obj, const void *key);
 
 void  detect_table_fini(detect_table *t);
-void *detect_table_find(const detect_table *t, uint64_t h,
-     detect_table_eq eq, const void *key);
+void *detect_table_find(
+    const detect_table *t, uint64_t h, detect_table_eq eq, const void *key);
 /* Insert obj (its key must not be present). Returns 0 or -1 (no memory;
  * the table is unchanged). */
 int detect_table_put(detect_table *t, uint64_t h, void *obj);

@@ -4,6 +4,8 @@
 #include "cli/scrape.h"
 
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/harness.h"
@@ -108,7 +110,8 @@ TEST(megatron_issue_line)
 	          "number of skipped iterations:   0 | number of nan "
 	          "iterations:   0 | samples per second: 19.256 | TFLOPs: "
 	          "147.43 |",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 31219);
 	CHECK(r.rank == -1);
 	CHECK_EQ_INT(r.malformed, 1);
@@ -142,7 +145,8 @@ TEST(megatron_variants)
 	          "zeros: 0.0 | number of skipped iterations:   0 | number "
 	          "of nan iterations:   0 | samples per second: 19.246 | "
 	          "TFLOPs: 147.36 |\n",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 31220);
 	CHECK(r.rank == 7);
 	CHECK_EQ_INT(r.malformed, 0);
@@ -160,7 +164,8 @@ TEST(megatron_variants)
 	          "load_balancing_loss: 1.021E+00 | loss scale: 1.0 | grad "
 	          "norm: 2.117 | number of skipped iterations:   0 | number "
 	          "of nan iterations:   0 |",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 100);
 	CHECK(r.rank == -1);
 	CHECK(r.time_ns == 1714564803000000000ll);
@@ -173,18 +178,21 @@ TEST(megatron_variants)
 	CHECK(line(s,
 	          "-----------------------------------------------------------"
 	          "-------------------\n",
-	          &r) == 0);
+	          &r)
+	    == 0);
 	CHECK(line(s,
 	          " validation loss at iteration 1000 | lm loss value: "
 	          "3.259914E+00 | lm loss PPL: 2.604797E+01 | ",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 1000);
 	CHECK_EQ_INT(r.n, 2);
 	CHECK(is(&r, "val_loss", 3.259914));
 	CHECK(is(&r, "val_ppl", 26.04797));
 	/* Other lines pass. */
-	CHECK(line(s, "> building train, validation, and test datasets ...",
-	          &r) == 0);
+	CHECK(
+	    line(s, "> building train, validation, and test datasets ...", &r)
+	    == 0);
 	CHECK(line(s, "", &r) == 0);
 	scrape_get_counts(s, &c);
 	CHECK(c.lines == 6 && c.matched == 3);
@@ -201,7 +209,8 @@ TEST(llmc_issue_lines)
 	          "step    1/5000 | loss 7.123456 (+0.12z)| norm 1.2345 "
 	          "(+0.50z)| lr 6.00e-06 | 1234.56 ms | 45.6% bf16 MFU | "
 	          "123456 tok/s",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 1);
 	CHECK_EQ_INT(r.n, 6);
 	CHECK_EQ_INT(r.malformed, 0);
@@ -235,11 +244,12 @@ TEST(llmc_variants)
 	CHECK(line(s,
 	          "step   12/74 | train loss 7.450012 | norm 2.1043 | lr "
 	          "1.00e-05 | 99.12 ms | 41.2% A100 fp16 MFU | 164000 tok/s",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 12 && r.n == 6);
 	CHECK(is(&r, "loss", 7.450012) && is(&r, "mfu", 41.2));
-	CHECK(line(s, "step 10: train loss 5.356082 (took 1234.500000 ms)",
-	          &r) == 1);
+	CHECK(line(s, "step 10: train loss 5.356082 (took 1234.500000 ms)", &r)
+	    == 1);
 	CHECK(r.step == 10 && r.n == 2);
 	CHECK(is(&r, "loss", 5.356082) && is(&r, "step_time_ms", 1234.5));
 	/* A rank prefix and a bad number. */
@@ -247,7 +257,8 @@ TEST(llmc_variants)
 	          "[rank3]:step  200/5000 | loss 3.3.1 (+0.12z)| norm 0.3 "
 	          "(+0.1z)| lr 6.00e-04 | 120.00 ms | 45.0% bf16 MFU | "
 	          "400000 tok/s",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.rank == 3 && r.step == 200);
 	CHECK_EQ_INT(r.malformed, 1);
 	CHECK_EQ_INT(r.n, 5);
@@ -265,7 +276,8 @@ TEST(nanogpt_issue_line_and_step_time)
 	CHECK(line(s,
 	          "step:947/5100 train_loss:5.2585 train_time:144222ms "
 	          "step_avg:153.92ms",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 947);
 	CHECK_EQ_INT(r.n, 3);
 	CHECK(is(&r, "loss", 5.2585));
@@ -275,25 +287,29 @@ TEST(nanogpt_issue_line_and_step_time)
 	CHECK(line(s,
 	          "step:948/5100 train_loss:5.2511 train_time:144376ms "
 	          "step_avg:153.93ms",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(is(&r, "step_time_ms", 154));
 	/* The validation line repeats the step's train_time: no step time,
 	 * and the next step's is still right. */
 	CHECK(line(s,
 	          "step:948/5100 val_loss:5.1990 train_time:144376ms "
 	          "step_avg:153.93ms",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(is(&r, "val_loss", 5.199) && !has(&r, "step_time_ms", &v));
 	CHECK(line(s,
 	          "step:950/5100 train_loss:5.2400 train_time:144676ms "
 	          "step_avg:153.94ms",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(is(&r, "step_time_ms", 150));
 	/* Per rank: rank 1's first line derives nothing. */
 	CHECK(line(s,
 	          "[default1]:step:951/5100 train_loss:5.2 train_time:1ms "
 	          "step_avg:1.00ms",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.rank == 1 && !has(&r, "step_time_ms", &v));
 	scrape_free(s);
 }
@@ -308,17 +324,18 @@ TEST(nanogpt_variants)
 	/* The speedrun's first line: step_avg is "nan" by design. */
 	CHECK(line(s,
 	          "step:0/5100 val_loss:10.8258 train_time:0ms step_avg:nanms",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 0 && r.malformed == 0);
 	CHECK(is(&r, "val_loss", 10.8258) && !has(&r, "step_avg_ms", &v));
 	/* karpathy/nanoGPT */
-	CHECK(line(s, "iter 100: loss 4.2345, time 123.45ms, mfu 12.34%",
-	          &r) == 1);
+	CHECK(line(s, "iter 100: loss 4.2345, time 123.45ms, mfu 12.34%", &r)
+	    == 1);
 	CHECK(r.step == 100 && r.n == 3);
-	CHECK(is(&r, "loss", 4.2345) && is(&r, "step_time_ms", 123.45) &&
-	    is(&r, "mfu", 12.34));
-	CHECK(line(s, "step 2000: train loss 1.2345, val loss 1.4567", &r) ==
-	    1);
+	CHECK(is(&r, "loss", 4.2345) && is(&r, "step_time_ms", 123.45)
+	    && is(&r, "mfu", 12.34));
+	CHECK(
+	    line(s, "step 2000: train loss 1.2345, val loss 1.4567", &r) == 1);
 	CHECK(r.step == 2000);
 	CHECK(is(&r, "eval_train_loss", 1.2345) && is(&r, "val_loss", 1.4567));
 	CHECK(line(s, "saving checkpoint to out", &r) == 0);
@@ -335,7 +352,8 @@ TEST(torchtitan_issue_line)
 	          "step: 6922  loss:  3.3222  grad_norm:  0.9790  memory: "
 	          "12.25GiB(12.90%)  tps: 500,705  tflops: 256.52  mfu: "
 	          "25.94%",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 6922);
 	CHECK_EQ_INT(r.n, 7);
 	CHECK_EQ_INT(r.malformed, 0);
@@ -362,20 +380,21 @@ TEST(torchtitan_variants)
 	          "\x1b[31mstep:  2  \x1b[32mloss: 11.9632  \x1b[33mmemory: "
 	          "33.21GiB(34.96%)  \x1b[34mtps: 1,234  \x1b[36mtflops: "
 	          "1,071.49  \x1b[35mmfu: 8.08%\x1b[39m\r\n",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.rank == 0 && r.step == 2);
 	CHECK(r.time_ns == 1740823200250000000ll);
 	CHECK_EQ_INT(r.n, 6);
-	CHECK(is(&r, "loss", 11.9632) && is(&r, "tps", 1234) &&
-	    is(&r, "tflops", 1071.49) && is(&r, "memory_pct", 34.96));
+	CHECK(is(&r, "loss", 11.9632) && is(&r, "tps", 1234)
+	    && is(&r, "tflops", 1071.49) && is(&r, "memory_pct", 34.96));
 	/* A malformed value is counted; the others are kept. */
-	CHECK(line(s, "step: 7  loss:  3.3.2  tps: 500,70  mfu: 1.5%", &r) ==
-	    1);
+	CHECK(
+	    line(s, "step: 7  loss:  3.3.2  tps: 500,70  mfu: 1.5%", &r) == 1);
 	CHECK_EQ_INT(r.malformed, 2);
 	CHECK_EQ_INT(r.n, 1);
 	CHECK(is(&r, "mfu", 1.5));
-	CHECK(line(s, "Training starts at step 1, with local batch size 8",
-	          &r) == 0);
+	CHECK(line(s, "Training starts at step 1, with local batch size 8", &r)
+	    == 0);
 	scrape_free(s);
 }
 
@@ -389,7 +408,8 @@ TEST(hf_issue_line_and_steps)
 	CHECK(line(s,
 	          "{'loss': 2.1234, 'grad_norm': 0.87, 'learning_rate': "
 	          "4.9e-05, 'epoch': 0.12}",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 1);
 	CHECK_EQ_INT(r.n, 4);
 	CHECK(is(&r, "loss", 2.1234));
@@ -401,20 +421,22 @@ TEST(hf_issue_line_and_steps)
 	          " 12%|#2        | 120/1000 [00:30<03:40,  4.00it/s]{'loss': "
 	          "2.0311, 'grad_norm': tensor(0.8123, device='cuda:0'), "
 	          "'learning_rate': 4.8e-05, 'epoch': 0.24}",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 2);
 	CHECK(is(&r, "grad_norm", 0.8123) && is(&r, "loss", 2.0311));
 	/* Evaluation: the current step, its own names. */
 	CHECK(line(s,
 	          "{'eval_loss': 1.9821, 'eval_runtime': 3.2101, "
 	          "'eval_samples_per_second': 155.76, 'epoch': 0.24}",
-	          &r) == 1);
+	          &r)
+	    == 1);
 	CHECK(r.step == 2);
-	CHECK(is(&r, "eval_loss", 1.9821) &&
-	    is(&r, "eval_samples_per_second", 155.76));
+	CHECK(is(&r, "eval_loss", 1.9821)
+	    && is(&r, "eval_samples_per_second", 155.76));
 	/* nan as Python prints it; a 'step' key wins. */
-	CHECK(line(s, "{'loss': nan, 'grad_norm': inf, 'step': 500}", &r) ==
-	    1);
+	CHECK(
+	    line(s, "{'loss': nan, 'grad_norm': inf, 'step': 500}", &r) == 1);
 	CHECK(r.step == 500);
 	CHECK(has(&r, "loss", &r.m[0].value) && isnan(r.m[0].value));
 	CHECK(line(s, "{'train_runtime': 'n/a', 'epoch': 3.0}", &r) == 1);
@@ -431,8 +453,9 @@ TEST(custom_pattern)
 	scrape_result r;
 	char          err[256];
 
-	s = mk(NULL, "it (?<step>\\d+) loss=(?<loss>\\S+) acc=(?<acc>\\S+)"
-	             "(?: r=(?<rank>\\d+))?");
+	s = mk(NULL,
+	    "it (?<step>\\d+) loss=(?<loss>\\S+) acc=(?<acc>\\S+)"
+	    "(?: r=(?<rank>\\d+))?");
 	REQUIRE(s != NULL);
 	CHECK(line(s, "[default2]:it 5 loss=1.5 acc=91.5%", &r) == 1);
 	CHECK(r.step == 5 && r.rank == 2 && r.n == 2);
@@ -456,12 +479,12 @@ TEST(custom_pattern)
 	/* Errors name what is wrong. */
 	CHECK(scrape_new(NULL, "(?<step>\\d+", &s, err, sizeof(err)) != 0);
 	CHECK(s == NULL && strstr(err, "offset") != NULL);
-	CHECK(scrape_new(NULL, "(?<step>\\d+) (\\S+)", &s, err,
-	          sizeof(err)) != 0);
+	CHECK(scrape_new(NULL, "(?<step>\\d+) (\\S+)", &s, err, sizeof(err))
+	    != 0);
 	CHECK(strstr(err, "no named group gives a metric") != NULL);
 	CHECK(scrape_new("bogus", NULL, &s, err, sizeof(err)) != 0);
-	CHECK(strstr(err, "unknown preset 'bogus'") != NULL &&
-	    strstr(err, "torchtitan") != NULL);
+	CHECK(strstr(err, "unknown preset 'bogus'") != NULL
+	    && strstr(err, "torchtitan") != NULL);
 	CHECK(scrape_new(NULL, NULL, &s, err, sizeof(err)) != 0);
 }
 
@@ -483,6 +506,43 @@ TEST(long_and_odd_lines)
 	scrape_free(s);
 }
 
+TEST(reader)
+{
+	static const char text[]
+	    = "step: 1  loss: 3.5  tps: 1,000\n"
+	      "noise\n"
+	      "step: 2  loss: 3.25\n"
+	      "[rank1]:[titan] 2025-03-01 10:00:00,250 - INFO - step: 3  "
+	      "loss: 3\n"
+	      "step: 4  loss: 2.5"; /* no newline at the end */
+	scrape        *s = mk("torchtitan", NULL);
+	scrape_reader *rd;
+	scrape_sample  x;
+	FILE *f = fmemopen((void *) (uintptr_t) text, sizeof(text) - 1, "r");
+
+	REQUIRE(s != NULL && f != NULL);
+	REQUIRE(scrape_reader_open(s, f, &rd) == 0);
+	CHECK(scrape_reader_next(rd, &x) == 1);
+	CHECK(strcmp(x.metric, "loss") == 0 && x.value == 3.5 && x.step == 1
+	    && x.rank == -1 && x.line == 1);
+	CHECK(x.time_ns == 1000000000); /* no time yet: step seconds */
+	CHECK(scrape_reader_next(rd, &x) == 1);
+	CHECK(strcmp(x.metric, "tps") == 0 && x.value == 1000);
+	CHECK(scrape_reader_next(rd, &x) == 1);
+	CHECK(x.step == 2 && x.line == 3 && x.time_ns == 2000000000);
+	CHECK(scrape_reader_next(rd, &x) == 1);
+	CHECK(
+	    x.step == 3 && x.rank == 1 && x.time_ns == 1740823200250000000ll);
+	CHECK(scrape_reader_next(rd, &x) == 1);
+	CHECK(x.step == 4 && x.value == 2.5
+	    && x.time_ns == 1740823200250000000ll); /* the last time seen */
+	CHECK(scrape_reader_next(rd, &x) == 0);
+	CHECK(scrape_reader_next(rd, &x) == 0);
+	scrape_reader_close(rd);
+	fclose(f);
+	scrape_free(s);
+}
+
 int
 main(void)
 {
@@ -498,5 +558,6 @@ main(void)
 	RUN(hf_issue_line_and_steps);
 	RUN(custom_pattern);
 	RUN(long_and_odd_lines);
+	RUN(reader);
 	return harness_done();
 }

@@ -1,4 +1,4 @@
-#include "tui/model.h"
+#include "tui/model_priv.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -7,10 +7,11 @@
 #include <strings.h>
 #include <time.h>
 
-/* Most samples held for one series (16 bytes each). */
-#define TM_CACHE_SPAN ((uint64_t) 1 << 20)
-/* Frames a cache survives without being asked for (~10 s at 4 Hz). */
-#define TM_CACHE_KEEP 40
+/* When reading the whole series index takes longer than this, it is
+ * read at most every TM_INDEX_PERIOD s; in between, only the series of
+ * the metrics on screen are (one key range each). */
+#define TM_INDEX_CHEAP 0.002
+#define TM_INDEX_PERIOD 1.0
 /* Rates are measured over this many seconds of refreshes. */
 #define TM_RATE_WINDOW 5.0
 
@@ -32,21 +33,22 @@ model_wall_now(void)
 	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
+/* Copy a string, cut to fit. */
 static void
-cache_free(tm_samples *c)
+copy_str(char *dst, size_t len, const char *src)
 {
-	if (c == NULL)
-		return;
-	free(c->step);
-	free(c->value);
-	free(c);
+	size_t n = strnlen(src, len - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = 0;
 }
+
 
 static void
 series_free(model *m)
 {
 	for (size_t i = 0; i < m->nseries; i++)
-		cache_free(m->series[i].cache);
+		model_cache_free(m->series[i].cache);
 	free(m->series);
 	free(m->by_sid);
 	free(m->metrics);
@@ -309,6 +311,7 @@ series_rebuild(model *m)
 	for (size_t i = 0; i < c.nm; i++)
 		c.metrics[i].changed = m->frame;
 	series_free(m);
+	m->metrics_gen++;
 	m->series   = c.series;
 	m->nseries  = c.n;
 	m->metrics  = c.metrics;
@@ -470,6 +473,79 @@ read_series(model *m)
 	return 0;
 }
 
+/*
+ * Read again the series of metric mi only: one key range of the series
+ * database, through the key and record codecs of store.h. Returns 0, a
+ * store_err, or -1 if the store holds other series than we do (a new
+ * rank): then the whole index is read at the next refresh.
+ */
+static int
+metric_refresh(model *m, size_t mi)
+{
+	tm_metric  *mt = &m->metrics[mi];
+	uint8_t     key[STORE_KEY_MAX];
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	size_t      i = 0, rl = strlen(m->run), ml = strlen(mt->name);
+	int         rc, op = MDB_SET_RANGE;
+
+	if ((rc = mdb_cursor_open(m->txn, m->st->series, &cur)) != 0)
+		return store_fail(m->st, rc, "reading series");
+	/* Rank -1 is stored as 0: the lowest key of the metric. */
+	k.mv_data = key;
+	k.mv_size = store_series_key(key, m->run, rl, mt->name, ml, -1);
+	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
+		scan_series s;
+		tm_series  *x;
+
+		op = MDB_NEXT;
+		if (store_series_key_parse(k.mv_data, k.mv_size, &s.run,
+			&s.runlen, &s.metric, &s.mlen, &s.rank) != 0 ||
+		    s.runlen != rl || memcmp(s.run, m->run, rl) != 0 ||
+		    s.mlen != ml || memcmp(s.metric, mt->name, ml) != 0)
+			break;
+		if (store_series_get(v.mv_data, v.mv_size, &s.rec) != 0 ||
+		    i >= mt->n || m->series[mt->first + i].sid != s.rec.sid) {
+			rc = -1;
+			break;
+		}
+		x = &m->series[mt->first + i++];
+		if (x->rec.samples != s.rec.samples ||
+		    x->rec.last_time != s.rec.last_time) {
+			x->rec      = s.rec;
+			x->changed  = m->frame;
+			mt->changed = m->frame;
+		}
+	}
+	mdb_cursor_close(cur);
+	if (rc == -1 || i != mt->n) {
+		m->index_at = -1e9; /* read the whole index next time */
+		return 0;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return store_fail(m->st, rc, "reading series");
+	return mt->changed == m->frame ? fold(m, mt) : 0;
+}
+
+/* Between whole-index reads: the series of the metrics asked for. */
+static int
+refresh_wanted(model *m)
+{
+	long last = -1;
+	int  rc;
+
+	for (size_t i = 0; i < m->nseries; i++) {
+		const tm_series *s = &m->series[i];
+
+		if (s->want == 0 || (long) s->metric == last)
+			continue;
+		last = (long) s->metric;
+		if ((rc = metric_refresh(m, s->metric)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* ---- emitters and ranks ---------------------------------------------- */
 
 typedef struct emi {
@@ -509,7 +585,7 @@ on_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *r)
 	e->dropped    = r->dropped;
 	e->samples    = r->samples;
 	e->last_seen  = r->last_seen;
-	snprintf(e->host, sizeof(e->host), "%s", r->host);
+	copy_str(e->host, sizeof(e->host), r->host);
 	return 0;
 }
 
@@ -551,12 +627,12 @@ model_rank_find(const model *m, int32_t rank)
 
 /*
  * Ranks from the emitters (an incarnation per process start), their
- * newest sample from the series. Restarts count the incarnations of a
+ * newest sample from the series (with_series; else as last read). Restarts count the incarnations of a
  * rank beyond its first; lost steps are those an incarnation redid below
  * the furthest step reached before it started.
  */
 static int
-read_ranks(model *m)
+read_ranks(model *m, int with_series)
 {
 	emi_ctx  c = { 0 };
 	tm_rank *nr;
@@ -598,7 +674,7 @@ read_ranks(model *m)
 			r->dropped += e->dropped;
 			if (e->last_seen > r->last_seen)
 				r->last_seen = e->last_seen;
-			snprintf(r->host, sizeof(r->host), "%s", e->host);
+			copy_str(r->host, sizeof(r->host), e->host);
 			if (e->samples == 0)
 				continue;
 			if (any && e->first_step <= furthest)
@@ -618,7 +694,16 @@ read_ranks(model *m)
 		i = j;
 	}
 	free(c.v);
-	for (size_t i = 0; i < m->nseries; i++) {
+	if (!with_series) {
+		/* Newest samples as last read with the whole index. */
+		for (size_t i = 0; i < n; i++) {
+			long o = model_rank_find(m, nr[i].rank);
+
+			if (o >= 0)
+				nr[i].last_time = m->ranks[o].last_time;
+		}
+	}
+	for (size_t i = 0; with_series && i < m->nseries; i++) {
 		const tm_series *s = &m->series[i];
 		tm_rank          key = { .rank = s->rank };
 		tm_rank         *r   = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
@@ -711,160 +796,6 @@ rates_update(model *m, double now)
 		m->interval_s = NAN;
 }
 
-/* ---- samples --------------------------------------------------------- */
-
-typedef struct sample_ctx {
-	tm_samples *c;
-	uint64_t    k; /* callbacks */
-	int         oom;
-} sample_ctx;
-
-static int
-on_sample(void *vctx, uint64_t step, int64_t t, double v)
-{
-	sample_ctx *x = vctx;
-	tm_samples *c = x->c;
-
-	(void) t;
-	x->k++;
-	if (c->n > 0 && step <= c->step[c->n - 1]) {
-		/* The same step again (a restart): the later one wins. */
-		if (step == c->step[c->n - 1])
-			c->value[c->n - 1] = v;
-		return 0;
-	}
-	if (c->n == c->cap) {
-		size_t    nc = c->cap ? c->cap * 2 : 256;
-		uint64_t *ns = realloc(c->step, nc * sizeof(*ns));
-		double   *nv;
-
-		if (ns == NULL)
-			goto oom;
-		c->step = ns;
-		nv      = realloc(c->value, nc * sizeof(*nv));
-		if (nv == NULL)
-			goto oom;
-		c->value = nv;
-		c->cap   = nc;
-	}
-	c->step[c->n]  = step;
-	c->value[c->n] = v;
-	c->n++;
-	return 0;
-oom:
-	x->oom = 1;
-	return STORE_ENOMEM;
-}
-
-static int
-cache_read(model *m, tm_series *s, uint64_t from, uint64_t *count)
-{
-	sample_ctx x = { s->cache, 0, 0 };
-	int        rc;
-
-	rc = scan_samples(m->st, m->txn, s->sid, from, UINT64_MAX, on_sample,
-	    &x);
-	*count = x.k;
-	return x.oom ? STORE_ENOMEM : rc;
-}
-
-/*
- * Bring the cache of s up to date for the last span steps: read only the
- * steps after those held, unless more history is wanted or a restart
- * stored samples among them.
- */
-static int
-cache_load(model *m, tm_series *s, uint64_t span)
-{
-	tm_samples *c;
-	uint64_t    last = s->rec.last_step, from, k;
-	int         rc;
-
-	if (span > TM_CACHE_SPAN)
-		span = TM_CACHE_SPAN;
-	from = last >= span ? last - span + 1 : 0;
-	if (s->cache == NULL) {
-		if ((s->cache = calloc(1, sizeof(*s->cache))) == NULL)
-			return STORE_ENOMEM;
-		s->cache->from = UINT64_MAX;
-	}
-	c       = s->cache;
-	c->used = m->frame;
-	c->span = span;
-	if (from < c->from) {
-		c->n    = 0;
-		c->from = from;
-		rc      = cache_read(m, s, from, &k);
-		c->seen = s->rec.samples;
-		m->read_series++;
-		return rc;
-	}
-	if (c->seen != s->rec.samples) {
-		uint64_t want = s->rec.samples - c->seen;
-
-		rc = cache_read(m, s, c->n ? c->step[c->n - 1] + 1 : c->from,
-		    &k);
-		m->read_series++;
-		if (rc != 0)
-			return rc;
-		if (k != want) {
-			/* Some went to steps already held: read again. */
-			c->n = 0;
-			if ((rc = cache_read(m, s, c->from, &k)) != 0)
-				return rc;
-		}
-		c->seen = s->rec.samples;
-	}
-	/* Drop what is older than the window once it is twice as long. */
-	if (c->n > 0 && from > c->from && from - c->from > span) {
-		size_t i = 0;
-
-		while (i < c->n && c->step[i] < from)
-			i++;
-		memmove(c->step, c->step + i, (c->n - i) * sizeof(*c->step));
-		memmove(c->value, c->value + i, (c->n - i) * sizeof(*c->value));
-		c->n -= i;
-		c->from = from;
-	}
-	return 0;
-}
-
-void
-model_want(model *m, size_t i, uint64_t span)
-{
-	if (i < m->nseries && span > m->series[i].want)
-		m->series[i].want = span;
-}
-
-static int
-read_samples(model *m)
-{
-	int rc;
-
-	for (size_t i = 0; i < m->nseries; i++) {
-		tm_series *s = &m->series[i];
-
-		if (s->want == 0 || s->rec.samples == 0)
-			continue;
-		if ((rc = cache_load(m, s, s->want)) != 0)
-			return rc;
-	}
-	return 0;
-}
-
-static void
-evict(model *m)
-{
-	for (size_t i = 0; i < m->nseries; i++) {
-		tm_series *s = &m->series[i];
-
-		if (s->cache != NULL && m->frame - s->cache->used > TM_CACHE_KEEP) {
-			cache_free(s->cache);
-			s->cache = NULL;
-		}
-	}
-}
-
 /* ---- refresh --------------------------------------------------------- */
 
 static int
@@ -898,9 +829,21 @@ read_run(model *m, double now)
 	m->rec       = rec;
 	m->have_rec  = 1;
 	if (changed) {
-		if ((rc = read_series(m)) != 0)
-			return rc;
-		if ((rc = read_ranks(m)) != 0)
+		int whole = m->nseries != rec.series ||
+		    m->index_cost < TM_INDEX_CHEAP ||
+		    now - m->index_at >= TM_INDEX_PERIOD;
+
+		if (whole) {
+			double t0 = mono_now();
+
+			if ((rc = read_series(m)) != 0)
+				return rc;
+			m->index_cost = mono_now() - t0;
+			m->index_at   = now;
+		} else {
+			m->partial = m->frame;
+		}
+		if ((rc = read_ranks(m, whole)) != 0)
 			return rc;
 		m->index_changed = m->frame;
 	}
@@ -933,11 +876,14 @@ model_update(model *m, model_want_fn want, void *ctx)
 		for (size_t i = 0; i < m->nseries; i++)
 			m->series[i].want = 0;
 		want(ctx, m);
-		rc = read_samples(m);
+		if (m->partial == m->frame)
+			rc = refresh_wanted(m);
+		if (rc == 0)
+			rc = model_samples_read(m);
 	}
 	mdb_txn_abort(m->txn);
 	m->txn = NULL;
-	evict(m);
+	model_samples_evict(m);
 	m->update_ms = (mono_now() - t0) * 1e3;
 	if (rc != 0) {
 		if (rc == STORE_ENOMEM)

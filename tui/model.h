@@ -103,6 +103,8 @@ typedef struct tm_alert {
 	double   value, baseline;
 	int      current; /* latest transition of its (rule, metric, rank) */
 	int      acked;   /* muted in the alerts view */
+	long     mi;      /* its metric's index, valid for mgen */
+	unsigned mgen;
 } tm_alert;
 
 typedef struct tm_run {
@@ -116,6 +118,10 @@ typedef struct model {
 	char     err[1400];
 	unsigned frame;
 	unsigned index_changed; /* frame the series or ranks were reread */
+	unsigned partial;       /* frame only wanted metrics were reread */
+	unsigned metrics_gen;   /* counts rebuilds of metrics[] */
+	double   index_cost;    /* s, last whole-index read */
+	double   index_at;      /* monotonic s of that read */
 
 	tm_run *runs;
 	size_t  nruns, runs_cap;
@@ -206,12 +212,5 @@ double model_wall_now(void);
  * JSON object. Fields missing from it keep neutral values. */
 int model_alert_parse(const char *json, size_t len, uint64_t seq,
     tm_alert *a);
-
-/* Fold in alerts after m->alert_seq (model_alerts.c; called by
- * model_update inside its transaction). Returns 0 or a store_err. */
-int model_alerts_read(model *m);
-
-/* Recompute each metric's and rank's alert state from m->alerts. */
-void model_alerts_apply(model *m);
 
 #endif /* TUI_MODEL_H */

@@ -4,7 +4,7 @@
  * rank) which transition is the latest, so that "firing" means firing
  * now.
  */
-#include "tui/model.h"
+#include "tui/model_priv.h"
 
 #include <json-c/json.h>
 #include <limits.h>
@@ -241,9 +241,14 @@ model_alerts_apply(model *m)
 	for (size_t i = 0; i < m->nranks; i++)
 		m->ranks[i].alert_sev = -1;
 	for (size_t i = 0; i < m->nalerts; i++) {
-		const tm_alert *a  = &m->alerts[i];
-		long            mi = model_metric_find(m, a->metric);
-		long            ri;
+		tm_alert *a = &m->alerts[i];
+		long      mi, ri;
+
+		if (a->mgen != m->metrics_gen + 1) {
+			a->mi   = model_metric_find(m, a->metric);
+			a->mgen = m->metrics_gen + 1;
+		}
+		mi = a->mi;
 
 		if (mi >= 0) {
 			tm_metric *mt = &m->metrics[mi];
@@ -254,7 +259,7 @@ model_alerts_apply(model *m)
 			    (a->current && a->firing &&
 				a->severity >= mt->alert_sev))
 				snprintf(mt->alert_kind, sizeof(mt->alert_kind),
-				    "%s", a->kind[0] ? a->kind : a->rule);
+				    "%.31s", a->kind[0] ? a->kind : a->rule);
 		}
 		if (!a->current || !a->firing)
 			continue;

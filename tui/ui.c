@@ -226,6 +226,16 @@ ui_sync(ui *u, const model *m)
 		sync_alerts(u, m);
 	if (u->alert_sel >= u->nalist)
 		u->alert_sel = u->nalist ? u->nalist - 1 : 0;
+	{
+		long mi = ui_metric(u, m);
+		int  rp = ui_body_lines(u) - 2;
+
+		if (mi >= 0 && u->rank_sel >= m->metrics[mi].n)
+			u->rank_sel = m->metrics[mi].n - 1;
+		if (mi >= 0)
+			panel_scroll(u->rank_sel, &u->rank_top,
+			    m->metrics[mi].n, rp);
+	}
 	if (u->run_sel >= m->nruns)
 		u->run_sel = m->nruns ? m->nruns - 1 : 0;
 }

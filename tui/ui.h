@@ -23,6 +23,7 @@ enum ui_flag {
 	UI_REDRAW  = 1 << 1, /* draw again */
 	UI_QUIT    = 1 << 2, /* leave */
 	UI_REFRESH = 1 << 3, /* read the store now (new data is needed) */
+	UI_REPAINT = 1 << 4, /* repaint the whole terminal (Ctrl-L) */
 };
 
 #define UI_HEADER_LINES 3 /* header, figures, latest alert */
@@ -38,6 +39,7 @@ typedef struct ui {
 	/* Filter: a PCRE2 pattern on metric names ("" shows all). */
 	char              filter[256];
 	char              edit[256];
+	char              prev[256]; /* the filter before editing */
 	char              filter_err[160];
 	pcre2_code       *re;
 	pcre2_match_data *md;

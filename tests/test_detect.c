@@ -1,0 +1,906 @@
+/*
+ * Unit tests of detect/: the rules language (errors with line and
+ * column), bounded PCRE2 matching, each detector (fires, stays quiet on
+ * healthy data, resolves, handles restarts), reload keeping state, the
+ * alert JSON, and the replay input readers.
+ */
+#include "detect/detect.h"
+
+#include <json-c/json.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/replay_input.h"
+#include "tests/harness.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+typedef struct got {
+	char     rule[64], kind[32], metric[64], host[64], msg[512];
+	int      severity, state;
+	int32_t  rank;
+	uint64_t step;
+	int64_t  time_ns;
+	double   value, baseline;
+	int      has_exec;
+	char     exec0[64];
+	uint32_t exec_timeout_ms;
+} got;
+
+typedef struct sink {
+	got    v[4096];
+	size_t n;
+} sink;
+
+static sink S;
+
+static void
+on_alert(void *ctx, const detect_alert *a)
+{
+	sink *s = ctx;
+	got  *g;
+
+	if (s->n == sizeof(s->v) / sizeof(s->v[0]))
+		return;
+	g = &s->v[s->n++];
+	snprintf(g->rule, sizeof(g->rule), "%s", a->rule);
+	snprintf(g->kind, sizeof(g->kind), "%s", a->kind);
+	snprintf(g->metric, sizeof(g->metric), "%s", a->metric);
+	snprintf(g->host, sizeof(g->host), "%s", a->host);
+	snprintf(g->msg, sizeof(g->msg), "%s", a->message);
+	g->severity = a->severity;
+	g->state    = a->state;
+	g->rank     = a->rank;
+	g->step     = a->step;
+	g->time_ns  = a->time_ns;
+	g->value    = a->value;
+	g->baseline = a->baseline;
+	g->has_exec = a->exec_argv != NULL;
+	if (a->exec_argv != NULL)
+		snprintf(g->exec0, sizeof(g->exec0), "%s", a->exec_argv[0]);
+	g->exec_timeout_ms = a->exec_timeout_ms;
+}
+
+/* Alerts of a kind (and state, -1: any). */
+static size_t
+count(const char *kind, int state)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < S.n; i++)
+		if (strcmp(S.v[i].kind, kind) == 0
+		    && (state < 0 || S.v[i].state == state))
+			n++;
+	return n;
+}
+
+static const got *
+first(const char *kind, int state)
+{
+	for (size_t i = 0; i < S.n; i++)
+		if (strcmp(S.v[i].kind, kind) == 0
+		    && (state < 0 || S.v[i].state == state))
+			return &S.v[i];
+	return NULL;
+}
+
+static void
+dump(void)
+{
+	for (size_t i = 0; i < S.n; i++)
+		printf("    %s %s %s %s step %llu rank %d: %s\n", S.v[i].rule,
+		    S.v[i].kind, detect_severity_name(S.v[i].severity),
+		    detect_state_name(S.v[i].state),
+		    (unsigned long long) S.v[i].step, S.v[i].rank, S.v[i].msg);
+}
+
+static detect_engine *
+engine(const char *rules_text)
+{
+	detect_rules  *r = NULL;
+	detect_engine *e = NULL;
+	char           err[512];
+	int            rc;
+
+	S.n = 0;
+	if (rules_text == NULL)
+		rc = detect_rules_default(&r);
+	else
+		rc = detect_rules_parse(rules_text, strlen(rules_text),
+		    "test.rules", &r, err, sizeof(err));
+	if (rc != 0) {
+		printf("  rules: %s\n", err);
+		return NULL;
+	}
+	if (detect_engine_new(r, &e) != 0)
+		e = NULL;
+	detect_rules_free(r);
+	return e;
+}
+
+/* Feed one sample and tick with its time, as replay does. */
+static void
+feed(detect_engine *e, const char *run, int32_t rank, const char *metric,
+    uint64_t step, double t_s, double v)
+{
+	detect_sample s = { 0 };
+	char          host[16];
+
+	snprintf(host, sizeof(host), "host%d", rank < 0 ? 0 : rank);
+	s.run     = run;
+	s.runlen  = strlen(run);
+	s.metric  = metric;
+	s.mlen    = strlen(metric);
+	s.host    = host;
+	s.hostlen = strlen(host);
+	s.rank    = rank;
+	s.step    = step;
+	s.time_ns = (int64_t) llround(t_s * 1e9);
+	s.value   = v;
+	detect_tick(e, s.time_ns, on_alert, &S);
+	detect_feed(e, &s, on_alert, &S);
+}
+
+static uint64_t rs = 12345;
+
+static double
+noise(void)
+{
+	double u = 0;
+
+	/* Sum of uniforms: close enough to a normal, deterministic. */
+	for (int i = 0; i < 12; i++) {
+		rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+		u += (double) (rs >> 11) * 0x1.0p-53;
+	}
+	return u - 6;
+}
+
+static double
+loss_at(uint64_t step)
+{
+	return 2 + 8 * pow((double) step + 50, -0.4);
+}
+
+/* A healthy loss and grad norm from step a to b (one step per 2 s). */
+static void
+healthy(detect_engine *e, const char *run, uint64_t a, uint64_t b,
+    double mult_at, uint64_t at, uint64_t len)
+{
+	for (uint64_t st = a; st < b; st++) {
+		double m = st >= at && st < at + len ? mult_at : 1;
+
+		feed(e, run, 0, "loss", st, 1000 + 2.0 * (double) st,
+		    loss_at(st) * exp(0.02 * noise()) * m);
+		feed(e, run, 0, "grad_norm", st, 1000 + 2.0 * (double) st,
+		    0.5 * exp(0.1 * noise()));
+	}
+}
+
+/* ---- rules -------------------------------------------------------------- */
+
+TEST(default_rules_parse_and_print)
+{
+	detect_rules    *r;
+	detect_rule_info ri;
+	const char      *t = detect_rules_default_text();
+	char             err[256];
+
+	REQUIRE(detect_rules_default(&r) == 0);
+	CHECK(detect_rules_count(r) >= 10);
+	CHECK(detect_rules_info(r, 0, &ri) == 0);
+	CHECK(strcmp(ri.name, "nonfinite") == 0);
+	CHECK(detect_rules_info(r, 999, &ri) == DETECT_EINVAL);
+	detect_rules_free(r);
+	/* The printed text is itself a valid rules file. */
+	CHECK(
+	    detect_rules_parse(t, strlen(t), "x", &r, err, sizeof(err)) == 0);
+	detect_rules_free(r);
+	detect_rules_free(NULL);
+}
+
+static int
+parse_err(const char *text, char *err, size_t len)
+{
+	detect_rules *r  = NULL;
+	int           rc = detect_rules_parse(
+	              text, strlen(text), "bad.rules", &r, err, len);
+
+	detect_rules_free(r);
+	return rc;
+}
+
+#define EXPECT_ERR(text, want)                                                \
+	do {                                                                  \
+		char err_[512];                                               \
+		CHECK(parse_err(text, err_, sizeof(err_)) == DETECT_EPARSE);  \
+		if (strstr(err_, want) == NULL) {                             \
+			printf("  got: %s\n  want: %s\n", err_, want);        \
+			CHECK(strstr(err_, want) != NULL);                    \
+		}                                                             \
+	} while (0)
+
+TEST(parse_errors_name_line_and_column)
+{
+	EXPECT_ERR("rule a {\n\tmetric 'loss'\n}\n",
+	    "bad.rules:2:9: expected '=' after the parameter name, found the "
+	    "string 'loss'");
+	EXPECT_ERR("rule a {\n  metric = 'loss'\n  detector = spik\n}\n",
+	    "bad.rules:3:14: expected a detector (one of nonfinite, spike");
+	EXPECT_ERR("rule a {\n  metric = 'x'\n  detector = stall\n  z = 6\n}",
+	    "bad.rules:4:3: expected a parameter of detector stall");
+	EXPECT_ERR("rule a {\n  metric = '(abc'\n  detector = spike\n}",
+	    "bad.rules:2:17: expected a valid PCRE2 pattern for 'metric'");
+	EXPECT_ERR("rule a {\n  metric = 'abc\n}",
+	    "bad.rules:2:12: expected the closing quote of this string");
+	EXPECT_ERR("# c\n\nrule lossy {\n  metric = 'x'\n}\n",
+	    "bad.rules:3:6: expected 'detector = ...' in rule 'lossy'");
+	EXPECT_ERR("rule a { metric='x' detector=nonfinite }\n"
+	           "rule a { metric='y' detector=nonfinite }\n",
+	    "bad.rules:2:6: expected a new rule name, found 'a' again");
+	EXPECT_ERR("rule a {\n metric = 'x'\n detector = spike\n for = 3q\n}",
+	    "bad.rules:4:9: expected a unit after the number");
+	EXPECT_ERR("rule t {\n metric = 'entropy'\n detector = threshold\n}",
+	    "bad.rules:1:6: in rule 't': expected 'above = N' or 'below = N'");
+	EXPECT_ERR("rule a {\n metric = 'x'\n detector = nonfinite\n"
+	           " exec = \"/bin/true\"\n}",
+	    "bad.rules:4:9: expected a list of strings, program first");
+	EXPECT_ERR("rules a {}",
+	    "bad.rules:1:1: expected 'rule' or a setting "
+	    "(max_series), found 'rules'");
+	EXPECT_ERR("rule a {\n metric = 'x'\n detector = spike\n z = \"6\"\n}",
+	    "bad.rules:4:6: expected a number for 'z', found the string "
+	    "\"6\"");
+	EXPECT_ERR("rule a {\n metric = 'x'\n detector = drop\n by = 200%\n}",
+	    "bad.rules:4:7: expected 'by' between 0.001 and 0.99");
+	EXPECT_ERR("rule a {\n metric = 'x'\n detector = spike\n"
+	           " direction = sideways\n}",
+	    "bad.rules:4:14: expected one of up, down, both for 'direction', "
+	    "found 'sideways'");
+	EXPECT_ERR("rule a {\n metric = 'x'\n metric = 'y'\n}",
+	    "bad.rules:3:2: expected each parameter once, found 'metric' "
+	    "again (first at line 2)");
+	EXPECT_ERR("rule a {\n metric = 'x'\n detector = stall\n floor = 3 "
+	           "steps\n}",
+	    "bad.rules:4:10: expected a duration (30s, 500ms, 5m, 1h) for "
+	    "'floor'");
+	EXPECT_ERR("rule a {\n metric = 'x'\n detector = spike\n@",
+	    "bad.rules:4:1: expected a name, number, string or one of");
+	EXPECT_ERR("rule a {\n metric = 'x'\n detector = spike\n",
+	    "bad.rules:4:1: expected a parameter name or '}', found the end "
+	    "of the file");
+}
+
+TEST(parse_values_and_units)
+{
+	const char      *t = "max_series = 5\n"
+	                     "rule \"my rule\" {\n"
+	                     "  metric = \"^a\\\\d+$\"   # comment\n"
+	                     "  run = '^exp-'; rank = 3\n"
+	                     "  detector = stall; floor = 500ms, ceiling = 2 h\n"
+	                     "  severity = warning\n"
+	                     "  cooldown = 30s\n"
+	                     "  exec = [\"/bin/echo\", \"a b\", ]\n"
+	                     "  timeout = 1.5s\n"
+	                     "}\n";
+	detect_rules    *r;
+	detect_rule_info ri;
+	char             err[256];
+
+	REQUIRE(
+	    detect_rules_parse(t, strlen(t), "ok", &r, err, sizeof(err)) == 0);
+	REQUIRE(detect_rules_info(r, 0, &ri) == 0);
+	CHECK(strcmp(ri.name, "my rule") == 0);
+	CHECK(strcmp(ri.metric, "^a\\d+$") == 0);
+	CHECK(strcmp(ri.rank, "^3$") == 0);
+	CHECK(strcmp(ri.severity, "warning") == 0);
+	CHECK(ri.exec_argc == 2 && strcmp(ri.exec_argv[1], "a b") == 0);
+	CHECK(ri.exec_timeout_ms == 1500);
+	CHECK(strstr(ri.definition, "floor=0.5s") != NULL);
+	CHECK(strstr(ri.definition, "ceiling=7200s") != NULL);
+	CHECK(strstr(ri.definition, "cooldown=30s") != NULL);
+	CHECK(detect_rules_match(r, 0, "exp-1", 5, "a12", 3, NULL, 0, 3) == 1);
+	CHECK(detect_rules_match(r, 0, "exp-1", 5, "a12", 3, NULL, 0, 4) == 0);
+	CHECK(detect_rules_match(r, 0, "run-1", 5, "a12", 3, NULL, 0, 3) == 0);
+	CHECK(detect_rules_match(r, 0, "exp-1", 5, "ab", 2, NULL, 0, 3) == 0);
+	detect_rules_free(r);
+}
+
+TEST(pathological_pattern_hits_the_limit)
+{
+	detect_engine *e = engine("rule p {\n metric = '(a+)+$'\n"
+	                          " detector = nonfinite\n}\n");
+	char           name[80];
+	detect_stats   st;
+	clock_t        t0 = clock();
+
+	REQUIRE(e != NULL);
+	memset(name, 'a', 60);
+	name[60] = 'b';
+	name[61] = 0;
+	feed(e, "r", 0, name, 1, 1, NAN);
+	detect_engine_stats(e, &st);
+	CHECK(st.match_limit >= 1);
+	CHECK(count("nonfinite", -1) == 0); /* the limit means no match */
+	/* It gave up quickly instead of backtracking for ages. */
+	CHECK((double) (clock() - t0) / CLOCKS_PER_SEC < 0.5);
+	/* Once per series, not per sample. */
+	feed(e, "r", 0, name, 2, 2, NAN);
+	detect_engine_stats(e, &st);
+	CHECK(st.match_limit == 1);
+	detect_engine_free(e);
+}
+
+/* ---- detectors --------------------------------------------------------- */
+
+TEST(nonfinite_first_sample_then_resolves)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	healthy(e, "r", 0, 100, 1, 0, 0);
+	CHECK(count("nonfinite", -1) == 0);
+	feed(e, "r", 0, "loss", 100, 1200, NAN);
+	feed(e, "r", 0, "loss", 101, 1202, INFINITY);
+	feed(e, "r", 0, "loss", 102, 1204, 2.5);
+	g = first("nonfinite", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 100 && g->rank == 0);
+	CHECK(g->severity == DETECT_CRITICAL);
+	CHECK(strstr(g->msg, "loss is NaN at step 100 (rank 0)") != NULL);
+	CHECK(count("nonfinite", DETECT_FIRING) == 1);
+	g = first("nonfinite", DETECT_RESOLVED);
+	CHECK(g != NULL && g->step == 102);
+	detect_engine_free(e);
+}
+
+TEST(spike_healthy_is_quiet)
+{
+	detect_engine *e = engine(NULL);
+
+	REQUIRE(e != NULL);
+	healthy(e, "r", 0, 5000, 1, 0, 0);
+	if (S.n != 0)
+		dump();
+	CHECK(S.n == 0);
+	detect_engine_free(e);
+}
+
+TEST(spike_blip_is_info_and_recovers)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	healthy(e, "r", 0, 400, 3, 300, 1);
+	CHECK(count("spike", -1) == 0);
+	g = first("blip", -1);
+	REQUIRE(g != NULL);
+	CHECK(g->severity == DETECT_INFO && g->state == DETECT_RESOLVED);
+	CHECK(g->step == 300);
+	CHECK(strstr(g->msg, "recovered after 1 step") != NULL);
+	CHECK(fabs(g->value / g->baseline - 3) < 0.3);
+	detect_engine_free(e);
+}
+
+TEST(spike_sustained_fires_next_step_and_resolves)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	healthy(e, "r", 0, 400, 2, 300, 20);
+	g = first("spike", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 301); /* within one step of onset */
+	CHECK(g->severity == DETECT_WARNING);
+	CHECK(strcmp(g->metric, "loss") == 0);
+	g = first("spike", DETECT_RESOLVED);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 320);
+	CHECK(strstr(g->msg, "recovered after 20 steps") != NULL);
+	CHECK(count("divergence", -1) == 0);
+	CHECK(count("blip", -1) == 0);
+	detect_engine_free(e);
+}
+
+TEST(spike_divergence_is_critical)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	healthy(e, "r", 0, 300, 1, 0, 0);
+	for (uint64_t st = 300; st < 330; st++)
+		feed(e, "r", 0, "loss", st, 1000 + 2.0 * (double) st,
+		    loss_at(st) * pow(1.15, (double) (st - 299)));
+	g = first("divergence", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->severity == DETECT_CRITICAL);
+	CHECK(g->step < 315);
+	CHECK(strstr(g->msg, "still growing") != NULL);
+	detect_engine_free(e);
+}
+
+TEST(restart_is_one_event_and_not_a_spike)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	/* 4 ranks log loss and step_time; rank 0 restarts first. */
+	for (uint64_t st = 0; st < 3000; st++)
+		for (int r = 0; r < 4; r++) {
+			feed(e, "job", r, "step_time", st,
+			    2.0 * (double) st + r * 0.01,
+			    1.0 + 0.01 * noise());
+			if (r == 0)
+				feed(e, "job", 0, "loss", st,
+				    2.0 * (double) st,
+				    loss_at(st) * exp(0.02 * noise()));
+		}
+	/* Back to the checkpoint of step 100: the loss there is 1.3x the
+	 * loss at step 2999, which must not look like a spike. */
+	for (uint64_t st = 100; st < 400; st++)
+		for (int r = 0; r < 4; r++) {
+			double t = 6100 + 2.0 * (double) (st - 100) + r * 0.01;
+
+			feed(e, "job", r, "step_time", st, t,
+			    1.0 + 0.01 * noise());
+			if (r == 0)
+				feed(e, "job", 0, "loss", st, t,
+				    loss_at(st) * exp(0.02 * noise()));
+		}
+	CHECK(count("restart", -1) == 1);
+	g = first("restart", -1);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 100);
+	CHECK(g->value == 2899 && g->baseline == 2999);
+	CHECK(g->severity == DETECT_INFO);
+	CHECK(strstr(g->msg, "2899 steps lost") != NULL);
+	CHECK(count("spike", -1) == 0 && count("blip", -1) == 0);
+	CHECK(count("drop", -1) == 0 && count("rise", -1) == 0);
+	/* The 100 s gap was a real stall of the run; it resolved. */
+	CHECK(count("stall", DETECT_FIRING) >= 1);
+	CHECK(
+	    count("stall", DETECT_FIRING) == count("stall", DETECT_RESOLVED));
+	detect_engine_free(e);
+}
+
+static void
+tps(detect_engine *e, uint64_t a, uint64_t b, double level, int slow_every)
+{
+	for (uint64_t st = a; st < b; st++) {
+		double v = level * exp(0.01 * noise());
+
+		if (slow_every && st % (uint64_t) slow_every == 0)
+			v *= 0.5; /* evaluation every N steps */
+		if (st % 997 == 0)
+			v *= 0.3; /* a single very slow step */
+		feed(e, "r", 0, "tokens_per_sec", st, 2.0 * (double) st, v);
+	}
+}
+
+TEST(drop_sustained_not_periodic)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	tps(e, 0, 5000, 1e5, 20);
+	if (S.n)
+		dump();
+	CHECK(S.n == 0);
+	tps(e, 5000, 6000, 0.95e5, 20); /* a slow node: 5% down */
+	g = first("drop", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step > 5000 && g->step < 5200);
+	CHECK(fabs(g->baseline - 1e5) < 2e3);
+	tps(e, 6000, 6500, 1e5, 20);
+	CHECK(count("drop", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
+TEST(stall_of_run_rank_and_progress)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+	double         t = 0;
+	uint64_t       st;
+
+	REQUIRE(e != NULL);
+	for (st = 0; st < 300; st++, t += 10)
+		for (int r = 0; r < 4; r++)
+			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	CHECK(S.n == 0);
+	/* The whole run stops for 200 s: ticks as vitalsd would send. */
+	for (double c = t; c < t + 200; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	g = first("stall", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == -1 && g->severity == DETECT_WARNING);
+	/* Stamped at the deadline: 2.5 x 10 s after the last sample. */
+	CHECK(llabs(g->time_ns - (int64_t) ((t - 10 + 0.03 + 25) * 1e9))
+	    < 50000000);
+	CHECK(count("stall", DETECT_FIRING) == 2); /* escalated at 5x */
+	CHECK(S.v[1].severity == DETECT_CRITICAL);
+	t += 200;
+	feed(e, "job", 0, "step_time", st, t, 9.9);
+	CHECK(count("stall", DETECT_RESOLVED) == 1);
+	for (int r = 1; r < 4; r++)
+		feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	st++;
+	t += 10;
+	/* Rank 2 goes silent while the others go on. */
+	S.n = 0;
+	for (uint64_t k = 0; k < 20; k++, st++, t += 10)
+		for (int r = 0; r < 4; r++)
+			if (r != 2)
+				feed(e, "job", r, "step_time", st,
+				    t + r * 0.01, 9.9);
+	g = first("stall", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == 2 && strcmp(g->host, "host2") == 0);
+	CHECK(strstr(g->msg, "rank 2 (host host2) has not advanced") != NULL);
+	/* Heartbeats without progress: samples at the same step. */
+	S.n = 0;
+	for (int k = 0; k < 20; k++, t += 5)
+		feed(e, "job", 0, "heartbeat", st - 1, t, 1);
+	g = first("progress_stall", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == -1);
+	feed(e, "job", 0, "step_time", st, t, 9.9);
+	CHECK(count("progress_stall", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
+TEST(stall_quiet_with_periodic_checkpoints)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0;
+
+	REQUIRE(e != NULL);
+	for (uint64_t st = 0; st < 5000; st++) {
+		/* Every 500 steps a checkpoint takes 12x a step. */
+		t += st % 500 == 0 && st > 0 ? 120 : 10 * exp(0.03 * noise());
+		for (int r = 0; r < 2; r++)
+			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	}
+	/* The first two checkpoints are stalls to a detector that has not
+	 * seen them; from the third on they are expected. */
+	CHECK(count("stall", DETECT_FIRING) <= 4);
+	CHECK(
+	    first("stall", DETECT_FIRING) == NULL || S.v[S.n - 1].step < 1200);
+	detect_engine_free(e);
+}
+
+TEST(straggler_names_rank_and_host)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	for (uint64_t st = 0; st < 600; st++)
+		for (int r = 0; r < 8; r++) {
+			double v = (r == 5 && st >= 300 ? 1.08 : 1.0)
+			    * exp(0.01 * noise());
+
+			feed(e, "job", r, "iteration_time", st,
+			    2.0 * (double) st + 0.001 * r, v);
+		}
+	g = first("straggler", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == 5 && strcmp(g->host, "host5") == 0);
+	CHECK(g->step > 300 && g->step < 400);
+	CHECK(count("straggler", DETECT_FIRING) == 1);
+	detect_engine_free(e);
+}
+
+TEST(threshold_entropy_collapse_relative)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	for (uint64_t st = 0; st < 1000; st++)
+		feed(e, "r", 0, "policy/entropy", st, (double) st,
+		    2.0 * (1 - 0.0004 * (double) st) * exp(0.02 * noise()));
+	CHECK(S.n == 0);
+	for (uint64_t st = 1000; st < 1100; st++)
+		feed(e, "r", 0, "policy/entropy", st, (double) st, 0.05);
+	g = first("threshold", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 1009); /* 10 steps below 10% of the start */
+	CHECK(count("drop", DETECT_FIRING) == 1); /* the fast fall */
+	for (uint64_t st = 1100; st < 1110; st++)
+		feed(e, "r", 0, "policy/entropy", st, (double) st, 1.0);
+	CHECK(count("threshold", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
+TEST(flatline_stuck_grad_norm)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	for (uint64_t st = 0; st < 100; st++)
+		feed(e, "r", 0, "grad_norm", st, (double) st,
+		    0.5 * exp(0.1 * noise()));
+	for (uint64_t st = 100; st < 200; st++)
+		feed(e, "r", 0, "grad_norm", st, (double) st, 0.0);
+	g = first("flatline", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 150);
+	feed(e, "r", 0, "grad_norm", 200, 200, 0.4);
+	CHECK(count("flatline", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
+TEST(series_limit_reported_once)
+{
+	detect_engine *e
+	    = engine("max_series = 3\n"
+	             "rule n { metric = '.*' detector = nonfinite }");
+	detect_stats st;
+	char         m[16];
+
+	REQUIRE(e != NULL);
+	for (int i = 0; i < 6; i++) {
+		snprintf(m, sizeof(m), "m%d", i);
+		feed(e, "r", 0, m, 1, 1, NAN);
+	}
+	CHECK(count("series_limit", -1) == 1);
+	CHECK(count("nonfinite", DETECT_FIRING) == 3);
+	detect_engine_stats(e, &st);
+	CHECK(st.series == 3 && st.series_dropped == 3);
+	detect_engine_free(e);
+}
+
+TEST(exec_action_on_firing_above_exec_on)
+{
+	detect_engine *e = engine(
+	    "rule n { metric = '.*' detector = nonfinite severity = warning\n"
+	    "  exec = ['/usr/bin/page', '--team'] timeout = 3s }\n");
+	const got *g;
+
+	REQUIRE(e != NULL);
+	feed(e, "r", 0, "loss", 1, 1, NAN);
+	feed(e, "r", 0, "loss", 2, 2, 1);
+	g = first("nonfinite", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->has_exec && strcmp(g->exec0, "/usr/bin/page") == 0);
+	CHECK(g->exec_timeout_ms == 3000);
+	g = first("nonfinite", DETECT_RESOLVED);
+	REQUIRE(g != NULL);
+	CHECK(!g->has_exec);
+	detect_engine_free(e);
+}
+
+/* ---- reload ------------------------------------------------------------- */
+
+static const char *rules_a = "rule s { metric = 'loss' detector = spike "
+                             "warmup = 100 }\n";
+static const char *rules_b = "rule s { metric = 'loss' detector = spike "
+                             "warmup = 100 }\n"
+                             "rule n { metric = '.*' detector = nonfinite }\n";
+static const char *rules_c = "rule s { metric = 'loss' detector = spike "
+                             "warmup = 100 z = 5 }\n";
+
+static int
+reload_then_spike(const char *after)
+{
+	detect_engine *e = engine(rules_a);
+	detect_rules  *r;
+	char           err[256];
+	int            fired;
+
+	if (e == NULL)
+		return -1;
+	healthy(e, "r", 0, 200, 1, 0, 0);
+	if (detect_rules_parse(
+	        after, strlen(after), "new", &r, err, sizeof(err))
+	        != 0
+	    || detect_engine_reload(e, r) != 0)
+		return -1;
+	detect_rules_free(r);
+	/* A spike right after the reload: seen only if the rule kept its
+	 * warmed-up baseline. */
+	healthy(e, "r", 200, 230, 3, 205, 5);
+	fired = count("spike", DETECT_FIRING) > 0;
+	feed(e, "r", 0, "loss", 230, 1460, NAN);
+	if (count("nonfinite", -1) != (strstr(after, "nonfinite") ? 1u : 0u))
+		fired = -1;
+	detect_engine_free(e);
+	return fired;
+}
+
+TEST(reload_keeps_state_of_unchanged_rules)
+{
+	CHECK(reload_then_spike(rules_b) == 1); /* s unchanged, n added */
+	CHECK(reload_then_spike(rules_c) == 0); /* s changed: fresh */
+}
+
+/* ---- alert JSON ----------------------------------------------------------
+ */
+
+TEST(alert_json_round_trips)
+{
+	detect_alert        a = { 0 };
+	char                buf[1024], small[16];
+	size_t              n;
+	struct json_object *o, *v;
+
+	a.rule     = "r\"1";
+	a.kind     = "nonfinite";
+	a.severity = DETECT_CRITICAL;
+	a.state    = DETECT_FIRING;
+	a.run      = "run\n1";
+	a.runlen   = 5;
+	a.rank     = 3;
+	a.host     = "h";
+	a.hostlen  = 1;
+	a.metric   = "loss";
+	a.mlen     = 4;
+	a.step     = 18446744073709551615ull;
+	a.time_ns  = 1700000000123456789ll;
+	a.value    = -INFINITY;
+	a.baseline = NAN;
+	a.message  = "m";
+	n          = detect_alert_json(&a, buf, sizeof(buf));
+	CHECK(n == strlen(buf) && buf[n - 1] == '\n');
+	CHECK(strstr(buf, "\"time\":1700000000.123456789") != NULL);
+	CHECK(strstr(buf, "\"value\":-Infinity,\"baseline\":null") != NULL);
+	CHECK(strstr(buf, "\"step\":18446744073709551615") != NULL);
+	o = json_tokener_parse(buf);
+	REQUIRE(o != NULL);
+	CHECK(json_object_object_get_ex(o, "run", &v)
+	    && strcmp(json_object_get_string(v), "run\n1") == 0);
+	CHECK(json_object_object_get_ex(o, "rule", &v)
+	    && strcmp(json_object_get_string(v), "r\"1") == 0);
+	json_object_put(o);
+	/* Too small: says how much it needs, stays terminated. */
+	CHECK(detect_alert_json(&a, small, sizeof(small)) == n);
+	CHECK(strlen(small) == sizeof(small) - 1);
+}
+
+/* ---- replay input ------------------------------------------------------- */
+
+static int
+read_all(const char *name, const char *text, detect_sample *out, int max,
+    char *err, size_t errlen, char *names, size_t nlen)
+{
+	FILE *f = fmemopen((void *) (uintptr_t) text, strlen(text), "r");
+	replay_input *in;
+	int           n    = 0, rc;
+	size_t        used = 0;
+
+	if (f == NULL || replay_input_open(name, f, &in, err, errlen) != 0)
+		return -2;
+	while (n < max
+	    && (rc = replay_input_next(in, &out[n], err, errlen)) == 1) {
+		/* Keep the strings: they are valid until the next call. */
+		int k = snprintf(names + used, nlen - used, "%.*s|%.*s|",
+		    (int) out[n].runlen, out[n].run, (int) out[n].mlen,
+		    out[n].metric);
+
+		used += (size_t) k;
+		n++;
+	}
+	replay_input_close(in);
+	fclose(f);
+	return rc < 0 ? -1 : n;
+}
+
+TEST(replay_jsonl_and_csv_read_the_same)
+{
+	const char *j
+	    = "{\"run\":\"a\",\"rank\":0,\"metric\":\"loss\",\"step\":1,"
+	      "\"time\":1700000000.5,\"value\":2.5}\n"
+	      "\n"
+	      "{\"run\":\"a\",\"rank\":1,\"metric\":\"x,y\",\"step\":2,"
+	      "\"time\":1700000001,\"value\":NaN}\n"
+	      "{\"run\":\"a\",\"rank\":-1,\"metric\":\"loss\",\"step\":3,"
+	      "\"time\":1700000002.000000001,\"value\":-Infinity}\r\n";
+	const char   *c = "value,metric,step,time,rank,run\n"
+	                  "2.5,loss,1,1700000000.5,0,a\n"
+	                  "nan,\"x,y\",2,1700000001,1,a\r\n"
+	                  "-inf,loss,3,1700000002.000000001,-1,\"a\"\n";
+	detect_sample sj[4], sc[4];
+	char          err[256], nj[256], nc[256];
+
+	REQUIRE(read_all("t.jsonl", j, sj, 4, err, sizeof(err), nj, sizeof(nj))
+	    == 3);
+	REQUIRE(read_all("t.csv", c, sc, 4, err, sizeof(err), nc, sizeof(nc))
+	    == 3);
+	CHECK(strcmp(nj, nc) == 0);
+	CHECK(strcmp(nj, "a|loss|a|x,y|a|loss|") == 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK(sj[i].step == sc[i].step && sj[i].rank == sc[i].rank);
+		CHECK(sj[i].time_ns == sc[i].time_ns);
+		CHECK(memcmp(&sj[i].value, &sc[i].value, 8) == 0
+		    || (isnan(sj[i].value) && isnan(sc[i].value)));
+	}
+	CHECK(sj[0].time_ns == 1700000000500000000ll);
+	CHECK(sj[2].time_ns == 1700000002000000001ll);
+	CHECK(isinf(sj[2].value) && sj[2].value < 0);
+	/* Sniffed without an extension. */
+	CHECK(read_all("noext", c, sc, 4, err, sizeof(err), nc, sizeof(nc))
+	    == 3);
+}
+
+TEST(replay_errors_name_line_and_column)
+{
+	detect_sample s[4];
+	char          err[256], names[256];
+
+	CHECK(read_all("b.jsonl",
+	          "{\"run\":\"a\",\"rank\":0,\"metric\":\"m\",\"step\":1,"
+	          "\"time\":1,\"value\":1}\n{\"run\":\"a\",, }\n",
+	          s, 4, err, sizeof(err), names, sizeof(names))
+	    == -1);
+	CHECK(strstr(err,
+	          "b.jsonl:2:12: expected a JSON object, found "
+	          "invalid JSON")
+	    != NULL);
+	CHECK(read_all("b.jsonl",
+	          "{\"run\":\"a\",\"rank\":0,\"metric\":\"m\",\"step\":-1,"
+	          "\"time\":1,\"value\":1}\n",
+	          s, 4, err, sizeof(err), names, sizeof(names))
+	    == -1);
+	CHECK(strstr(err, "b.jsonl:1: expected \"step\" as a whole number")
+	    != NULL);
+	CHECK(read_all("b.csv",
+	          "time,step,rank,metric,value\n1,2,0,m,1\n"
+	          "1,2,0,m,abc\n",
+	          s, 4, err, sizeof(err), names, sizeof(names))
+	    == -1);
+	CHECK(strstr(err, "b.csv:3:9: expected a number") != NULL);
+	CHECK(read_all("b.csv", "time,step,metric\n1,2,m\n", s, 4, err,
+	          sizeof(err), names, sizeof(names))
+	    == -1);
+	CHECK(strstr(err, "b.csv:1:1: expected a header with the columns")
+	    != NULL);
+	CHECK(read_all("b.csv", "time,step,metric,value\n1,2,\"m\n", s, 4, err,
+	          sizeof(err), names, sizeof(names))
+	    == -1);
+	CHECK(strstr(err, "b.csv:2:5: expected the closing quote") != NULL);
+	CHECK(read_all("b.csv", "time,step,metric,value\n1,2,m\n", s, 4, err,
+	          sizeof(err), names, sizeof(names))
+	    == -1);
+	CHECK(strstr(err,
+	          "b.csv:2: expected 4 fields as in the header, "
+	          "found 3")
+	    != NULL);
+}
+
+int
+main(void)
+{
+	RUN(default_rules_parse_and_print);
+	RUN(parse_errors_name_line_and_column);
+	RUN(parse_values_and_units);
+	RUN(pathological_pattern_hits_the_limit);
+	RUN(nonfinite_first_sample_then_resolves);
+	RUN(spike_healthy_is_quiet);
+	RUN(spike_blip_is_info_and_recovers);
+	RUN(spike_sustained_fires_next_step_and_resolves);
+	RUN(spike_divergence_is_critical);
+	RUN(restart_is_one_event_and_not_a_spike);
+	RUN(drop_sustained_not_periodic);
+	RUN(stall_of_run_rank_and_progress);
+	RUN(stall_quiet_with_periodic_checkpoints);
+	RUN(straggler_names_rank_and_host);
+	RUN(threshold_entropy_collapse_relative);
+	RUN(flatline_stuck_grad_norm);
+	RUN(series_limit_reported_once);
+	RUN(exec_action_on_firing_above_exec_on);
+	RUN(reload_keeps_state_of_unchanged_rules);
+	RUN(alert_json_round_trips);
+	RUN(replay_jsonl_and_csv_read_the_same);
+	RUN(replay_errors_name_line_and_column);
+	return harness_done();
+}
