@@ -1,15 +1,27 @@
 #include "collector/alerting.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collector/hooks.h"
 #include "detect/detect.h"
+#include "wire/wire.h"
 
 #define RULES_MAX_BYTES (1u << 20)
-#define QUEUE_MAX 65536 /* alerts waiting to be stored */
+#define ALERTS_MAX 65536 /* alerts waiting to be stored */
+#define TICK_NS (200 * 1000000ll)
+
+/* A stored batch waiting for detection. */
+typedef struct job {
+	struct job *next;
+	int64_t     recv_ns;
+	size_t      len;
+	uint8_t     msg[]; /* the wire message */
+} job;
 
 typedef struct queued {
 	char   run[WIRE_RUN_MAX + 1];
@@ -20,15 +32,45 @@ typedef struct queued {
 
 struct alerting {
 	char          *path; /* NULL: built-in rules */
-	detect_engine *engine;
-	hooks         *hooks;
-	queued        *q;
-	size_t         nq, capq;
-	uint64_t       lost; /* alerts not queued: queue full or no memory */
-	const char   **names; /* per batch: name index -> name, length */
+	int64_t        quantum;
+	detect_engine *engine; /* detection thread only */
+	hooks         *hooks;  /* detection thread only */
+	const char   **names;  /* detection thread: per batch name table */
 	size_t        *lens;
-	int64_t        last_tick;
+
+	pthread_t       thread;
+	pthread_mutex_t mu; /* guards everything below */
+	pthread_cond_t  wake, idle, room;
+	job            *head, *tail;
+	size_t          queued_bytes;
+	int             busy; /* the thread is feeding a batch */
+	int             stop, reload;
+	queued         *q; /* alerts for the store */
+	size_t          nq, capq;
+	uint64_t        lost;
 };
+
+static int64_t
+clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (int64_t) ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int64_t
+quantize(int64_t t, int64_t q)
+{
+	int64_t r;
+
+	if (q <= 1)
+		return t;
+	r = t % q;
+	if (r < 0)
+		r += q;
+	return t - r;
+}
 
 /*
  * Read a rules file whole. Returns a NUL-terminated buffer the caller
@@ -95,61 +137,8 @@ load_rules(const alerting *al)
 	return r;
 }
 
-int
-alerting_open(const char *rules_path, alerting **out)
-{
-	alerting     *al = calloc(1, sizeof(*al));
-	detect_rules *r;
-
-	*out = NULL;
-	if (al == NULL)
-		return 1;
-	if (rules_path != NULL && (al->path = strdup(rules_path)) == NULL)
-		goto fail;
-	if ((al->hooks = hooks_new()) == NULL)
-		goto fail;
-	al->names = calloc(65536, sizeof(*al->names));
-	al->lens  = calloc(65536, sizeof(*al->lens));
-	if (al->names == NULL || al->lens == NULL)
-		goto fail;
-	if ((r = load_rules(al)) == NULL)
-		goto fail;
-	if (detect_engine_new(r, &al->engine) != 0) {
-		detect_rules_free(r);
-		goto fail;
-	}
-	fprintf(stderr, "vitalsd: %zu rules from %s\n",
-	    detect_rules_count(r), al->path ? al->path : "the built-in set");
-	detect_rules_free(r);
-	*out = al;
-	return 0;
-fail:
-	hooks_free(al->hooks);
-	free(al->names);
-	free(al->lens);
-	free(al->path);
-	free(al);
-	return 1;
-}
-
-void
-alerting_close(alerting *al)
-{
-	if (al == NULL)
-		return;
-	for (size_t i = 0; i < al->nq; i++)
-		free(al->q[i].json);
-	free(al->q);
-	detect_engine_free(al->engine);
-	hooks_free(al->hooks);
-	free(al->names);
-	free(al->lens);
-	free(al->path);
-	free(al);
-}
-
-void
-alerting_reload(alerting *al)
+static void
+reload_rules(alerting *al)
 {
 	detect_rules *r;
 
@@ -172,8 +161,9 @@ alerting_reload(alerting *al)
 }
 
 /*
- * Every transition: one JSON line on stdout, queued for the store, and
- * the rule's hook started. Nothing here waits.
+ * Every transition (detection thread): one JSON line on stdout, the
+ * rule's hook started, and the alert queued for the store. Nothing here
+ * waits.
  */
 static void
 on_alert(void *ctx, const detect_alert *a)
@@ -181,110 +171,322 @@ on_alert(void *ctx, const detect_alert *a)
 	alerting *al = ctx;
 	char      line[4096];
 	size_t    n = detect_alert_json(a, line, sizeof(line));
-	queued   *q;
+	queued    item;
 
 	if (n >= sizeof(line)) {
-		/* Messages are one line of bounded fields; cut, never
-		 * overrun. */
-		n = sizeof(line) - 1;
+		/* Fields are bounded; cut rather than overrun. */
+		n            = sizeof(line) - 1;
+		line[n - 1] = '\n';
 	}
 	fwrite(line, 1, n, stdout);
 	fflush(stdout);
 	if (a->exec_argv != NULL)
 		hooks_start(al->hooks, a->exec_argv, line, n,
 		    a->exec_timeout_ms);
+	if (n > 0 && line[n - 1] == '\n')
+		n--; /* stored without the newline */
+	item.json = malloc(n);
+	if (item.json == NULL || a->runlen > WIRE_RUN_MAX) {
+		free(item.json);
+		pthread_mutex_lock(&al->mu);
+		al->lost++;
+		pthread_mutex_unlock(&al->mu);
+		return;
+	}
+	memcpy(item.json, line, n);
+	item.len = n;
+	memcpy(item.run, a->run, a->runlen);
+	item.runlen = a->runlen;
+	pthread_mutex_lock(&al->mu);
 	if (al->nq == al->capq) {
 		size_t  nc = al->capq ? al->capq * 2 : 16;
-		queued *nq;
+		queued *nq = nc > ALERTS_MAX ? NULL :
+					       realloc(al->q, nc * sizeof(*nq));
 
-		if (nc > QUEUE_MAX ||
-		    (nq = realloc(al->q, nc * sizeof(*nq))) == NULL) {
+		if (nq == NULL) {
 			al->lost++;
+			pthread_mutex_unlock(&al->mu);
+			free(item.json);
 			return;
 		}
 		al->q    = nq;
 		al->capq = nc;
 	}
-	q = &al->q[al->nq];
-	/* Stored without the newline. */
-	if (n > 0 && line[n - 1] == '\n')
-		n--;
-	q->json = malloc(n);
-	if (q->json == NULL || a->runlen > WIRE_RUN_MAX) {
-		free(q->json);
-		al->lost++;
-		return;
-	}
-	memcpy(q->json, line, n);
-	q->len = n;
-	memcpy(q->run, a->run, a->runlen);
-	q->runlen = a->runlen;
-	al->nq++;
+	al->q[al->nq++] = item;
+	pthread_mutex_unlock(&al->mu);
 }
 
-void
-alerting_feed(alerting *al, ingest *in, const wire_batch *b)
+/* Feed one stored batch (detection thread). */
+static void
+feed(alerting *al, const job *j)
 {
-	const char **names = al->names;
-	size_t      *lens  = al->lens;
-	size_t       off   = 0;
+	wire_batch b;
+	char       err[256];
+	size_t     off = 0;
 
-	/* The name table is walked once per batch, not once per sample. */
-	for (uint32_t i = 0; i < b->nnames; i++)
-		names[i] = wire_names_next(b, &off, &lens[i]);
-	for (uint32_t i = 0; i < b->nsamples; i++) {
+	/* It was validated when it arrived; decoding again only rebuilds
+	 * the view into our copy. */
+	if (wire_batch_decode(j->msg, j->len, &b, err, sizeof(err)) != 0)
+		return;
+	for (uint32_t i = 0; i < b.nnames; i++)
+		al->names[i] = wire_names_next(&b, &off, &al->lens[i]);
+	for (uint32_t i = 0; i < b.nsamples; i++) {
 		wire_sample   ws;
 		detect_sample s;
 
-		wire_batch_sample(b, i, &ws);
-		s.run     = b->id.run;
-		s.runlen  = b->id.run_len;
-		s.metric  = names[ws.name];
-		s.mlen    = lens[ws.name];
-		s.host    = b->id.host;
-		s.hostlen = b->id.host_len;
-		s.rank    = b->id.rank;
+		wire_batch_sample(&b, i, &ws);
+		s.run     = b.id.run;
+		s.runlen  = b.id.run_len;
+		s.metric  = al->names[ws.name];
+		s.mlen    = al->lens[ws.name];
+		s.host    = b.id.host;
+		s.hostlen = b.id.host_len;
+		s.rank    = b.id.rank;
 		s.step    = ws.step;
-		s.time_ns = ingest_time(in, ws.time_ns);
+		s.time_ns = quantize(ws.time_ns, al->quantum);
 		s.value   = ws.value;
 		detect_feed(al->engine, &s, on_alert, al);
 	}
 }
 
-void
-alerting_tick(alerting *al, int64_t now_ns, int64_t mono_ns)
+/*
+ * The detection thread: feeds queued batches in order, ticks the clock
+ * every TICK_NS with the watermark (the arrival time of the oldest batch
+ * still queued, or now), reloads rules on request, looks after hooks.
+ */
+static void *
+run(void *arg)
 {
-	detect_tick(al->engine, now_ns, on_alert, al);
-	hooks_poll(al->hooks, mono_ns);
+	alerting *al        = arg;
+	int64_t   last_tick = 0;
+
+	pthread_mutex_lock(&al->mu);
+	for (;;) {
+		job    *j;
+		int64_t mono = clock_ns(CLOCK_MONOTONIC);
+
+		if (al->reload) {
+			al->reload = 0;
+			pthread_mutex_unlock(&al->mu);
+			reload_rules(al);
+			pthread_mutex_lock(&al->mu);
+			continue;
+		}
+		if (mono - last_tick >= TICK_NS) {
+			int64_t mark = al->head ? al->head->recv_ns :
+						  clock_ns(CLOCK_REALTIME);
+
+			last_tick = mono;
+			pthread_mutex_unlock(&al->mu);
+			detect_tick(al->engine, mark, on_alert, al);
+			hooks_poll(al->hooks, mono);
+			pthread_mutex_lock(&al->mu);
+			continue;
+		}
+		j = al->head;
+		if (j == NULL) {
+			struct timespec ts;
+			int64_t         until;
+
+			pthread_cond_broadcast(&al->idle);
+			if (al->stop)
+				break;
+			until = clock_ns(CLOCK_REALTIME) + TICK_NS / 2;
+			ts.tv_sec  = until / 1000000000ll;
+			ts.tv_nsec = until % 1000000000ll;
+			pthread_cond_timedwait(&al->wake, &al->mu, &ts);
+			continue;
+		}
+		al->head = j->next;
+		if (al->head == NULL)
+			al->tail = NULL;
+		al->busy = 1;
+		pthread_mutex_unlock(&al->mu);
+		feed(al, j);
+		pthread_mutex_lock(&al->mu);
+		al->busy = 0;
+		al->queued_bytes -= j->len;
+		pthread_cond_signal(&al->room);
+		free(j);
+	}
+	pthread_mutex_unlock(&al->mu);
+	return NULL;
+}
+
+int
+alerting_open(const char *rules_path, int64_t quantum_ns, alerting **out)
+{
+	alerting     *al = calloc(1, sizeof(*al));
+	detect_rules *r;
+
+	*out = NULL;
+	if (al == NULL)
+		return 1;
+	al->quantum = quantum_ns;
+	if (rules_path != NULL && (al->path = strdup(rules_path)) == NULL)
+		goto fail;
+	if ((al->hooks = hooks_new()) == NULL)
+		goto fail;
+	al->names = calloc(65536, sizeof(*al->names));
+	al->lens  = calloc(65536, sizeof(*al->lens));
+	if (al->names == NULL || al->lens == NULL)
+		goto fail;
+	if ((r = load_rules(al)) == NULL)
+		goto fail;
+	if (detect_engine_new(r, &al->engine) != 0) {
+		detect_rules_free(r);
+		goto fail;
+	}
+	fprintf(stderr, "vitalsd: %zu rules from %s\n",
+	    detect_rules_count(r), al->path ? al->path : "the built-in set");
+	detect_rules_free(r);
+	pthread_mutex_init(&al->mu, NULL);
+	pthread_cond_init(&al->wake, NULL);
+	pthread_cond_init(&al->idle, NULL);
+	pthread_cond_init(&al->room, NULL);
+	if (pthread_create(&al->thread, NULL, run, al) != 0) {
+		fprintf(stderr, "vitalsd: cannot start the detection thread\n");
+		detect_engine_free(al->engine);
+		goto fail;
+	}
+	*out = al;
+	return 0;
+fail:
+	hooks_free(al->hooks);
+	free(al->names);
+	free(al->lens);
+	free(al->path);
+	free(al);
+	return 1;
+}
+
+void
+alerting_close(alerting *al)
+{
+	if (al == NULL)
+		return;
+	pthread_mutex_lock(&al->mu);
+	al->stop = 1;
+	pthread_cond_signal(&al->wake);
+	pthread_mutex_unlock(&al->mu);
+	pthread_join(al->thread, NULL);
+	for (size_t i = 0; i < al->nq; i++)
+		free(al->q[i].json);
+	free(al->q);
+	detect_engine_free(al->engine);
+	hooks_free(al->hooks);
+	free(al->names);
+	free(al->lens);
+	free(al->path);
+	pthread_mutex_destroy(&al->mu);
+	pthread_cond_destroy(&al->wake);
+	pthread_cond_destroy(&al->idle);
+	pthread_cond_destroy(&al->room);
+	free(al);
+}
+
+int
+alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns)
+{
+	job *j = malloc(sizeof(*j) + len);
+
+	if (j == NULL) {
+		fprintf(stderr, "vitalsd: out of memory: a stored batch was "
+				"not checked by the rules\n");
+		return -1;
+	}
+	j->next    = NULL;
+	j->recv_ns = recv_ns;
+	j->len     = len;
+	memcpy(j->msg, msg, len);
+	pthread_mutex_lock(&al->mu);
+	while (al->queued_bytes > 0 &&
+	    al->queued_bytes + len > ALERTING_QUEUE_BYTES)
+		pthread_cond_wait(&al->room, &al->mu);
+	if (al->tail != NULL)
+		al->tail->next = j;
+	else
+		al->head = j;
+	al->tail = j;
+	al->queued_bytes += len;
+	pthread_cond_signal(&al->wake);
+	pthread_mutex_unlock(&al->mu);
+	return 0;
+}
+
+void
+alerting_drain(alerting *al)
+{
+	pthread_mutex_lock(&al->mu);
+	while (al->head != NULL || al->busy)
+		pthread_cond_wait(&al->idle, &al->mu);
+	pthread_mutex_unlock(&al->mu);
+}
+
+void
+alerting_reload(alerting *al)
+{
+	pthread_mutex_lock(&al->mu);
+	al->reload = 1;
+	pthread_cond_signal(&al->wake);
+	pthread_mutex_unlock(&al->mu);
 }
 
 int
 alerting_store(alerting *al, ingest *in)
 {
-	int rc;
+	queued  *q;
+	size_t   n, done = 0;
+	uint64_t lost;
+	int      rc = 0;
 
-	if (al->lost > 0) {
+	/* Take the queue; the thread starts a new one meanwhile. */
+	pthread_mutex_lock(&al->mu);
+	q        = al->q;
+	n        = al->nq;
+	lost     = al->lost;
+	al->q    = NULL;
+	al->nq   = 0;
+	al->capq = 0;
+	al->lost = 0;
+	pthread_mutex_unlock(&al->mu);
+	if (lost > 0)
 		fprintf(stderr, "vitalsd: %llu alerts could not be queued "
-				"for the store (logged above only)\n",
-		    (unsigned long long) al->lost);
-		al->lost = 0;
-	}
-	if (al->nq == 0)
+				"for the store (logged on stdout only)\n",
+		    (unsigned long long) lost);
+	if (n == 0) {
+		free(q);
 		return 0;
-	if ((rc = ingest_begin(in)) != 0)
-		return rc;
-	for (size_t i = 0; i < al->nq; i++) {
-		rc = ingest_alert(in, al->q[i].run, al->q[i].runlen,
-		    al->q[i].json, al->q[i].len);
-		if (rc != 0) {
-			ingest_abort(in);
-			return rc;
-		}
 	}
-	if ((rc = ingest_commit(in)) != 0)
-		return rc;
-	for (size_t i = 0; i < al->nq; i++)
-		free(al->q[i].json);
-	al->nq = 0;
-	return 0;
+	if ((rc = ingest_begin(in)) == 0) {
+		for (size_t i = 0; i < n && rc == 0; i++)
+			rc = ingest_alert(in, q[i].run, q[i].runlen, q[i].json,
+			    q[i].len);
+		if (rc != 0)
+			ingest_abort(in);
+		else
+			rc = ingest_commit(in);
+		if (rc == 0)
+			done = n;
+	}
+	for (size_t i = 0; i < done; i++)
+		free(q[i].json);
+	if (done < n) {
+		/* Put them back in front of what came meanwhile. */
+		pthread_mutex_lock(&al->mu);
+		if (al->nq + n <= al->capq ||
+		    (al->q = realloc(al->q,
+			 (al->capq = al->nq + n) * sizeof(*q))) != NULL) {
+			memmove(al->q + n, al->q, al->nq * sizeof(*q));
+			memcpy(al->q, q, n * sizeof(*q));
+			al->nq += n;
+		} else {
+			al->lost += n;
+			al->capq = 0;
+			al->nq   = 0;
+		}
+		pthread_mutex_unlock(&al->mu);
+	}
+	free(q);
+	return rc;
 }

@@ -1,43 +1,58 @@
 /*
  * alerting: the collector's side of detection. Loads the rules (a file,
- * or the built-in set), feeds every stored sample and a clock tick to the
- * detect engine, and for each alert transition: writes it to stdout as
- * one JSON line, stores it in the database, and starts the rule's exec
- * hook if it has one. SIGHUP reloads the rules file; a file that does not
- * parse keeps the old rules and says why.
+ * or the built-in set) and runs the detect engine on a thread of its own,
+ * so that detection uses the second core and never holds up ingest. For
+ * each alert transition it writes one JSON line to stdout, starts the
+ * rule's exec hook if it has one, and queues the alert for the store;
+ * the server thread stores queued alerts in a transaction of its own.
+ * SIGHUP reloads the rules file; a file that does not parse keeps the old
+ * rules and says why.
  *
- * Samples are fed after the transaction holding them committed, so a
- * transaction aborted and applied again never feeds a sample twice; the
- * alerts they raise are stored in a transaction of their own right after.
+ * Batches are handed over after the transaction holding them committed,
+ * so a transaction aborted and applied again never feeds a sample twice.
+ * The hand-over queue is bounded (ALERTING_QUEUE_BYTES); when detection
+ * falls that far behind, alerting_feed waits, slowing ingest rather than
+ * skipping detection.
  *
- * Thread rule: one thread at a time.
+ * Stalls: the detection clock is a watermark, the arrival time of the
+ * oldest batch not yet fed (or now, when everything is fed), so a backlog
+ * in the queue is never mistaken for silence.
+ *
+ * Thread rule: every function is called from the server thread.
  */
 #ifndef COLLECTOR_ALERTING_H
 #define COLLECTOR_ALERTING_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "collector/ingest.h"
-#include "wire/wire.h"
+
+#define ALERTING_QUEUE_BYTES ((size_t) 256 << 20)
 
 typedef struct alerting alerting;
 
-/* rules_path NULL: the built-in rules. Returns 0, or 1 after logging why
- * (a rules file that does not parse: file, line and column). */
-int  alerting_open(const char *rules_path, alerting **out);
+/* rules_path NULL: the built-in rules. Times are rounded to quantum_ns
+ * as the store keeps them. Returns 0, or 1 after logging why (a rules
+ * file that does not parse: file, line and column). */
+int  alerting_open(const char *rules_path, int64_t quantum_ns,
+     alerting **out);
+/* Processes what is queued, stops the thread, frees. NULL is a no-op. */
 void alerting_close(alerting *al);
 
-/* Feed the samples of a stored batch; times as the store keeps them. */
-void alerting_feed(alerting *al, ingest *in, const wire_batch *b);
+/* Queue a copy of a stored batch (a whole wire message) received at
+ * recv_ns (wall clock). Returns 0, or -1 when out of memory (the batch is
+ * stored but not checked; logged). */
+int alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns);
 
-/* Advance the wall clock (stalls) and look after running hooks. */
-void alerting_tick(alerting *al, int64_t now_ns, int64_t mono_ns);
+/* Wait until every queued batch has been fed. */
+void alerting_drain(alerting *al);
 
 /* Store the alerts raised since the last call (one transaction). Returns
  * 0 or a store_err; on failure they stay queued for the next call. */
 int alerting_store(alerting *al, ingest *in);
 
-/* Read the rules file again; keeps the old rules if it does not parse. */
+/* Ask the detection thread to read the rules file again. */
 void alerting_reload(alerting *al);
 
 #endif /* COLLECTOR_ALERTING_H */

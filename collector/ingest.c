@@ -744,12 +744,6 @@ ingest_commit(ingest *in)
 	return 0;
 }
 
-int64_t
-ingest_time(const ingest *in, int64_t t)
-{
-	return quantize(t, in->opts.time_quantum_ns);
-}
-
 void
 ingest_get_stats(const ingest *in, ingest_stats *out)
 {

@@ -69,9 +69,6 @@ int ingest_commit(ingest *in);
 /* Abort the transaction and drop the caches. */
 void ingest_abort(ingest *in);
 
-/* A sample time as the store keeps it (rounded to the time quantum). */
-int64_t ingest_time(const ingest *in, int64_t t);
-
 void ingest_get_stats(const ingest *in, ingest_stats *out);
 
 #endif /* COLLECTOR_INGEST_H */

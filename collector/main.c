@@ -146,7 +146,7 @@ main(int argc, char **argv)
 		}
 		db = dbbuf;
 	}
-	if (detect && alerting_open(rules, &al) != 0)
+	if (detect && alerting_open(rules, io.time_quantum_ns, &al) != 0)
 		return 1;
 
 	if ((rc = store_open(db, flags, &st, err, sizeof(err))) != 0) {

@@ -12,7 +12,7 @@
 #define MAX_PENDING 8192 /* batches in one transaction */
 #define RETRY_MS 1000    /* after a disk error */
 #define STATS_EVERY_NS (10 * 1000000000ll)
-#define TICK_NS (200 * 1000000ll) /* detection clock: stalls */
+#define TICK_NS (200 * 1000000ll) /* storing alerts */
 
 typedef struct pend {
 	zmq_msg_t  id, body;
@@ -148,6 +148,7 @@ store_alerts(srv *s)
 		fprintf(stderr, "vitalsd: storing alerts: %s\n", s->st->err);
 }
 
+/* Alerts raised by the detection thread are stored every TICK_NS. */
 static void
 tick(srv *s)
 {
@@ -156,7 +157,6 @@ tick(srv *s)
 	if (s->al == NULL || m - s->last_tick < TICK_NS)
 		return;
 	s->last_tick = m;
-	alerting_tick(s->al, now_ns(), m);
 	store_alerts(s);
 }
 
@@ -226,10 +226,13 @@ commit_group(srv *s)
 	}
 	/* Detection sees each stored sample once: after its commit. */
 	if (s->al != NULL) {
+		int64_t now = now_ns();
+
 		for (size_t i = 0; i < s->n; i++)
 			if (s->p[i].status == WIRE_ACK_STORED)
-				alerting_feed(s->al, s->in, &s->p[i].b);
-		store_alerts(s);
+				alerting_feed(s->al,
+				    zmq_msg_data(&s->p[i].body),
+				    zmq_msg_size(&s->p[i].body), now);
 	}
 	free_pending(s);
 	return 0;
@@ -421,6 +424,11 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		    s.n);
 		free_pending(&s);
 		goto out;
+	}
+	/* Alerts of the last batches are stored before we go. */
+	if (al != NULL) {
+		alerting_drain(al);
+		store_alerts(&s);
 	}
 	log_stats(&s, 1);
 	ret = 0;
