@@ -16,9 +16,9 @@
  *    (20,480 samples/s), from getrusage of the viewer process alone.
  *
  * --wide adds the same at 1,000 metrics x 64 ranks (64,000 series), 200
- * steps each, the writer adding 1 step/s during the CPU run: there the
- * whole series index is read at most once a second and, in between, only
- * the series of the metrics on screen.
+ * steps each, the writer adding a step every 2 s (a large model's pace)
+ * during the CPU run. There the whole series index is read at most once
+ * a second and, in between, only the series of the metrics on screen.
  * Targets: <= 10 ms per frame, <= 5% of one core.
  */
 #include <locale.h>
@@ -466,8 +466,8 @@ main(int argc, char **argv)
 	const char *dir  = "/tmp/vitals-bench-top";
 	int         wide = 0, rc;
 	char        err[200];
-	cfg         std = { 16, 20000, 256, 8, 200, 20 };
-	cfg         wcf = { 1000, 200, 100, 1, 40, 1 };
+	cfg         std = { 16, 20000, 256, 8, 120, 20 };
+	cfg         wcf = { 1000, 200, 100, 8, 40, 0.5 };
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--wide") == 0)

@@ -627,9 +627,11 @@ model_rank_find(const model *m, int32_t rank)
 
 /*
  * Ranks from the emitters (an incarnation per process start), their
- * newest sample from the series (with_series; else as last read). Restarts count the incarnations of a
- * rank beyond its first; lost steps are those an incarnation redid below
- * the furthest step reached before it started.
+ * newest sample from the series (with_series; else as last read). A
+ * rank's restarts are its incarnations beyond the first, its lost steps
+ * those each incarnation redid, from where it started up to the furthest
+ * step reached before. The run's figures are the largest over ranks, as
+ * a job restart restarts every rank at once.
  */
 static int
 read_ranks(model *m, int with_series)
@@ -684,8 +686,11 @@ read_ranks(model *m, int with_series)
 			any     = 1;
 			r->step = e->last_step;
 		}
-		m->restarts += r->incarnations - 1;
-		m->lost_steps += r->lost_steps;
+		/* A job restart restarts every rank: count it once. */
+		if (r->incarnations - 1 > m->restarts)
+			m->restarts = r->incarnations - 1;
+		if (r->lost_steps > m->lost_steps)
+			m->lost_steps = r->lost_steps;
 		m->dropped += r->dropped;
 		if (r->last_seen > m->last_seen)
 			m->last_seen = r->last_seen;

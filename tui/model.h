@@ -143,8 +143,8 @@ typedef struct model {
 
 	/* Header figures. */
 	uint64_t step;       /* furthest step of the latest incarnations */
-	uint32_t restarts;   /* incarnations per rank beyond the first */
-	uint64_t lost_steps; /* steps redone after restarts */
+	uint32_t restarts;   /* incarnations beyond the first (most of a rank) */
+	uint64_t lost_steps; /* steps redone after restarts (most of a rank) */
 	uint64_t dropped;
 	int64_t  last_seen;  /* collector clock, ns; 0 if never */
 	double   steps_per_s, samples_per_s;

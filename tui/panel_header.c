@@ -133,11 +133,23 @@ line_health(const ui *u, const model *m)
 	static const char *const names[] = { "info", "warning", "critical" };
 	int                      w = u->cols, x = 1;
 	char                     b[200], n1[32];
+	size_t                   stalled = 0;
+	int32_t                  first   = -1;
 
 	if (!m->run_found)
 		return;
-	snprintf(b, sizeof(b), "ranks %zu", m->nranks);
-	seg(1, &x, w, A_NORMAL, b);
+	for (size_t i = 0; i < m->nranks; i++)
+		if (m->ranks[i].stalled && stalled++ == 0)
+			first = m->ranks[i].rank;
+	if (stalled == 1)
+		snprintf(b, sizeof(b), "ranks %zu, rank %d STALLED", m->nranks,
+		    (int) first);
+	else if (stalled > 1)
+		snprintf(b, sizeof(b), "ranks %zu, %zu STALLED (r%d...)",
+		    m->nranks, stalled, (int) first);
+	else
+		snprintf(b, sizeof(b), "ranks %zu", m->nranks);
+	seg(1, &x, w, stalled ? crt_attr(CRT_CRIT) : A_NORMAL, b);
 	sep(1, &x, w, A_NORMAL);
 	if (m->lost_steps > 0)
 		snprintf(b, sizeof(b), "restarts %u (%llu steps redone)",
