@@ -80,6 +80,10 @@ $(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ
 $(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL) -lm
 
+# slowreader opens the store itself (a viewer holding a read transaction).
+$(B)/tests/slowreader: $(B)/tests/helpers/slowreader.o $(STORE_OBJ) $(call obj,$(WIRE_SRC))
+	$(CC) -o $@ $^ $(LMDB_LIBS) $(LDLIBS_ALL)
+
 BENCH_SRC  = $(wildcard bench/bench_*.c)
 BENCH_BINS = $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 

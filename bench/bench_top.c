@@ -74,8 +74,8 @@ cpu_s(void)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	return (double) ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	    (double) ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	return (double) ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6
+	    + (double) ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 /* One batch of rank r for steps [s0, s0 + n) into buf; returns its size. */
@@ -97,7 +97,8 @@ build(uint8_t *buf, const cfg *c, int r, uint64_t s0, uint64_t n)
 	wire_put_names_count(buf, &off, (uint16_t) c->metrics);
 	for (int m = 0; m < c->metrics; m++)
 		wire_put_name(buf, &off, names[m], strlen(names[m]));
-	wire_put_samples_count(buf, &off, (uint32_t) (n * (uint64_t) c->metrics));
+	wire_put_samples_count(
+	    buf, &off, (uint32_t) (n * (uint64_t) c->metrics));
 	for (uint64_t s = s0; s < s0 + n; s++) {
 		int64_t t = real_step(&gens[r]);
 
@@ -125,12 +126,14 @@ apply(store *st, ingest *in, uint8_t **bufs, const size_t *lens, int n)
 			char       why[200];
 			int        is_new;
 
-			if (wire_batch_decode(bufs[i], lens[i], &b, why,
-				sizeof(why)) != 0) {
+			if (wire_batch_decode(
+			        bufs[i], lens[i], &b, why, sizeof(why))
+			    != 0) {
 				fprintf(stderr, "bench_top: %s\n", why);
 				return -1;
 			}
-			rc = ingest_batch(in, &b, 0, &is_new, why, sizeof(why));
+			rc = ingest_batch(
+			    in, &b, 0, &is_new, why, sizeof(why));
 			if (rc == -STORE_EMAPFULL)
 				full = 1;
 			else if (rc < 0)
@@ -164,14 +167,15 @@ writer_open(writer *w, const char *dir, const cfg *c, uint64_t next_step)
 {
 	char        err[1400];
 	ingest_opts io;
-	size_t      cap = (size_t) c->batch_steps * (size_t) c->metrics *
-	    WIRE_SAMPLE_SIZE + (size_t) c->metrics * 40 + 4096;
+	size_t      cap
+	    = (size_t) c->batch_steps * (size_t) c->metrics * WIRE_SAMPLE_SIZE
+	    + (size_t) c->metrics * 40 + 4096;
 
 	memset(w, 0, sizeof(*w));
 	w->next_step = next_step;
 	ingest_opts_init(&io);
-	if (store_open(dir, STORE_NOSYNC, &w->st, err, sizeof(err)) != 0 ||
-	    ingest_open(w->st, &io, &w->in) != 0) {
+	if (store_open(dir, STORE_NOSYNC, &w->st, err, sizeof(err)) != 0
+	    || ingest_open(w->st, &io, &w->in) != 0) {
 		fprintf(stderr, "bench_top: %s\n", err);
 		return -1;
 	}
@@ -211,7 +215,7 @@ make_db(const char *dir, const cfg *c)
 {
 	writer   w;
 	char     cmd[1200];
-	double   t0 = now_s();
+	double   t0    = now_s();
 	uint64_t total = (uint64_t) RANKS * (uint64_t) c->metrics * c->steps;
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s'", dir, dir);
@@ -235,12 +239,12 @@ make_db(const char *dir, const cfg *c)
 		char j[600];
 		int  n = snprintf(j, sizeof(j),
 		     "{\"rule\":\"%s_spike\",\"kind\":\"spike\",\"severity\":"
-		     "\"%s\",\"state\":\"%s\",\"run\":\"bench\",\"rank\":%d,"
-		     "\"host\":\"node0\",\"metric\":\"%s\",\"step\":%d,"
-		     "\"time\":1700000100.5,\"value\":9.5,\"baseline\":2.1,"
-		     "\"message\":\"%s 9.5 is 4.5x its baseline 2.1\"}",
+		      "\"%s\",\"state\":\"%s\",\"run\":\"bench\",\"rank\":%d,"
+		      "\"host\":\"node0\",\"metric\":\"%s\",\"step\":%d,"
+		      "\"time\":1700000100.5,\"value\":9.5,\"baseline\":2.1,"
+		      "\"message\":\"%s 9.5 is 4.5x its baseline 2.1\"}",
 		     names[i % 8], i % 3 ? "warning" : "critical",
-		     i % 2 ? "resolved" : "firing", (i * 7) % RANKS,
+                    i % 2 ? "resolved" : "firing", (i * 7) % RANKS,
 		     names[i % 8], 100 + i * 50, names[i % 8]);
 
 		if (ingest_alert(w.in, "bench", 5, j, (size_t) n) != 0)
@@ -252,8 +256,7 @@ make_db(const char *dir, const cfg *c)
 	printf("database: %d ranks x %d metrics = %d series x %llu steps = "
 	       "%.2f M samples, 120 alerts (built in %.1f s)\n",
 	    RANKS, c->metrics, RANKS * c->metrics,
-	    (unsigned long long) c->steps, (double) total / 1e6,
-	    now_s() - t0);
+	    (unsigned long long) c->steps, (double) total / 1e6, now_s() - t0);
 	return 0;
 }
 
@@ -282,12 +285,12 @@ static int
 frames(const char *label, ui *u, model *m, writer *w, const cfg *c)
 {
 	int     n = c->frames, nw = 0, np = 0;
-	double *tot = malloc((size_t) n * sizeof(double));
-	double *upd = malloc((size_t) n * sizeof(double));
-	double *drw = malloc((size_t) n * sizeof(double));
-	double *whl = malloc((size_t) n * sizeof(double));
-	double *prt = malloc((size_t) n * sizeof(double));
-	double  last = 0;
+	double *tot   = malloc((size_t) n * sizeof(double));
+	double *upd   = malloc((size_t) n * sizeof(double));
+	double *drw   = malloc((size_t) n * sizeof(double));
+	double *whl   = malloc((size_t) n * sizeof(double));
+	double *prt   = malloc((size_t) n * sizeof(double));
+	double  last  = 0;
 	size_t  reads = 0;
 
 	if (!tot || !upd || !drw || !whl || !prt)
@@ -400,7 +403,7 @@ cpu_share(const char *dir, const cfg *c, uint64_t next_step, double secs,
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
 	printf("CPU share at %d Hz for %.0f s (%d frames) while a writer "
-	       "adds %.0f step(s)/s to every series (%.0f samples/s): %.2f%% "
+	       "adds %g step(s)/s to every series (%.0f samples/s): %.2f%% "
 	       "of one core (%.2f ms CPU a frame)\n",
 	    1000 / TUI_REFRESH_MS, wall, frames_n, steps_per_s,
 	    steps_per_s * RANKS * c->metrics, 100 * cpu / wall,
@@ -413,8 +416,8 @@ cpu_share(const char *dir, const cfg *c, uint64_t next_step, double secs,
 static int
 run(const char *dir, const cfg *c)
 {
-	model *m;
-	ui     u;
+	model   *m;
+	ui       u;
 	writer   w;
 	char     err[1600];
 	double   t0;
@@ -422,8 +425,8 @@ run(const char *dir, const cfg *c)
 
 	for (int i = 0; i < c->metrics; i++) {
 		if (i < REAL_METRICS)
-			snprintf(names[i], sizeof(names[i]), "%s",
-			    real_names[i]);
+			snprintf(
+			    names[i], sizeof(names[i]), "%s", real_names[i]);
 		else
 			snprintf(names[i], sizeof(names[i]), "metric_%03d", i);
 	}

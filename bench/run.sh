@@ -18,6 +18,10 @@ echo "== store: size, ingest without network, LMDB ceilings, read"
 "$B/bench/bench_store" "$T/store"
 
 echo
+echo "== vitals top: frame time and CPU share at 1,024 series x 64 ranks"
+"$B/bench/bench_top" "$T/top"
+
+echo
 echo "== end-to-end ingest: emitter processes -> vitalsd -> LMDB (committed, acknowledged)"
 EP=ipc://$T/collector.sock
 "$B/bench/bench_zmq" "ipc://$T/zmq.sock" 20000 | tee "$T/zmq.out"

@@ -23,6 +23,7 @@ typedef struct cli_args {
 	long            timeout_ms;
 	const char     *rules; /* replay, rules: --rules FILE */
 	const char     *preset, *pattern; /* tail: --preset, --pattern */
+	const char     *out; /* keygen: --out PREFIX */
 	int             cmd_argc; /* tail: arguments after "--" */
 	char          **cmd_argv; /* NULL-terminated (argv's own end) */
 	int             npos;
@@ -41,5 +42,6 @@ int cmd_alerts(const cli_args *a);
 int cmd_replay(const cli_args *a);
 int cmd_rules(const cli_args *a);
 int cmd_tail(const cli_args *a);
+int cmd_keygen(const cli_args *a);
 
 #endif /* CLI_CLI_H */

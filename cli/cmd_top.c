@@ -16,15 +16,17 @@ cmd_top(const cli_args *a)
 	const char *db = a->db;
 
 	if (a->npos > 0) {
-		fprintf(stderr, "vitals top: unexpected argument '%s' (usage: "
-				"vitals top [--db DIR] [--run R])\n",
+		fprintf(stderr,
+		    "vitals top: unexpected argument '%s' (usage: "
+		    "vitals top [--db DIR] [--run R])\n",
 		    a->pos[0]);
 		return 2;
 	}
 	if (db == NULL) {
 		if (paths_default_db(dbbuf, sizeof(dbbuf)) != 0) {
-			fprintf(stderr, "vitals top: no --db, and neither "
-					"$VITALS_DB nor $HOME is set\n");
+			fprintf(stderr,
+			    "vitals top: no --db, and neither "
+			    "$VITALS_DB nor $HOME is set\n");
 			return 1;
 		}
 		db = dbbuf;

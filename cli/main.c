@@ -49,6 +49,9 @@ usage(FILE *f)
 	    "or run\n"
 	    "            a command (presets: megatron llmc nanogpt "
 	    "torchtitan hf)\n"
+	    "  keygen    [--out PREFIX]   (default PREFIX: vitals)\n"
+	    "            a CURVE key pair: PREFIX.key (secret, 0600) and "
+	    "PREFIX.pub\n"
 	    "  version\n"
 	    "\n"
 	    "--db defaults to $VITALS_DB, else ~/.local/share/vitals.\n");
@@ -150,6 +153,8 @@ parse_args(int argc, char **argv, cli_args *a)
 			a->preset = v;
 		else if (strcmp(o, "--pattern") == 0)
 			a->pattern = v;
+		else if (strcmp(o, "--out") == 0)
+			a->out = v;
 		else if (strcmp(o, "--rank") == 0) {
 			if (parse_u64(o, v, &u) || u > INT32_MAX)
 				return -1;
@@ -201,6 +206,7 @@ main(int argc, char **argv)
 		{ "replay", cmd_replay },
 		{ "rules", cmd_rules },
 		{ "tail", cmd_tail },
+		{ "keygen", cmd_keygen },
 	};
 	cli_args a = { 0 };
 	int      rc;

@@ -1,5 +1,6 @@
 #include "collector/ingest.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,20 +8,35 @@
 #include "collector/table.h"
 #include "store/block.h"
 
-/* A series in the cache: its record and the block being appended to. */
+/* Defaults of the limits (see ingest.h). */
+#define MAX_SERIES_RUN 100000u
+#define MAX_SERIES_TOTAL 1000000u
+#define CACHE_SERIES 131072u
+#define CACHE_ENCODERS 16384u
+#define CACHE_EMITTERS 65536u
+
+/* Meta key prefix of a run's count of refused samples; its presence means
+ * the run's series_limit alert was stored. */
+#define REFUSED_PREFIX "refused:"
+#define REFUSED_PREFIX_LEN 8
+
+/* A series in the cache: its record and the block being appended to. The
+ * key is sized to fit, as a cache of many series is mostly keys. */
 typedef struct ser {
 	series_rec rec;
-	uint8_t    key[STORE_KEY_MAX];
 	size_t     keylen;
-	block_enc *enc; /* NULL until the tail is loaded */
+	block_enc *enc;  /* NULL until the tail is loaded */
+	uint64_t   used; /* number of the last commit that touched it */
 	int        dirty;
 	struct ser *next_dirty;
+	uint8_t    key[];
 } ser;
 
 typedef struct emi {
 	emitter_rec rec;
 	uint8_t     key[STORE_KEY_MAX];
 	size_t      keylen;
+	uint64_t    used;
 	int         dirty;
 	struct emi *next_dirty;
 } emi;
@@ -31,6 +47,9 @@ typedef struct run {
 	size_t      len;
 	int         dirty;
 	struct run *next_dirty;
+	uint64_t    refused;     /* samples refused by a series cap */
+	int         limit_hit;   /* its series_limit alert is stored */
+	int         refused_dirty;
 } run;
 
 struct ingest {
@@ -45,14 +64,21 @@ struct ingest {
 	int         next_sid_dirty;
 	uint64_t    next_alert; /* 0: not loaded */
 	int         next_alert_dirty;
-	ser       **names; /* per batch: name index -> series */
+	ser       **names; /* per batch: name index -> series (NULL: refused) */
+	size_t      nenc;  /* series with a loaded encoder */
 	ingest_stats stats, tentative;
+	char        notice[512], notice_out[512];
 };
 
 void
 ingest_opts_init(ingest_opts *o)
 {
-	o->time_quantum_ns = 1;
+	o->time_quantum_ns  = 1;
+	o->max_series_run   = MAX_SERIES_RUN;
+	o->max_series_total = MAX_SERIES_TOTAL;
+	o->cache_series     = CACHE_SERIES;
+	o->cache_encoders   = CACHE_ENCODERS;
+	o->cache_emitters   = CACHE_EMITTERS;
 }
 
 static void
@@ -85,6 +111,8 @@ drop_caches(ingest *in)
 	in->next_sid_dirty                   = 0;
 	in->next_alert                       = 0;
 	in->next_alert_dirty                 = 0;
+	in->nenc                             = 0;
+	in->notice[0]                        = 0;
 }
 
 static int
@@ -164,7 +192,7 @@ ingest_abort(ingest *in)
 
 /* Load the next series id from the store the first time it is needed. */
 static int
-alloc_sid(ingest *in, uint32_t *sid)
+load_sid(ingest *in)
 {
 	MDB_val k, v;
 	int     rc;
@@ -182,8 +210,48 @@ alloc_sid(ingest *in, uint32_t *sid)
 		else
 			in->next_sid = wire_get32(v.mv_data);
 	}
+	return 0;
+}
+
+static int
+alloc_sid(ingest *in, uint32_t *sid)
+{
+	int rc;
+
+	if ((rc = load_sid(in)) != 0)
+		return rc;
 	*sid                = in->next_sid++;
 	in->next_sid_dirty = 1;
+	return 0;
+}
+
+static size_t
+refused_key(uint8_t *buf, const run *r)
+{
+	memcpy(buf, REFUSED_PREFIX, REFUSED_PREFIX_LEN);
+	memcpy(buf + REFUSED_PREFIX_LEN, r->name, r->len);
+	return REFUSED_PREFIX_LEN + r->len;
+}
+
+/* Read the run's refused-sample count (absent: none refused, no alert). */
+static int
+load_refused(ingest *in, run *r)
+{
+	uint8_t key[REFUSED_PREFIX_LEN + WIRE_RUN_MAX];
+	MDB_val k, v;
+	int     rc;
+
+	k.mv_data = key;
+	k.mv_size = refused_key(key, r);
+	rc        = mdb_get(in->txn, in->st->meta, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc != 0)
+		return store_fail(in->st, rc, "reading a refused count");
+	if (v.mv_size != 8)
+		return STORE_ECORRUPT;
+	r->refused   = wire_get64(v.mv_data);
+	r->limit_hit = 1;
 	return 0;
 }
 
@@ -218,6 +286,10 @@ get_run(ingest *in, const char *name, size_t len, run **out)
 	} else {
 		free(r);
 		return store_fail(in->st, rc, "reading a run");
+	}
+	if ((rc = load_refused(in, r)) != 0) {
+		free(r);
+		return rc;
 	}
 	if (table_put(in->runs, name, len, r) != 0) {
 		free(r);
@@ -270,12 +342,14 @@ get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
 
 	*is_new = 0;
 	if (e != NULL) {
-		*out = e;
+		e->used = in->stats.commits + 1;
+		*out    = e;
 		return 0;
 	}
 	e = calloc(1, sizeof(*e));
 	if (e == NULL)
 		return STORE_ENOMEM;
+	e->used = in->stats.commits + 1;
 	memcpy(e->key, key, kl);
 	e->keylen = kl;
 	k.mv_data = e->key;
@@ -347,9 +421,99 @@ window_take(emitter_rec *r, uint64_t floor, uint64_t seq)
 	return 1;
 }
 
+/*
+ * Write the JSON string of n bytes of p (UTF-8 without control characters,
+ * as the wire decoder enforces) into buf at *off, escaping quotes and
+ * backslashes; stops short rather than overflow.
+ */
+static void
+json_str(char *buf, size_t cap, size_t *off, const char *p, size_t n)
+{
+	size_t o = *off;
+
+	if (o + 1 < cap)
+		buf[o++] = '"';
+	for (size_t i = 0; i < n && o + 3 < cap; i++) {
+		if (p[i] == '"' || p[i] == '\\')
+			buf[o++] = '\\';
+		buf[o++] = p[i];
+	}
+	if (o + 1 < cap)
+		buf[o++] = '"';
+	buf[o] = 0;
+	*off   = o;
+}
+
+/* Append printf-style text at *off, clamped to the buffer. */
+static void
+json_fmt(char *buf, size_t cap, size_t *off, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+json_fmt(char *buf, size_t cap, size_t *off, const char *fmt, ...)
+{
+	va_list ap;
+	int     n;
+
+	if (*off >= cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *off, cap - *off, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*off = *off + (size_t) n < cap ? *off + (size_t) n : cap - 1;
+}
+
+/*
+ * The first series refused in a run: store its one series_limit alert in
+ * the open transaction and leave a line for the log. Returns 0 or a
+ * store_err.
+ */
+static int
+limit_alert(ingest *in, const wire_batch *b, run *r, const char *metric,
+    size_t mlen, uint64_t step, int64_t now, const char *which,
+    uint64_t cap)
+{
+	char   json[1024];
+	size_t o = 0;
+	int    rc;
+
+	json_fmt(json, sizeof(json), &o,
+	    "{\"rule\":\"series_limit\",\"kind\":\"series_limit\","
+	    "\"severity\":\"warning\",\"state\":\"firing\",\"run\":");
+	json_str(json, sizeof(json), &o, r->name, r->len);
+	json_fmt(json, sizeof(json), &o, ",\"rank\":-1,\"host\":");
+	json_str(json, sizeof(json), &o, b->id.host, b->id.host_len);
+	json_fmt(json, sizeof(json), &o, ",\"metric\":");
+	json_str(json, sizeof(json), &o, metric, mlen);
+	json_fmt(json, sizeof(json), &o,
+	    ",\"step\":%llu,\"time\":%lld.%09lld,\"value\":null,"
+	    "\"baseline\":null,\"message\":\"%s series cap of %llu "
+	    "reached: samples of new series are refused (not stored)\"}",
+	    (unsigned long long) step, (long long) (now / 1000000000),
+	    (long long) (now % 1000000000), which, (unsigned long long) cap);
+	if (o + 1 >= sizeof(json))
+		return STORE_ECORRUPT; /* cannot happen: names are short */
+	if ((rc = ingest_alert(in, r->name, r->len, json, o)) != 0)
+		return rc;
+	r->limit_hit = 1;
+	in->tentative.limit_alerts++;
+	snprintf(in->notice, sizeof(in->notice),
+	    "run %.*s reached the %s series cap of %llu at metric '%.*s' "
+	    "rank %d: samples of new series are refused; alert stored",
+	    (int) r->len, r->name, which, (unsigned long long) cap,
+	    (int) mlen, metric, (int) b->id.rank);
+	return 0;
+}
+
+/*
+ * Find or create the series of a metric of this batch's rank. A new series
+ * past a series cap is not created: *out is set to NULL and the first such
+ * series of the run raises the run's alert.
+ */
 static int
 get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
-    run *r, ser **out)
+    uint16_t idx, run *r, int64_t now, ser **out)
 {
 	uint8_t key[STORE_KEY_MAX];
 	size_t  kl = store_series_key(
@@ -359,12 +523,14 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	int     rc;
 
 	if (s != NULL) {
-		*out = s;
+		s->used = in->stats.commits + 1;
+		*out    = s;
 		return 0;
 	}
-	s = calloc(1, sizeof(*s));
+	s = calloc(1, sizeof(*s) + kl);
 	if (s == NULL)
 		return STORE_ENOMEM;
+	s->used = in->stats.commits + 1;
 	memcpy(s->key, key, kl);
 	s->keylen = kl;
 	k.mv_data = s->key;
@@ -376,6 +542,42 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			return STORE_ECORRUPT;
 		}
 	} else if (rc == MDB_NOTFOUND) {
+		const char *which = NULL;
+		uint64_t    cap   = 0;
+
+		if ((rc = load_sid(in)) != 0) {
+			free(s);
+			return rc;
+		}
+		if (in->opts.max_series_run &&
+		    r->rec.series >= in->opts.max_series_run) {
+			which = "per-run";
+			cap   = in->opts.max_series_run;
+		} else if (in->opts.max_series_total &&
+		    in->next_sid - 1 >= in->opts.max_series_total) {
+			which = "total";
+			cap   = in->opts.max_series_total;
+		}
+		if (which != NULL) {
+			uint64_t step = 0;
+
+			/* The step of the alert: the first sample refused. */
+			for (uint32_t j = 0; j < b->nsamples; j++) {
+				wire_sample ws;
+
+				wire_batch_sample(b, j, &ws);
+				if (ws.name == idx) {
+					step = ws.step;
+					break;
+				}
+			}
+			free(s);
+			*out = NULL;
+			if (r->limit_hit)
+				return 0;
+			return limit_alert(in, b, r, metric, mlen, step, now,
+			    which, cap);
+		}
 		if ((rc = alloc_sid(in, &s->rec.sid)) != 0) {
 			free(s);
 			return rc;
@@ -411,6 +613,7 @@ load_tail(ingest *in, ser *s)
 	if (s->enc == NULL)
 		return STORE_ENOMEM;
 	block_enc_init(s->enc);
+	in->nenc++;
 	if (s->rec.nblocks == 0)
 		return 0;
 	store_block_key(key, s->rec.sid, s->rec.tail_first_step,
@@ -421,11 +624,13 @@ load_tail(ingest *in, ser *s)
 	if (rc != 0) {
 		free(s->enc);
 		s->enc = NULL;
+		in->nenc--;
 		return store_fail(in->st, rc, "reading a tail block");
 	}
 	if (block_enc_resume(s->enc, v.mv_data, v.mv_size) != BLOCK_OK) {
 		free(s->enc);
 		s->enc = NULL;
+		in->nenc--;
 		snprintf(in->st->err, sizeof(in->st->err),
 		    "%s: tail block of series %u is corrupt", in->st->dir,
 		    s->rec.sid);
@@ -511,10 +716,11 @@ int
 ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
     char *why, size_t whylen)
 {
-	run   *r = NULL;
-	emi   *e = NULL;
-	size_t off = 0, mlen;
-	int    rc, take;
+	run     *r = NULL;
+	emi     *e = NULL;
+	size_t   off = 0, mlen;
+	int      rc, take;
+	uint32_t refused = 0;
 
 	*is_new = 0;
 	if ((rc = get_run(in, b->id.run, b->id.run_len, &r)) != 0)
@@ -550,7 +756,6 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 	e->rec.host[b->id.host_len] = 0;
 	e->rec.last_seen            = now_ns;
 	e->rec.batches++;
-	e->rec.samples += b->nsamples;
 	if (b->dropped > e->rec.dropped) {
 		r->rec.dropped += b->dropped - e->rec.dropped;
 		e->rec.dropped = b->dropped;
@@ -559,7 +764,9 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 	for (uint32_t i = 0; i < b->nnames; i++) {
 		const char *m = wire_names_next(b, &off, &mlen);
 
-		if ((rc = get_series(in, b, m, mlen, r, &in->names[i])) != 0)
+		rc = get_series(in, b, m, mlen, (uint16_t) i, r, now_ns,
+		    &in->names[i]);
+		if (rc != 0)
 			return -rc;
 	}
 	for (uint32_t i = 0; i < b->nsamples; i++) {
@@ -567,6 +774,11 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		int64_t     t;
 
 		wire_batch_sample(b, i, &ws);
+		if (in->names[ws.name] == NULL) {
+			/* Its series is past a cap: counted, not stored. */
+			refused++;
+			continue;
+		}
 		t  = quantize(ws.time_ns, in->opts.time_quantum_ns);
 		rc = append(in, in->names[ws.name], ws.step, t, ws.value);
 		if (rc != 0)
@@ -584,10 +796,17 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		if (t > r->rec.last_time)
 			r->rec.last_time = t;
 	}
-	r->rec.samples += b->nsamples;
+	/* Records count what is stored; refused samples are counted apart. */
+	e->rec.samples += b->nsamples - refused;
+	r->rec.samples += b->nsamples - refused;
+	if (refused > 0) {
+		r->refused += refused;
+		r->refused_dirty = 1;
+		in->tentative.refused += refused;
+	}
 	mark_run(in, r);
 	in->tentative.batches++;
-	in->tentative.samples += b->nsamples;
+	in->tentative.samples += b->nsamples - refused;
 	if (*is_new)
 		in->tentative.emitters_new++;
 	return WIRE_ACK_STORED;
@@ -673,6 +892,19 @@ flush_dirty(ingest *in)
 		v.mv_size = RUN_REC_SIZE;
 		if ((rc = mdb_put(in->txn, in->st->runs, &k, &v, 0)) != 0)
 			return store_fail(in->st, rc, "writing a run");
+		if (r->limit_hit || r->refused_dirty) {
+			uint8_t rk[REFUSED_PREFIX_LEN + WIRE_RUN_MAX];
+
+			wire_put64(buf, r->refused);
+			k.mv_data = rk;
+			k.mv_size = refused_key(rk, r);
+			v.mv_data = buf;
+			v.mv_size = 8;
+			rc        = mdb_put(in->txn, in->st->meta, &k, &v, 0);
+			if (rc != 0)
+				return store_fail(
+				    in->st, rc, "writing a refused count");
+		}
 	}
 	if (in->next_alert_dirty) {
 		wire_put64(buf, in->next_alert);
@@ -693,6 +925,96 @@ flush_dirty(ingest *in)
 			return store_fail(in->st, rc, "writing next_sid");
 	}
 	return 0;
+}
+
+/* Free the encoders of series not touched by the last commit; all of them
+ * if that is not enough. Their tails are stored: load_tail() resumes. */
+static void
+evict_encoders(ingest *in)
+{
+	size_t pos = 0;
+	ser   *s;
+
+	for (int pass = 0; pass < 2 && in->nenc > in->opts.cache_encoders;
+	    pass++) {
+		pos = 0;
+		while ((s = table_next(in->series, &pos)) != NULL) {
+			if (s->enc == NULL ||
+			    (pass == 0 && s->used == in->stats.commits))
+				continue;
+			free(s->enc);
+			s->enc = NULL;
+			in->nenc--;
+			in->stats.evictions++;
+		}
+	}
+}
+
+/*
+ * Past its bound, rebuild the series cache with only what the last commit
+ * touched (or empty it, if that is itself more than half the bound), so
+ * eviction costs O(1) amortised per series. Same for emitters. Everything
+ * in the caches is clean here (just committed); on out of memory the
+ * caches are dropped, which is always safe.
+ */
+static void
+evict(ingest *in)
+{
+	size_t pos = 0, keep = 0;
+	table *nt;
+	ser   *s;
+	emi   *e;
+
+	if (in->series == NULL)
+		return;
+	evict_encoders(in);
+	if (table_count(in->series) > in->opts.cache_series) {
+		while ((s = table_next(in->series, &pos)) != NULL)
+			keep += s->used == in->stats.commits;
+		if (keep > in->opts.cache_series / 2)
+			keep = 0;
+		nt = table_new();
+		if (nt == NULL) {
+			drop_caches(in);
+			return;
+		}
+		pos = 0;
+		while ((s = table_next(in->series, &pos)) != NULL) {
+			if (keep > 0 && s->used == in->stats.commits &&
+			    table_put(nt, s->key, s->keylen, s) == 0)
+				continue;
+			if (s->enc != NULL)
+				in->nenc--;
+			free(s->enc);
+			free(s);
+			in->stats.evictions++;
+		}
+		table_free(in->series);
+		in->series = nt;
+	}
+	if (table_count(in->emitters) > in->opts.cache_emitters) {
+		keep = 0;
+		pos  = 0;
+		while ((e = table_next(in->emitters, &pos)) != NULL)
+			keep += e->used == in->stats.commits;
+		if (keep > in->opts.cache_emitters / 2)
+			keep = 0;
+		nt = table_new();
+		if (nt == NULL) {
+			drop_caches(in);
+			return;
+		}
+		pos = 0;
+		while ((e = table_next(in->emitters, &pos)) != NULL) {
+			if (keep > 0 && e->used == in->stats.commits &&
+			    table_put(nt, e->key, e->keylen, e) == 0)
+				continue;
+			free(e);
+			in->stats.evictions++;
+		}
+		table_free(in->emitters);
+		in->emitters = nt;
+	}
 }
 
 int
@@ -724,9 +1046,10 @@ ingest_commit(ingest *in)
 		e->next_dirty = NULL;
 	}
 	for (run *r = in->dirty_runs, *n; r != NULL; r = n) {
-		n             = r->next_dirty;
-		r->dirty      = 0;
-		r->next_dirty = NULL;
+		n                = r->next_dirty;
+		r->dirty         = 0;
+		r->refused_dirty = 0;
+		r->next_dirty    = NULL;
 	}
 	in->dirty_series   = NULL;
 	in->dirty_emitters = NULL;
@@ -739,8 +1062,11 @@ ingest_commit(ingest *in)
 	in->stats.rejected += in->tentative.rejected;
 	in->stats.series += in->tentative.series;
 	in->stats.emitters_new += in->tentative.emitters_new;
+	in->stats.refused += in->tentative.refused;
+	in->stats.limit_alerts += in->tentative.limit_alerts;
 	in->stats.commits++;
 	memset(&in->tentative, 0, sizeof(in->tentative));
+	evict(in);
 	return 0;
 }
 
@@ -748,4 +1074,15 @@ void
 ingest_get_stats(const ingest *in, ingest_stats *out)
 {
 	*out = in->stats;
+}
+
+const char *
+ingest_notice(ingest *in)
+{
+	if (in->notice[0] == 0)
+		return NULL;
+	/* Cleared on the next call: copy into a second buffer first. */
+	memcpy(in->notice_out, in->notice, sizeof(in->notice));
+	in->notice[0] = 0;
+	return in->notice_out;
 }

@@ -27,12 +27,28 @@ typedef struct ingest_opts {
 	/* Times are rounded down to a multiple of this many ns before they
 	 * are stored (1: exact). */
 	int64_t time_quantum_ns;
+	/* Series caps: a batch naming a new series past either cap is still
+	 * stored and acknowledged, but the samples of that series are refused
+	 * (counted, not stored), and one "series_limit" alert is stored for
+	 * the run. 0: no cap. */
+	uint64_t max_series_run;   /* per run (default 100,000) */
+	uint64_t max_series_total; /* in the store (default 1,000,000) */
+	/* Bounds of the in-memory caches, checked after every commit: the
+	 * series records cached (default 131,072), the 4 KB block encoders
+	 * kept loaded (default 16,384), the emitter records cached (default
+	 * 65,536). Whatever is evicted is clean (committed) and is reloaded
+	 * from the store when its series or emitter shows up again. */
+	size_t cache_series, cache_encoders, cache_emitters;
 } ingest_opts;
 
 /* Counters since the collector started. */
 typedef struct ingest_stats {
 	uint64_t batches, samples, duplicates, rejected, commits;
 	uint64_t series, emitters_new;
+	uint64_t refused;       /* samples of series past a series cap */
+	uint64_t limit_alerts;  /* series_limit alerts stored */
+	uint64_t evictions;     /* cache entries evicted (series, encoders,
+				 * emitters) */
 } ingest_stats;
 
 void ingest_opts_init(ingest_opts *o);
@@ -70,5 +86,11 @@ int ingest_commit(ingest *in);
 void ingest_abort(ingest *in);
 
 void ingest_get_stats(const ingest *in, ingest_stats *out);
+
+/*
+ * A line worth logging about the last commit (a series cap reached), or
+ * NULL. Borrowed: valid until the next call on in; reading clears it.
+ */
+const char *ingest_notice(ingest *in);
 
 #endif /* COLLECTOR_INGEST_H */

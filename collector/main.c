@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "collector/alerting.h"
+#include "collector/auth.h"
 #include "collector/ingest.h"
 #include "collector/server.h"
 #include "store/paths.h"
@@ -49,7 +50,20 @@ usage(FILE *f)
 	    "  --time-quantum-ns N  store times rounded down to N ns "
 	    "(default 1000000)\n"
 	    "  --nosync           do not fsync commits: survives a crash of\n"
-	    "                     vitalsd, not of the machine\n",
+	    "                     vitalsd, not of the machine\n"
+	    "  --curve-secret FILE  encrypt and authenticate with CURVE: the\n"
+	    "                     collector's secret key (vitals keygen)\n"
+	    "  --allow FILE       with --curve-secret: the client public keys\n"
+	    "                     allowed, one per line (# comments)\n"
+	    "  --insecure         allow a plain-text endpoint beyond loopback\n"
+	    "                     (anyone who reaches it can write)\n"
+	    "  --max-series-per-run N  series a run may have (default\n"
+	    "                     100000, 0: no cap); samples of new series\n"
+	    "                     past it are refused and one alert stored\n"
+	    "  --max-series N     series in the store (default 1000000)\n"
+	    "  --cache-series N, --cache-encoders N, --cache-emitters N\n"
+	    "                     bounds of the write caches (defaults\n"
+	    "                     131072, 16384 (4 KB each), 65536)\n",
 	    VT_DEFAULT_ENDPOINT);
 }
 
@@ -79,7 +93,7 @@ main(int argc, char **argv)
 	const char      *db    = NULL;
 	const char      *rules = NULL;
 	char             dbbuf[1024], err[1400];
-	int              flags = 0, rc, detect = 1;
+	int              flags = 0, rc, detect = 1, insecure = 0;
 	alerting        *al    = NULL;
 	store           *st    = NULL;
 	ingest          *in    = NULL;
@@ -109,6 +123,9 @@ main(int argc, char **argv)
 		} else if (strcmp(a, "--quiet") == 0) {
 			so.quiet = 1;
 			continue;
+		} else if (strcmp(a, "--insecure") == 0) {
+			insecure = 1;
+			continue;
 		}
 		if (next == NULL) {
 			fprintf(stderr, "vitalsd: %s needs a value (see "
@@ -122,10 +139,34 @@ main(int argc, char **argv)
 			db = next;
 		else if (strcmp(a, "--rules") == 0)
 			rules = next;
+		else if (strcmp(a, "--curve-secret") == 0)
+			so.curve_secret = next;
+		else if (strcmp(a, "--allow") == 0)
+			so.allow = next;
 		else if (strcmp(a, "--commit-ms") == 0) {
 			if (parse_long(a, next, 0, 60000, &v) != 0)
 				return 2;
 			so.commit_ms = (int) v;
+		} else if (strcmp(a, "--max-series-per-run") == 0) {
+			if (parse_long(a, next, 0, 1000000000, &v) != 0)
+				return 2;
+			io.max_series_run = (uint64_t) v;
+		} else if (strcmp(a, "--max-series") == 0) {
+			if (parse_long(a, next, 0, 1000000000, &v) != 0)
+				return 2;
+			io.max_series_total = (uint64_t) v;
+		} else if (strcmp(a, "--cache-series") == 0) {
+			if (parse_long(a, next, 16, 100000000, &v) != 0)
+				return 2;
+			io.cache_series = (size_t) v;
+		} else if (strcmp(a, "--cache-encoders") == 0) {
+			if (parse_long(a, next, 16, 100000000, &v) != 0)
+				return 2;
+			io.cache_encoders = (size_t) v;
+		} else if (strcmp(a, "--cache-emitters") == 0) {
+			if (parse_long(a, next, 16, 100000000, &v) != 0)
+				return 2;
+			io.cache_emitters = (size_t) v;
 		} else if (strcmp(a, "--time-quantum-ns") == 0) {
 			if (parse_long(a, next, 1, 1000000000, &v) != 0)
 				return 2;
@@ -137,6 +178,22 @@ main(int argc, char **argv)
 			return 2;
 		}
 		i++;
+	}
+	if ((so.curve_secret == NULL) != (so.allow == NULL)) {
+		fprintf(stderr, "vitalsd: --curve-secret and --allow go "
+				"together: the key of the collector and the "
+				"client keys it accepts\n");
+		return 2;
+	}
+	if (so.curve_secret == NULL && !insecure
+	    && !auth_endpoint_is_local(so.listen)) {
+		fprintf(stderr,
+		    "vitalsd: refusing to listen on %s without "
+		    "authentication: it is reachable beyond this machine.\n"
+		    "  Use --curve-secret FILE --allow FILE (see vitals "
+		    "keygen), or --insecure to accept anyone.\n",
+		    so.listen);
+		return 2;
 	}
 	if (db == NULL) {
 		if (paths_default_db(dbbuf, sizeof(dbbuf)) != 0) {

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "collector/auth.h"
 #include "wire/wire.h"
 
 #define MAX_PENDING 8192 /* batches in one transaction */
@@ -46,6 +47,8 @@ server_opts_init(server_opts *o)
 	o->commit_ms      = 20;
 	o->commit_samples = 262144;
 	o->quiet          = 0;
+	o->curve_secret   = NULL;
+	o->allow          = NULL;
 }
 
 static int64_t
@@ -217,6 +220,12 @@ commit_group(srv *s)
 				"committed\n",
 		    s->n);
 	s->blocked = 0;
+	{
+		const char *note = ingest_notice(s->in);
+
+		if (note != NULL)
+			fprintf(stderr, "vitalsd: %s\n", note);
+	}
 	for (size_t i = 0; i < s->n; i++) {
 		pend *p = &s->p[i];
 
@@ -318,23 +327,26 @@ log_stats(srv *s, int force)
 		fprintf(stderr,
 		    "vitalsd: stored %llu samples in %llu batches "
 		    "(%llu commits), %llu duplicate batches, %llu refused, "
-		    "%llu malformed messages, %llu series\n",
+		    "%llu malformed messages, %llu series, %llu samples "
+		    "refused past a series cap\n",
 		    (unsigned long long) is.samples,
 		    (unsigned long long) is.batches,
 		    (unsigned long long) is.commits,
 		    (unsigned long long) is.duplicates,
 		    (unsigned long long) is.rejected,
 		    (unsigned long long) s->malformed,
-		    (unsigned long long) is.series);
+		    (unsigned long long) is.series,
+		    (unsigned long long) is.refused);
 	s->last_stats         = now;
 	s->last_stats_samples = is.samples;
 }
 
 static int
-open_socket(srv *s, void *ctx)
+open_socket(srv *s, void *ctx, const auth *au)
 {
 	int     hwm = 10000, linger = 1000;
 	int64_t maxmsg = WIRE_MAX_MESSAGE;
+	char    err[256];
 
 	s->sock = zmq_socket(ctx, ZMQ_ROUTER);
 	if (s->sock == NULL)
@@ -345,6 +357,10 @@ open_socket(srv *s, void *ctx)
 	/* A peer sending more than a batch can hold is disconnected by
 	 * ZeroMQ before the message is read into memory. */
 	zmq_setsockopt(s->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	if (au != NULL && auth_apply(au, s->sock, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vitalsd: %s\n", err);
+		return -1;
+	}
 	if (zmq_bind(s->sock, s->o->listen) != 0) {
 		fprintf(stderr, "vitalsd: cannot listen on %s: %s\n",
 		    s->o->listen, zmq_strerror(zmq_errno()));
@@ -359,6 +375,8 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 {
 	srv   s   = { 0 };
 	void *ctx = zmq_ctx_new();
+	auth *au  = NULL;
+	char  err[1400];
 	int   ret = 1;
 
 	s.o  = o;
@@ -370,9 +388,22 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		fprintf(stderr, "vitalsd: out of memory\n");
 		goto out;
 	}
-	if (open_socket(&s, ctx) != 0)
+	/* The ZAP handler first: a CURVE socket bound without one would
+	 * accept every client key. */
+	if (o->curve_secret != NULL
+	    && auth_open(ctx, o->curve_secret, o->allow, &au, err, sizeof(err))
+	        != 0) {
+		fprintf(stderr, "vitalsd: %s\n", err);
+		goto out;
+	}
+	if (open_socket(&s, ctx, au) != 0)
 		goto out;
 	s.last_stats = mono_ns();
+	if (au != NULL)
+		fprintf(stderr,
+		    "vitalsd: CURVE on: server public key %s, %zu client "
+		    "keys allowed by %s\n",
+		    auth_public_key(au), auth_allowed(au), o->allow);
 	fprintf(stderr, "vitalsd: listening on %s, storing in %s\n",
 	    o->listen, st->dir);
 
@@ -437,6 +468,7 @@ out:
 	free(s.p);
 	if (s.sock != NULL)
 		zmq_close(s.sock);
+	auth_close(au);
 	if (ctx != NULL)
 		zmq_ctx_term(ctx);
 	return ret;

@@ -20,6 +20,10 @@ typedef struct server_opts {
 	int         commit_ms;      /* longest wait before a commit */
 	uint32_t    commit_samples; /* commit once this many are pending */
 	int         quiet;
+	/* CURVE: the collector's secret key file and the allowed client
+	 * public keys (both, or neither: plain text); see auth.h. */
+	const char *curve_secret;
+	const char *allow;
 } server_opts;
 
 void server_opts_init(server_opts *o);

@@ -1,16 +1,21 @@
 #!/bin/sh
 # The demo: vitalsd on a fresh database in a temporary folder, a simulated
-# 4-rank run with a loss spike and a stall, its progress printed live, and
-# then what vitals reads back. Ctrl-C stops it early.
+# 4-rank run (a loss spike at step 300, a NaN at step 900, rank 3 stalling
+# 12 s at step 1500), watched live in `vitals top`. Press q to leave the
+# view; the run's alerts are printed after. Without a terminal the demo
+# prints the run's progress and what was stored instead.
 B=${B:-build}
 T=$(mktemp -d /tmp/vitals-demo.XXXXXX)
 DB=$T/db
 export VITALS_ENDPOINT=ipc://$T/collector.sock
 export VITALS_RUN=demo-$(date +%H%M%S)
-STEPS=${DEMO_STEPS:-600}
+STEPS=${DEMO_STEPS:-3000}
 
 cleanup() {
-	[ -n "${TPID:-}" ] && kill "$TPID" 2>/dev/null
+	if [ -n "${TPID:-}" ]; then
+		pkill -P "$TPID" 2>/dev/null
+		kill "$TPID" 2>/dev/null
+	fi
 	[ -n "${VPID:-}" ] && kill -TERM "$VPID" 2>/dev/null && wait "$VPID"
 	rm -rf "$T"
 }
@@ -21,35 +26,30 @@ echo "== vitalsd on $VITALS_ENDPOINT, database $DB"
 VPID=$!
 sleep 0.3
 
-echo "== simulated run $VITALS_RUN: 4 ranks, $STEPS steps, a loss spike at step 300, rank 3 stalls 3 s at step 450"
-"$B/vt-simtrainer" --ranks 4 --steps "$STEPS" --step-ms 25 \
-	--spike-at 300 --stall-at 450 --stall-s 3 &
+echo "== simulated run $VITALS_RUN: 4 ranks, $STEPS steps of 20 ms; loss spike at 300, NaN at 900, rank 3 stalls 12 s at 1500"
+"$B/vt-simtrainer" --ranks 4 --steps "$STEPS" --step-ms 20 \
+	--spike-at 300 --nan-at 900 --stall-at 1500 --stall-s 12 &
 TPID=$!
-while kill -0 "$TPID" 2>/dev/null; do
-	sleep 2
-	[ -e "$DB/data.mdb" ] || continue
-	printf '\n-- %s  latest per series (metric,rank,samples,first_step,last_step,last_time,last_value)\n' "$(date +%T)"
-	"$B/vitals" metrics --db "$DB" --run "$VITALS_RUN" | grep -E '^(loss|grad_norm|tokens_per_sec),' || true
-done
-wait "$TPID"
-TPID=
 
+if [ -t 0 ] && [ -t 1 ] && [ "${TERM:-dumb}" != dumb ]; then
+	sleep 1
+	"$B/vitals" top --db "$DB" --run "$VITALS_RUN"
+else
+	echo "(no terminal: printing progress instead of vitals top)"
+	while kill -0 "$TPID" 2>/dev/null; do
+		sleep 5
+		[ -e "$DB/data.mdb" ] || continue
+		printf '\n-- %s  loss per rank (metric,rank,samples,first_step,last_step,last_time,last_value)\n' "$(date +%T)"
+		"$B/vitals" metrics --db "$DB" --run "$VITALS_RUN" | grep -E '^loss,' || true
+	done
+fi
+
+echo
+echo "== vitals alerts --run $VITALS_RUN (rule,kind,severity,state,rank,metric,step,message)"
+"$B/vitals" alerts --db "$DB" --run "$VITALS_RUN" | cut -d, -f1-4,6,8,9,13
 echo
 echo "== vitals runs"
 "$B/vitals" runs --db "$DB"
 echo
-echo "== vitals emitters (one per rank: host, pid, received, dropped)"
-"$B/vitals" emitters --db "$DB" --run "$VITALS_RUN"
-echo
-echo "== vitals query --metric loss --rank 0 --steps 290:310 (the spike)"
-"$B/vitals" query --db "$DB" --run "$VITALS_RUN" --metric loss --rank 0 --steps 290:310
-echo
-echo "== vitals alerts (what the built-in rules flagged)"
-"$B/vitals" alerts --db "$DB" --run "$VITALS_RUN" | cut -d, -f1-4,6,8,9,13
-echo
-echo "== vitals query --metric grad_norm --rank 0 --steps 295:305 (grad-norm leads)"
-"$B/vitals" query --db "$DB" --run "$VITALS_RUN" --metric grad_norm --rank 0 --steps 295:305
-echo
-echo "== vitalsd log"
-kill -TERM "$VPID"; wait "$VPID"; VPID=
-cat "$T/vitalsd.log"
+echo "== the data stays in $DB while this demo runs; try, in another terminal:"
+echo "   $B/vitals query --db $DB --run $VITALS_RUN --metric loss --rank 0 --steps 290:310"

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "emitter/clock.h"
+#include "emitter/curve.h"
 #include "emitter/ident.h"
 #include "emitter/io.h"
 #include "emitter/names.h"
@@ -238,6 +239,9 @@ vt_strerror(int code)
 		return "could not start the I/O thread";
 	case VT_ECLOSED:
 		return "emitter is shutting down";
+	case VT_EKEY:
+		return "CURVE key file missing, unreadable or invalid, or only "
+		       "one of VITALS_SERVER_KEY_FILE and VITALS_KEY_FILE set";
 	default:
 		return "unknown error code";
 	}
@@ -307,6 +311,7 @@ vt_open(const vt_opts *opts, vt_emitter **out)
 	vt_opts       d;
 	vt_emitter   *em;
 	vte_io_params p;
+	vte_curve     curve;
 	const char   *endpoint;
 	char          err[256];
 	size_t        cap, slots;
@@ -337,6 +342,10 @@ vt_open(const vt_opts *opts, vt_emitter **out)
 	rc = vte_ident_resolve(opts, &em->ident, err, sizeof(err));
 	if (rc != 0)
 		goto fail_mu;
+	rc = vte_curve_load(opts->curve_server_key_file, opts->curve_key_file,
+	    &curve, err, sizeof(err));
+	if (rc != 0)
+		goto fail_mu;
 
 	rc  = VT_ENOMEM;
 	cap = opts->max_buffer_bytes;
@@ -360,9 +369,11 @@ vt_open(const vt_opts *opts, vt_emitter **out)
 	p.budget            = cap - VTE_RING_BYTES(slots);
 	p.flush_interval_ms = opts->flush_interval_ms;
 	p.tsc               = em->tsc;
+	p.curve             = &curve;
 	rc                  = vte_io_start(&p, &em->io, err, sizeof(err));
 	if (rc != 0)
 		goto fail_names;
+	vte_curve_wipe(&curve);
 	*out = em;
 	return 0;
 fail_names:
@@ -370,6 +381,7 @@ fail_names:
 fail_ring:
 	vte_ring_free(&em->ring);
 fail_mu:
+	vte_curve_wipe(&curve);
 	pthread_mutex_destroy(&em->err_mu);
 fail_em:
 	free(em);

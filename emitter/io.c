@@ -71,6 +71,7 @@ struct vte_io {
 	int              tsc;
 	pthread_t        thread;
 	int              efd; /* wakes the thread: flush requests, stop */
+	vte_curve        curve; /* wiped once set on the socket */
 
 	/* Startup handshake and flush waiters. */
 	pthread_mutex_t mu;
@@ -574,6 +575,21 @@ zmq_setup(vte_io *io)
 		what = "monitor";
 		goto fail_mon;
 	}
+	/* CURVE: the socket is a CurveZMQ client of the collector's key. */
+	if (io->curve.on
+	    && (zmq_setsockopt(io->zsock, ZMQ_CURVE_SERVERKEY,
+	            io->curve.server, sizeof(io->curve.server))
+	            != 0
+	        || zmq_setsockopt(io->zsock, ZMQ_CURVE_PUBLICKEY,
+	               io->curve.pub, sizeof(io->curve.pub))
+	            != 0
+	        || zmq_setsockopt(io->zsock, ZMQ_CURVE_SECRETKEY,
+	               io->curve.secret, sizeof(io->curve.secret))
+	            != 0)) {
+		what = "CURVE keys";
+		goto fail_mon;
+	}
+	vte_curve_wipe(&io->curve);
 	if (zmq_connect(io->zsock, io->endpoint) != 0) {
 		what = "zmq_connect";
 		goto fail_mon;
@@ -685,6 +701,7 @@ io_free(vte_io *io)
 	}
 	if (io->efd >= 0)
 		close(io->efd);
+	vte_curve_wipe(&io->curve);
 	free(io->order);
 	free(io->stg);
 	free(io->endpoint);
@@ -715,6 +732,8 @@ vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
 	io->budget   = p->budget;
 	io->flush_ns = (int64_t) p->flush_interval_ms * 1000000;
 	io->tsc      = p->tsc;
+	if (p->curve != NULL)
+		io->curve = *p->curve;
 	io->base = io->next_seq = 1;
 	io->rto                 = RTO_INIT_NS;
 	io->gen                 = 1;

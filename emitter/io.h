@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 
+#include "emitter/curve.h"
 #include "emitter/ident.h"
 #include "emitter/names.h"
 #include "emitter/ring.h"
@@ -55,6 +56,7 @@ typedef struct vte_io_params {
 	size_t           budget;   /* bytes for staged + unacked batches */
 	unsigned         flush_interval_ms;
 	int              tsc; /* ring times are TSC ticks */
+	const vte_curve *curve; /* copied; NULL or off: plain text */
 } vte_io_params;
 
 /*

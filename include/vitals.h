@@ -61,7 +61,9 @@ typedef enum vt_err {
 	VT_EFORKED,   /**< handle created in a parent process, used in a child */
 	VT_ETOOMANY,  /**< too many distinct metric names for one emitter */
 	VT_ETHREAD,   /**< the I/O thread could not be started */
-	VT_ECLOSED    /**< the emitter is shutting down */
+	VT_ECLOSED,   /**< the emitter is shutting down */
+	VT_EKEY       /**< a CURVE key file is missing, unreadable or holds
+			 no Z85 key, or only one of the two is given */
 } vt_err;
 
 /**
@@ -114,6 +116,17 @@ typedef struct vt_opts {
 	 * emitter) waits for unacknowledged samples. Default 1000 ms;
 	 * $VITALS_CLOSE_TIMEOUT_MS overrides the default. */
 	unsigned close_timeout_ms;
+	/** CURVE (encryption and authentication with ZeroMQ's CurveZMQ):
+	 * the file holding the collector's public key, as written by
+	 * `vitals keygen` (PREFIX.pub of the collector's pair). NULL:
+	 * $VITALS_SERVER_KEY_FILE; neither set (nor curve_key_file): plain
+	 * text. */
+	const char *curve_server_key_file;
+	/** CURVE: the file holding this client's secret key (PREFIX.key of
+	 * its pair; its public key, derived from it, must be listed in the
+	 * collector's --allow file). NULL: $VITALS_KEY_FILE. Set both or
+	 * neither. The files are read by vt_open(). */
+	const char *curve_key_file;
 } vt_opts;
 
 /**
@@ -147,7 +160,8 @@ void vt_opts_init(vt_opts *opts);
  * @return 0, or VT_EINVAL (NULL @p out, a rank below -1, a world size of
  *	0 or below -1), VT_ENAME (run or host name invalid, whether from
  *	@p opts or the environment), VT_ENOMEM, VT_ETRANSPORT (endpoint not
- *	understood by ZeroMQ), VT_ETHREAD.
+ *	understood by ZeroMQ), VT_ETHREAD, VT_EKEY (a CURVE key file
+ *	missing, unreadable or invalid, or only one of the two set).
  * @note A malformed rank variable in the environment (RANK=abc) is
  *	ignored and the next source is used.
  */

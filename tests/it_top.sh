@@ -10,7 +10,14 @@ fi
 
 # A private tmux server, so that a user's own sessions are never touched.
 tm() { tmux -S "$T/tmux.sock" "$@"; }
-trap 'tm kill-server 2>/dev/null; cleanup' EXIT
+# The trainer forks one process per rank: stop them by their ids too.
+stop_trainer() {
+	[ -n "${TPID:-}" ] || return 0
+	kill $(pgrep -P "$TPID") "$TPID" 2>/dev/null
+	wait "$TPID" 2>/dev/null
+	TPID=
+}
+trap 'tm kill-server 2>/dev/null; stop_trainer; cleanup' EXIT
 screen() { tm capture-pane -p -t "$1"; }
 
 # wait_for SESSION SECONDS EXTENDED-REGEX: polls the pane every 0.1 s.
@@ -77,9 +84,10 @@ check "q: exits 0, alternate screen left, terminal modes restored" \
 
 # --- A live run: spike at 300, NaN at 600, rank 3 stalls at 900. --------
 export VITALS_RUN=live
-"$BIN/vt-simtrainer" --ranks 4 --steps 100000 --step-ms 20 \
+"$BIN/vt-simtrainer" --ranks 4 --steps 6000 --step-ms 20 \
 	--spike-at 300 --nan-at 600 --stall-at 900 --stall-s 8 \
 	>"$T/sim.log" 2>&1 &
+TPID=$!
 i=0
 until "$BIN/vitals" runs --db "$DB" 2>/dev/null | grep -q '^live,'; do
 	sleep 0.1
@@ -215,6 +223,6 @@ cat "$T/err"
 check "missing database: exit 1, named" \
 	sh -c "[ $rc = 1 ] && grep -q '$T/missing' '$T/err'"
 
-kill "$(jobs -p)" 2>/dev/null
+stop_trainer
 check "collector stops cleanly on SIGTERM" stop_collector
 finish

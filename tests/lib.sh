@@ -13,7 +13,11 @@ VPID=
 
 cleanup() {
 	[ -n "$VPID" ] && kill -9 "$VPID" 2>/dev/null
-	jobs -p | xargs -r kill -9 2>/dev/null
+	# Children first: a trainer's forked ranks outlive a killed parent.
+	for j in $(jobs -p); do
+		pkill -9 -P "$j" 2>/dev/null
+		kill -9 "$j" 2>/dev/null
+	done
 	rm -rf "$T"
 }
 trap cleanup EXIT

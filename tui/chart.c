@@ -29,9 +29,9 @@ void
 canvas_set(canvas *c, int x, int y)
 {
 	/* Braille dot numbering: left column 1 2 3 7, right 4 5 6 8. */
-	static const uint8_t dot[2][4] = { { 0x01, 0x02, 0x04, 0x40 },
-		{ 0x08, 0x10, 0x20, 0x80 } };
-	uint8_t             *cell;
+	static const uint8_t dot[2][4]
+	    = { { 0x01, 0x02, 0x04, 0x40 }, { 0x08, 0x10, 0x20, 0x80 } };
+	uint8_t *cell;
 
 	if (x < 0 || y < 0 || x >= c->pw || y >= c->ph)
 		return;
@@ -73,8 +73,8 @@ void
 canvas_draw(const canvas *c, int y, int x, attr_t a)
 {
 	/* ASCII: bits top (1), middle (2), bottom (4). */
-	static const char ascii[8] = { ' ', '\'', '-', '|', '.', ':', '|',
-		'|' };
+	static const char ascii[8]
+	    = { ' ', '\'', '-', '|', '.', ':', '|', '|' };
 
 	attrset(a);
 	for (int r = 0; r < c->rows; r++) {

@@ -14,7 +14,7 @@ typedef struct canvas {
 	int      rows, cols; /* cells */
 	int      pw, ph;     /* pixels */
 	int      utf8;
-	uint8_t *px;         /* per cell: one bit per dot */
+	uint8_t *px; /* per cell: one bit per dot */
 } canvas;
 
 /* A canvas of rows x cols cells. Returns 0 or -1 (out of memory). */

@@ -32,9 +32,9 @@ static int            crt_have_tio;
 static char           crt_restore[256];
 static size_t         crt_restore_len;
 
-static const int crt_stop_sigs[]  = { SIGINT, SIGTERM, SIGHUP };
-static const int crt_crash_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-	SIGABRT };
+static const int crt_stop_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+static const int crt_crash_sigs[]
+    = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
 #define NSTOP (sizeof(crt_stop_sigs) / sizeof(crt_stop_sigs[0]))
 #define NCRASH (sizeof(crt_crash_sigs) / sizeof(crt_crash_sigs[0]))
 static struct sigaction crt_old_stop[NSTOP], crt_old_crash[NCRASH];
@@ -125,8 +125,8 @@ crt_restore_add(const char *cap)
 static int
 crt_term_is_narrow(const char *term)
 {
-	return strcmp(term, "linux") == 0 || strncmp(term, "vt", 2) == 0 ||
-	    strcmp(term, "ansi") == 0 || strncmp(term, "cons", 4) == 0;
+	return strcmp(term, "linux") == 0 || strncmp(term, "vt", 2) == 0
+	    || strcmp(term, "ansi") == 0 || strncmp(term, "cons", 4) == 0;
 }
 
 static void
@@ -135,9 +135,9 @@ crt_choose_glyphs(const char *term)
 	const char *cs    = nl_langinfo(CODESET);
 	const char *ascii = getenv("VITALS_ASCII");
 
-	crt_unicode = cs != NULL &&
-	    (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0) &&
-	    !crt_term_is_narrow(term) && (ascii == NULL || *ascii == 0);
+	crt_unicode = cs != NULL
+	    && (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0)
+	    && !crt_term_is_narrow(term) && (ascii == NULL || *ascii == 0);
 }
 
 static void
@@ -153,7 +153,7 @@ crt_choose_attrs(void)
 {
 	const char *nc = getenv("NO_COLOR");
 
-	crt_colour = has_colors() && (nc == NULL || *nc == 0);
+	crt_colour            = has_colors() && (nc == NULL || *nc == 0);
 	crt_attrs[CRT_NORMAL] = A_NORMAL;
 	crt_attrs[CRT_DIM]    = A_DIM;
 	crt_attrs[CRT_BAR]    = A_REVERSE;
@@ -217,8 +217,8 @@ crt_init(char *err, size_t errlen)
 		    "vitals top needs a terminal that can move the cursor, "
 		    "and TERM is %s%s%s (set TERM, e.g. TERM=xterm-256color, "
 		    "or use vitals metrics for plain output)",
-		    term == NULL ? "not set" : "'",
-		    term == NULL ? "" : term, term == NULL ? "" : "'");
+		    term == NULL ? "not set" : "'", term == NULL ? "" : term,
+		    term == NULL ? "" : "'");
 		return -1;
 	}
 	crt_have_tio = tcgetattr(STDIN_FILENO, &crt_saved_tio) == 0;

@@ -110,8 +110,8 @@ draw_spark(int level)
 {
 	static const char *const u[] = { "\u2581", "\u2582", "\u2583",
 		"\u2584", "\u2585", "\u2586", "\u2587", "\u2588" };
-	static const char *const a[] = { "_", ".", ",", "-", "~", "=", "+",
-		"#" };
+	static const char *const a[]
+	    = { "_", ".", ",", "-", "~", "=", "+", "#" };
 
 	if (level < 0)
 		level = 0;
@@ -123,8 +123,8 @@ draw_spark(int level)
 const char *
 draw_shade(int level)
 {
-	static const char *const u[] = { " ", "\u2591", "\u2592", "\u2593",
-		"\u2588" };
+	static const char *const u[]
+	    = { " ", "\u2591", "\u2592", "\u2593", "\u2588" };
 	static const char *const a[] = { " ", ".", "o", "O", "#" };
 
 	if (level < 0)

@@ -38,8 +38,8 @@ fmt_num(char *buf, size_t len, double v, int width)
 				dec = 4 - intd;
 			if (dec < 0)
 				dec = 0;
-			snprintf(buf, len, "%.*f%s", dec, v < 0 ? -a : a,
-			    sfx[i]);
+			snprintf(
+			    buf, len, "%.*f%s", dec, v < 0 ? -a : a, sfx[i]);
 		}
 	} else if (a != 0 && a < 1e-3) {
 		snprintf(buf, len, "%.*e", width >= 9 ? 2 : 1, v);
@@ -65,7 +65,10 @@ fmt_count(char *buf, size_t len, double n)
 	else if (n < 1e6)
 		snprintf(buf, len, "%.*fk", n < 1e5 ? 1 : 0, n / 1e3);
 	else if (n < 1e9)
-		snprintf(buf, len, "%.*fM", n < 1e7 ? 2 : n < 1e8 ? 1 : 0,
+		snprintf(buf, len, "%.*fM",
+		    n < 1e7       ? 2
+		        : n < 1e8 ? 1
+		                  : 0,
 		    n / 1e6);
 	else
 		snprintf(buf, len, "%.2fG", n / 1e9);
@@ -82,8 +85,8 @@ fmt_age(char *buf, size_t len, double s)
 	else if (s < 60)
 		snprintf(buf, len, "%.0fs", s);
 	else if (s < 3600)
-		snprintf(buf, len, "%dm%02ds", (int) (s / 60),
-		    (int) fmod(s, 60));
+		snprintf(
+		    buf, len, "%dm%02ds", (int) (s / 60), (int) fmod(s, 60));
 	else if (s < 86400)
 		snprintf(buf, len, "%dh%02dm", (int) (s / 3600),
 		    (int) fmod(s / 60, 60));

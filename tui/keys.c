@@ -7,7 +7,7 @@
 #include "tui/panel.h"
 
 #define KEY_ESC 27
-#define CTRL(c) ((c) & 0x1f)
+#define CTRL(c) ((c) &0x1f)
 
 /* The filter line: typed characters apply at once when the pattern
  * compiles; Enter keeps it, Esc puts the previous one back. */
@@ -56,8 +56,8 @@ filter_key(ui *u, model *m, int ch)
 
 			snprintf(err, sizeof(err), "%s", u->filter_err);
 			ui_set_filter(u, keep);
-			snprintf(u->filter_err, sizeof(u->filter_err), "%s",
-			    err);
+			snprintf(
+			    u->filter_err, sizeof(u->filter_err), "%s", err);
 		}
 	}
 	ui_sync(u, m);
@@ -90,8 +90,8 @@ set_view(ui *u, const model *m, enum ui_view v)
 		ui_message(u, "No metric to show yet.");
 		return UI_HANDLED | UI_REDRAW;
 	}
-	if (v == UI_DETAIL && u->view != UI_DETAIL &&
-	    model_series_of(m, (size_t) mi, u->rank) < 0)
+	if (v == UI_DETAIL && u->view != UI_DETAIL
+	    && model_series_of(m, (size_t) mi, u->rank) < 0)
 		u->rank = m->metrics[mi].worst_rank;
 	u->view = v;
 	return UI_HANDLED | UI_REDRAW | UI_REFRESH;
@@ -140,15 +140,16 @@ keys_handle(ui *u, model *m, int ch)
 		u->filter_err[0] = 0;
 		return UI_HANDLED | UI_REDRAW;
 	case '\t':
-		return set_view(u, m, (enum ui_view) ((u->view + 1) % UI_NVIEWS));
+		return set_view(
+		    u, m, (enum ui_view)((u->view + 1) % UI_NVIEWS));
 	case KEY_BTAB:
 		return set_view(u, m,
-		    (enum ui_view) ((u->view + UI_NVIEWS - 1) % UI_NVIEWS));
+		    (enum ui_view)((u->view + UI_NVIEWS - 1) % UI_NVIEWS));
 	case '1':
 	case '2':
 	case '3':
 	case '4':
-		return set_view(u, m, (enum ui_view) (ch - '1'));
+		return set_view(u, m, (enum ui_view)(ch - '1'));
 	case 'a':
 		return set_view(u, m, UI_ALERTS);
 	case KEY_ESC:

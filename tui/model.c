@@ -43,7 +43,6 @@ copy_str(char *dst, size_t len, const char *src)
 	dst[n] = 0;
 }
 
-
 static void
 series_free(model *m)
 {
@@ -77,24 +76,24 @@ run_reset(model *m)
 	m->akeys_cap  = 0;
 	m->alert_seq  = 0;
 	memset(m->firing, 0, sizeof(m->firing));
-	m->have_rec      = 0;
-	m->run_found     = 0;
-	m->step          = 0;
-	m->restarts      = 0;
-	m->lost_steps    = 0;
-	m->dropped       = 0;
-	m->last_seen     = 0;
-	m->nhist         = 0;
-	m->hist_at       = 0;
-	m->steps_per_s   = NAN;
-	m->samples_per_s = NAN;
-	m->interval_s    = NAN;
+	m->have_rec       = 0;
+	m->run_found      = 0;
+	m->step           = 0;
+	m->restarts       = 0;
+	m->lost_steps     = 0;
+	m->dropped        = 0;
+	m->last_seen      = 0;
+	m->nhist          = 0;
+	m->hist_at        = 0;
+	m->steps_per_s    = NAN;
+	m->samples_per_s  = NAN;
+	m->interval_s     = NAN;
 	m->alerts_changed = m->frame;
 }
 
 int
-model_open(const char *db, const char *run, model **out, char *err,
-    size_t errlen)
+model_open(
+    const char *db, const char *run, model **out, char *err, size_t errlen)
 {
 	model *m = calloc(1, sizeof(*m));
 
@@ -185,9 +184,9 @@ choose_run(model *m)
 	const tm_run *best = NULL;
 
 	for (size_t i = 0; i < m->nruns; i++)
-		if (m->runs[i].rec.samples > 0 &&
-		    (best == NULL ||
-			m->runs[i].rec.last_time > best->rec.last_time))
+		if (m->runs[i].rec.samples > 0
+		    && (best == NULL
+		        || m->runs[i].rec.last_time > best->rec.last_time))
 			best = &m->runs[i];
 	if (best != NULL)
 		snprintf(m->run, sizeof(m->run), "%s", best->name);
@@ -227,9 +226,8 @@ on_series_build(void *vctx, const scan_series *s)
 
 	if (s->mlen >= TM_NAME_MAX)
 		return 0;
-	if (c->nm == 0 ||
-	    strlen(c->metrics[c->nm - 1].name) != s->mlen ||
-	    memcmp(c->metrics[c->nm - 1].name, s->metric, s->mlen) != 0) {
+	if (c->nm == 0 || strlen(c->metrics[c->nm - 1].name) != s->mlen
+	    || memcmp(c->metrics[c->nm - 1].name, s->metric, s->mlen) != 0) {
 		tm_metric *mt;
 
 		if (c->nm == c->mcap) {
@@ -288,8 +286,8 @@ series_rebuild(model *m)
 	memset(&c, 0, sizeof(c));
 	c.m = m;
 	rc  = scan_series_of(m->st, m->txn, m->run, on_series_build, &c);
-	if (rc == 0 && (by = calloc((size_t) c.max_sid + 1, sizeof(*by))) ==
-		NULL)
+	if (rc == 0
+	    && (by = calloc((size_t) c.max_sid + 1, sizeof(*by))) == NULL)
 		rc = STORE_ENOMEM;
 	if (rc != 0) {
 		free(c.series);
@@ -339,11 +337,11 @@ on_series_inc(void *vctx, const scan_series *s)
 		return -1;
 	}
 	x = &m->series[c->i++];
-	if (x->rec.samples != s->rec.samples ||
-	    x->rec.last_time != s->rec.last_time ||
-	    x->rec.last_step != s->rec.last_step) {
-		x->rec                     = s->rec;
-		x->changed                 = m->frame;
+	if (x->rec.samples != s->rec.samples
+	    || x->rec.last_time != s->rec.last_time
+	    || x->rec.last_step != s->rec.last_step) {
+		x->rec                        = s->rec;
+		x->changed                    = m->frame;
 		m->metrics[x->metric].changed = m->frame;
 	}
 	return 0;
@@ -467,8 +465,8 @@ read_series(model *m)
 		if ((rc = series_rebuild(m)) != 0)
 			return rc;
 	for (size_t i = 0; i < m->nmetrics; i++)
-		if (m->metrics[i].changed == m->frame &&
-		    (rc = fold(m, &m->metrics[i])) != 0)
+		if (m->metrics[i].changed == m->frame
+		    && (rc = fold(m, &m->metrics[i])) != 0)
 			return rc;
 	return 0;
 }
@@ -500,18 +498,20 @@ metric_refresh(model *m, size_t mi)
 
 		op = MDB_NEXT;
 		if (store_series_key_parse(k.mv_data, k.mv_size, &s.run,
-			&s.runlen, &s.metric, &s.mlen, &s.rank) != 0 ||
-		    s.runlen != rl || memcmp(s.run, m->run, rl) != 0 ||
-		    s.mlen != ml || memcmp(s.metric, mt->name, ml) != 0)
+		        &s.runlen, &s.metric, &s.mlen, &s.rank)
+		        != 0
+		    || s.runlen != rl || memcmp(s.run, m->run, rl) != 0
+		    || s.mlen != ml || memcmp(s.metric, mt->name, ml) != 0)
 			break;
-		if (store_series_get(v.mv_data, v.mv_size, &s.rec) != 0 ||
-		    i >= mt->n || m->series[mt->first + i].sid != s.rec.sid) {
+		if (store_series_get(v.mv_data, v.mv_size, &s.rec) != 0
+		    || i >= mt->n
+		    || m->series[mt->first + i].sid != s.rec.sid) {
 			rc = -1;
 			break;
 		}
 		x = &m->series[mt->first + i++];
-		if (x->rec.samples != s.rec.samples ||
-		    x->rec.last_time != s.rec.last_time) {
+		if (x->rec.samples != s.rec.samples
+		    || x->rec.last_time != s.rec.last_time) {
 			x->rec      = s.rec;
 			x->changed  = m->frame;
 			mt->changed = m->frame;
@@ -709,9 +709,9 @@ read_ranks(model *m, int with_series)
 		}
 	}
 	for (size_t i = 0; with_series && i < m->nseries; i++) {
-		const tm_series *s = &m->series[i];
+		const tm_series *s   = &m->series[i];
 		tm_rank          key = { .rank = s->rank };
-		tm_rank         *r   = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
+		tm_rank *r = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
 
 		if (r == NULL) {
 			r            = &nr[n++];
@@ -747,11 +747,11 @@ mark_stalls(model *m)
 	for (size_t i = 0; i < m->nranks; i++) {
 		tm_rank *r = &m->ranks[i];
 
-		r->lag_s = r->last_time > 0 ?
-		    (double) (m->rec.last_time - r->last_time) / 1e9 :
-		    NAN;
-		r->stalled = m->nranks > 1 && r->step < m->step &&
-		    isfinite(r->lag_s) && r->lag_s > th;
+		r->lag_s   = r->last_time > 0
+		      ? (double) (m->rec.last_time - r->last_time) / 1e9
+		      : NAN;
+		r->stalled = m->nranks > 1 && r->step < m->step
+		    && isfinite(r->lag_s) && r->lag_s > th;
 	}
 }
 
@@ -760,9 +760,9 @@ mark_stalls(model *m)
 static void
 rates_update(model *m, double now)
 {
-	size_t  cap = sizeof(m->hist) / sizeof(m->hist[0]);
-	size_t  oldest;
-	double  dt;
+	size_t cap = sizeof(m->hist) / sizeof(m->hist[0]);
+	size_t oldest;
+	double dt;
 
 	m->hist[m->hist_at].t       = now;
 	m->hist[m->hist_at].step    = m->step;
@@ -784,19 +784,19 @@ rates_update(model *m, double now)
 	m->steps_per_s   = NAN;
 	m->samples_per_s = NAN;
 	if (dt >= 0.9) {
-		m->steps_per_s = m->step > m->hist[oldest].step ?
-		    (double) (m->step - m->hist[oldest].step) / dt :
-		    0;
-		m->samples_per_s = m->rec.samples > m->hist[oldest].samples ?
-		    (double) (m->rec.samples - m->hist[oldest].samples) / dt :
-		    0;
+		m->steps_per_s   = m->step > m->hist[oldest].step
+		      ? (double) (m->step - m->hist[oldest].step) / dt
+		      : 0;
+		m->samples_per_s = m->rec.samples > m->hist[oldest].samples
+		    ? (double) (m->rec.samples - m->hist[oldest].samples) / dt
+		    : 0;
 	}
 	if (isfinite(m->steps_per_s) && m->steps_per_s > 0)
 		m->interval_s = 1 / m->steps_per_s;
-	else if (m->rec.last_step > m->rec.first_step &&
-	    m->rec.last_time > m->rec.first_time)
-		m->interval_s = (double) (m->rec.last_time - m->rec.first_time) /
-		    1e9 / (double) (m->rec.last_step - m->rec.first_step);
+	else if (m->rec.last_step > m->rec.first_step
+	    && m->rec.last_time > m->rec.first_time)
+		m->interval_s = (double) (m->rec.last_time - m->rec.first_time)
+		    / 1e9 / (double) (m->rec.last_step - m->rec.first_step);
 	else
 		m->interval_s = NAN;
 }
@@ -806,10 +806,10 @@ rates_update(model *m, double now)
 static int
 rec_differs(const run_rec *a, const run_rec *b)
 {
-	return a->samples != b->samples || a->last_step != b->last_step ||
-	    a->last_time != b->last_time || a->emitters != b->emitters ||
-	    a->series != b->series || a->dropped != b->dropped ||
-	    a->first_step != b->first_step;
+	return a->samples != b->samples || a->last_step != b->last_step
+	    || a->last_time != b->last_time || a->emitters != b->emitters
+	    || a->series != b->series || a->dropped != b->dropped
+	    || a->first_step != b->first_step;
 }
 
 static int
@@ -834,9 +834,9 @@ read_run(model *m, double now)
 	m->rec       = rec;
 	m->have_rec  = 1;
 	if (changed) {
-		int whole = m->nseries != rec.series ||
-		    m->index_cost < TM_INDEX_CHEAP ||
-		    now - m->index_at >= TM_INDEX_PERIOD;
+		int whole = m->nseries != rec.series
+		    || m->index_cost < TM_INDEX_CHEAP
+		    || now - m->index_at >= TM_INDEX_PERIOD;
 
 		if (whole) {
 			double t0 = mono_now();
@@ -874,8 +874,8 @@ model_update(model *m, model_want_fn want, void *ctx)
 		rc = read_run(m, t0);
 	if (rc == 0 && m->run_found)
 		rc = model_alerts_read(m);
-	if (rc == 0 && (m->alerts_changed == m->frame ||
-			   m->index_changed == m->frame))
+	if (rc == 0
+	    && (m->alerts_changed == m->frame || m->index_changed == m->frame))
 		model_alerts_apply(m);
 	if (rc == 0 && want != NULL) {
 		for (size_t i = 0; i < m->nseries; i++)

@@ -8,7 +8,10 @@
  *  2. otherwise the series records (72 bytes each, no samples): series
  *     whose sample count moved are marked changed and only their
  *     metrics are folded again (min / median / max over ranks); the
- *     emitter records (restarts, drops, who was seen when);
+ *     emitter records (restarts, drops, who was seen when). When the
+ *     whole index is slow to read (over 2 ms: tens of thousands of
+ *     series) it is read once a second, and in between only the key
+ *     ranges of the metrics a panel asked for;
  *  3. alerts after the last sequence number seen;
  *  4. samples, only of the series a panel asked for (model_want): the
  *     sparklines of the rows on screen, the series of the detail chart,
@@ -30,9 +33,9 @@
 #include "store/scan.h"
 #include "store/store.h"
 
-#define TM_ALL UINT64_MAX   /* a span of steps: the whole history */
-#define TM_NAME_MAX 256     /* metric names are at most 255 bytes */
-#define TM_RUN_MAX 129      /* run names are at most 128 bytes */
+#define TM_ALL UINT64_MAX /* a span of steps: the whole history */
+#define TM_NAME_MAX 256   /* metric names are at most 255 bytes */
+#define TM_RUN_MAX 129    /* run names are at most 128 bytes */
 
 /* The samples held for one series: steps strictly increasing (after a
  * restart the sample stored last for a step wins). */
@@ -40,10 +43,10 @@ typedef struct tm_samples {
 	uint64_t *step;
 	double   *value;
 	size_t    n, cap;
-	uint64_t  from;      /* steps below this were not read */
-	uint64_t  seen;      /* the series' sample count when last read */
-	unsigned  used;      /* frame it was last asked for */
-	uint64_t  span;      /* span it was read for */
+	uint64_t  from; /* steps below this were not read */
+	uint64_t  seen; /* the series' sample count when last read */
+	unsigned  used; /* frame it was last asked for */
+	uint64_t  span; /* span it was read for */
 } tm_samples;
 
 typedef struct tm_series {
@@ -58,18 +61,18 @@ typedef struct tm_series {
 
 typedef struct tm_metric {
 	char     name[TM_NAME_MAX];
-	size_t   first, n;    /* its series: series[first, first + n) */
-	double   value;       /* the median over ranks, or the value */
+	size_t   first, n; /* its series: series[first, first + n) */
+	double   value;    /* the median over ranks, or the value */
 	double   min, max;
 	int32_t  min_rank, max_rank, worst_rank;
 	int      nonfinite;   /* series whose last value is NaN or inf */
 	int      lower_worse; /* throughput-like: lower is worse */
 	uint64_t last_step;
 	int64_t  last_time;
-	unsigned changed;     /* frame of the last change */
-	int      alert_sev;   /* highest severity firing, -1 if none */
+	unsigned changed;        /* frame of the last change */
+	int      alert_sev;      /* highest severity firing, -1 if none */
 	char     alert_kind[32]; /* kind of that alert, or of the latest */
-	uint64_t alert_seq;   /* latest alert naming it, 0 if none */
+	uint64_t alert_seq;      /* latest alert naming it, 0 if none */
 } tm_metric;
 
 typedef struct tm_rank {
@@ -78,12 +81,12 @@ typedef struct tm_rank {
 	uint32_t incarnations;
 	uint64_t lost_steps; /* rolled back by its restarts */
 	uint64_t dropped;
-	int64_t  last_seen;  /* collector clock, ns */
-	uint64_t step;       /* furthest step of its latest incarnation */
-	int64_t  last_time;  /* its newest sample, ns */
-	double   lag_s;      /* behind the run's newest sample */
+	int64_t  last_seen; /* collector clock, ns */
+	uint64_t step;      /* furthest step of its latest incarnation */
+	int64_t  last_time; /* its newest sample, ns */
+	double   lag_s;     /* behind the run's newest sample */
 	int      stalled;
-	int      alert_sev;  /* highest severity firing on it, -1 if none */
+	int      alert_sev; /* highest severity firing on it, -1 if none */
 } tm_rank;
 
 enum tm_severity { TM_INFO = 0, TM_WARNING, TM_CRITICAL };
@@ -142,11 +145,11 @@ typedef struct model {
 	size_t     nranks;
 
 	/* Header figures. */
-	uint64_t step;       /* furthest step of the latest incarnations */
-	uint32_t restarts;   /* incarnations beyond the first (most of a rank) */
+	uint64_t step;     /* furthest step of the latest incarnations */
+	uint32_t restarts; /* incarnations beyond the first (most of a rank) */
 	uint64_t lost_steps; /* steps redone after restarts (most of a rank) */
 	uint64_t dropped;
-	int64_t  last_seen;  /* collector clock, ns; 0 if never */
+	int64_t  last_seen; /* collector clock, ns; 0 if never */
 	double   steps_per_s, samples_per_s;
 	double   interval_s; /* usual time per step */
 	struct {
@@ -158,8 +161,8 @@ typedef struct model {
 	/* Alerts of the watched run, oldest first. */
 	tm_alert *alerts;
 	size_t    nalerts, alerts_cap;
-	uint64_t  alert_seq; /* the last seen */
-	int       firing[3]; /* by severity */
+	uint64_t  alert_seq;      /* the last seen */
+	int       firing[3];      /* by severity */
 	unsigned  alerts_changed; /* frame */
 	uint32_t *akeys;          /* (rule, metric, rank) -> current + 1 */
 	size_t    akeys_cap;
@@ -180,8 +183,8 @@ typedef void (*model_want_fn)(void *ctx, model *m);
  * Open the store in db read-only. run may be NULL (watch the run with the
  * newest sample). On failure returns -1 with a sentence in err.
  */
-int  model_open(const char *db, const char *run, model **out, char *err,
-     size_t errlen);
+int model_open(
+    const char *db, const char *run, model **out, char *err, size_t errlen);
 void model_close(model *m);
 
 /*
@@ -210,7 +213,6 @@ double model_wall_now(void);
 
 /* Parse one stored alert (JSON) into a. Returns 0, or -1 if it is not a
  * JSON object. Fields missing from it keep neutral values. */
-int model_alert_parse(const char *json, size_t len, uint64_t seq,
-    tm_alert *a);
+int model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a);
 
 #endif /* TUI_MODEL_H */

@@ -21,8 +21,8 @@ get_str(struct json_object *o, const char *key, char *dst, size_t len)
 {
 	struct json_object *v;
 
-	if (json_object_object_get_ex(o, key, &v) &&
-	    json_object_is_type(v, json_type_string))
+	if (json_object_object_get_ex(o, key, &v)
+	    && json_object_is_type(v, json_type_string))
 		snprintf(dst, len, "%s", json_object_get_string(v));
 }
 
@@ -33,8 +33,8 @@ get_num(struct json_object *o, const char *key, double dflt)
 
 	if (!json_object_object_get_ex(o, key, &v))
 		return dflt;
-	if (json_object_is_type(v, json_type_double) ||
-	    json_object_is_type(v, json_type_int))
+	if (json_object_is_type(v, json_type_double)
+	    || json_object_is_type(v, json_type_int))
 		return json_object_get_double(v);
 	return dflt;
 }
@@ -85,8 +85,8 @@ model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a)
 		/* Steps beyond 2^53 are exact only as integers. */
 		struct json_object *v;
 
-		if (json_object_object_get_ex(o, "step", &v) &&
-		    json_object_is_type(v, json_type_int))
+		if (json_object_object_get_ex(o, "step", &v)
+		    && json_object_is_type(v, json_type_int))
 			a->step = json_object_get_uint64(v);
 	}
 	a->time     = get_num(o, "time", NAN);
@@ -113,8 +113,8 @@ alert_hash(const tm_alert *a)
 static int
 same_key(const tm_alert *a, const tm_alert *b)
 {
-	return a->rank == b->rank && strcmp(a->rule, b->rule) == 0 &&
-	    strcmp(a->metric, b->metric) == 0;
+	return a->rank == b->rank && strcmp(a->rule, b->rule) == 0
+	    && strcmp(a->metric, b->metric) == 0;
 }
 
 /* Insert or update the current alert of a's key (a is alerts[idx]).
@@ -254,12 +254,14 @@ model_alerts_apply(model *m)
 			tm_metric *mt = &m->metrics[mi];
 
 			mt->alert_seq = a->seq;
-			/* The kind shown: the worst firing, else the latest. */
-			if (mt->alert_sev < 0 ||
-			    (a->current && a->firing &&
-				a->severity >= mt->alert_sev))
-				snprintf(mt->alert_kind, sizeof(mt->alert_kind),
-				    "%.31s", a->kind[0] ? a->kind : a->rule);
+			/* The kind shown: the worst firing, else the latest.
+			 */
+			if (mt->alert_sev < 0
+			    || (a->current && a->firing
+			        && a->severity >= mt->alert_sev))
+				snprintf(mt->alert_kind,
+				    sizeof(mt->alert_kind), "%.31s",
+				    a->kind[0] ? a->kind : a->rule);
 		}
 		if (!a->current || !a->firing)
 			continue;

@@ -10,13 +10,13 @@
 
 /* Bring the caches of the series asked for up to date. Returns 0 or a
  * store_err. */
-int  model_samples_read(model *m);
+int model_samples_read(model *m);
 /* Free caches not asked for in a while. */
 void model_samples_evict(model *m);
 void model_cache_free(tm_samples *c);
 
 /* Fold in alerts after m->alert_seq. Returns 0 or a store_err. */
-int  model_alerts_read(model *m);
+int model_alerts_read(model *m);
 /* Recompute each metric's and rank's alert state, and the firing
  * counts, from m->alerts. */
 void model_alerts_apply(model *m);

@@ -71,8 +71,8 @@ cache_read(model *m, tm_series *s, uint64_t from, uint64_t *count)
 	sample_ctx x = { s->cache, 0, 0 };
 	int        rc;
 
-	rc = scan_samples(m->st, m->txn, s->sid, from, UINT64_MAX, on_sample,
-	    &x);
+	rc = scan_samples(
+	    m->st, m->txn, s->sid, from, UINT64_MAX, on_sample, &x);
 	*count = x.k;
 	return x.oom ? STORE_ENOMEM : rc;
 }
@@ -111,8 +111,8 @@ cache_load(model *m, tm_series *s, uint64_t span)
 	if (c->seen != s->rec.samples) {
 		uint64_t want = s->rec.samples - c->seen;
 
-		rc = cache_read(m, s, c->n ? c->step[c->n - 1] + 1 : c->from,
-		    &k);
+		rc = cache_read(
+		    m, s, c->n ? c->step[c->n - 1] + 1 : c->from, &k);
 		m->read_series++;
 		if (rc != 0)
 			return rc;
@@ -131,7 +131,8 @@ cache_load(model *m, tm_series *s, uint64_t span)
 		while (i < c->n && c->step[i] < from)
 			i++;
 		memmove(c->step, c->step + i, (c->n - i) * sizeof(*c->step));
-		memmove(c->value, c->value + i, (c->n - i) * sizeof(*c->value));
+		memmove(
+		    c->value, c->value + i, (c->n - i) * sizeof(*c->value));
 		c->n -= i;
 		c->from = from;
 	}
@@ -167,10 +168,10 @@ model_samples_evict(model *m)
 	for (size_t i = 0; i < m->nseries; i++) {
 		tm_series *s = &m->series[i];
 
-		if (s->cache != NULL && m->frame - s->cache->used > TM_CACHE_KEEP) {
+		if (s->cache != NULL
+		    && m->frame - s->cache->used > TM_CACHE_KEEP) {
 			model_cache_free(s->cache);
 			s->cache = NULL;
 		}
 	}
 }
-

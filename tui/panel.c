@@ -52,7 +52,8 @@ panel_move(int ch, size_t *sel, size_t n, int page)
 		break;
 	case KEY_NPAGE:
 	case ' ':
-		s = s + (size_t) page < n ? s + (size_t) page : (n ? n - 1 : 0);
+		s = s + (size_t) page < n ? s + (size_t) page
+		                          : (n ? n - 1 : 0);
 		break;
 	case KEY_HOME:
 	case 'g':

@@ -22,7 +22,7 @@ page_rows(const ui *u)
 void
 panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
 {
-	attr_t t = crt_attr(CRT_TITLE);
+	attr_t t   = crt_attr(CRT_TITLE);
 	size_t top = u->alert_top, nf = 0;
 	int    page = h - 2;
 	char   b[700], clk[16];
@@ -86,12 +86,13 @@ panel_alerts_key(ui *u, model *m, int ch)
 	tm_alert *a = u->nalist ? &m->alerts[u->alist[u->alert_sel]] : NULL;
 	long      mi;
 
-	if (ch != ' ' &&
-	    panel_move(ch, &u->alert_sel, u->nalist, page_rows(u))) {
-		panel_scroll(u->alert_sel, &u->alert_top, u->nalist,
-		    page_rows(u));
+	if (ch != ' '
+	    && panel_move(ch, &u->alert_sel, u->nalist, page_rows(u))) {
+		panel_scroll(
+		    u->alert_sel, &u->alert_top, u->nalist, page_rows(u));
 		if (u->nalist)
-			u->alert_sel_seq = m->alerts[u->alist[u->alert_sel]].seq;
+			u->alert_sel_seq
+			    = m->alerts[u->alist[u->alert_sel]].seq;
 		return UI_HANDLED | UI_REDRAW;
 	}
 	switch (ch) {
@@ -111,7 +112,8 @@ panel_alerts_key(ui *u, model *m, int ch)
 			return UI_HANDLED;
 		mi = model_metric_find(m, a->metric);
 		if (mi < 0) {
-			ui_message(u, "That alert names no metric of this run.");
+			ui_message(
+			    u, "That alert names no metric of this run.");
 			return UI_HANDLED | UI_REDRAW;
 		}
 		panel_detail_open(u, m, mi, a->rank);

@@ -28,8 +28,8 @@ shown_series(const ui *u, const model *m)
 		return -1;
 	if ((s = model_series_of(m, (size_t) mi, u->rank)) >= 0)
 		return s;
-	if ((s = model_series_of(m, (size_t) mi,
-		 m->metrics[mi].worst_rank)) >= 0)
+	if ((s = model_series_of(m, (size_t) mi, m->metrics[mi].worst_rank))
+	    >= 0)
 		return s;
 	return (long) m->metrics[mi].first;
 }
@@ -103,9 +103,9 @@ lower_bound(const tm_samples *c, uint64_t step)
 }
 
 typedef struct frame {
-	uint64_t start, end;  /* steps */
-	double   tlo, thi;    /* values, log10 if log */
-	size_t   i0;          /* first sample in the window */
+	uint64_t start, end; /* steps */
+	double   tlo, thi;   /* values, log10 if log */
+	size_t   i0;         /* first sample in the window */
 	size_t   finite, hidden, bad;
 	double   last, lo, hi;
 } frame;
@@ -129,10 +129,10 @@ frame_of(const ui *u, const tm_samples *c, frame *f)
 	double pad;
 
 	memset(f, 0, sizeof(*f));
-	f->last = NAN;
-	f->end  = c->step[c->n - 1];
-	f->start = u->zoom && f->end + 1 > u->zoom_n ? f->end - u->zoom_n + 1 :
-						       c->step[0];
+	f->last  = NAN;
+	f->end   = c->step[c->n - 1];
+	f->start = u->zoom && f->end + 1 > u->zoom_n ? f->end - u->zoom_n + 1
+	                                             : c->step[0];
 	if (f->start < c->step[0])
 		f->start = c->step[0];
 	f->i0 = lower_bound(c, f->start);
@@ -171,8 +171,8 @@ px_x(const frame *f, uint64_t step, int pw)
 {
 	if (f->end == f->start)
 		return pw / 2;
-	return (int) ((double) (step - f->start) * (pw - 1) /
-	    (double) (f->end - f->start));
+	return (int) ((double) (step - f->start) * (pw - 1)
+	    / (double) (f->end - f->start));
 }
 
 static int
@@ -182,8 +182,8 @@ px_y(const frame *f, double t, int ph)
 }
 
 static void
-plot(const ui *u, const tm_samples *c, const frame *f, int y, int x,
-    int rows, int cols)
+plot(const ui *u, const tm_samples *c, const frame *f, int y, int x, int rows,
+    int cols)
 {
 	canvas cv;
 	int    have = 0, px = 0, py = 0, per = crt_utf8() ? 2 : 1;
@@ -195,7 +195,7 @@ plot(const ui *u, const tm_samples *c, const frame *f, int y, int x,
 		return;
 	memset(bad, 0, sizeof(bad));
 	for (size_t i = f->i0; i < c->n; i++) {
-		double v = c->value[i];
+		double v  = c->value[i];
 		int    nx = px_x(f, c->step[i], cv.pw), ny;
 
 		if (!isfinite(v)) {
@@ -231,14 +231,14 @@ ytick(const ui *u, const frame *f, double v, int y, int rows, char *used)
 	if (!usable(u, v))
 		return;
 	r = px_y(f, tr(u, v), rows * sub) / sub;
-	if (r < 0 || r >= rows || used[r] || (r > 0 && used[r - 1]) ||
-	    (r + 1 < rows && used[r + 1]))
+	if (r < 0 || r >= rows || used[r] || (r > 0 && used[r - 1])
+	    || (r + 1 < rows && used[r + 1]))
 		return;
 	used[r] = 1;
 	draw_rstr(y + r, 0, LABELW - 1, A_NORMAL,
 	    fmt_num(b, sizeof(b), v, LABELW - 1));
-	draw_str(y + r, LABELW, 1, crt_attr(CRT_DIM),
-	    crt_utf8() ? "\u2524" : "+");
+	draw_str(
+	    y + r, LABELW, 1, crt_attr(CRT_DIM), crt_utf8() ? "\u2524" : "+");
 }
 
 /* Value ticks at round numbers: multiples of 1, 2 or 5 times a power of
@@ -261,7 +261,8 @@ yaxis(const ui *u, const frame *f, int y, int rows)
 		for (int k = (int) floor(lo); k <= (int) ceil(hi); k++)
 			ytick(u, f, pow(10, k), y, rows, used);
 		if (hi - lo < 3)
-			for (int k = (int) floor(lo); k <= (int) ceil(hi); k++) {
+			for (int k = (int) floor(lo); k <= (int) ceil(hi);
+			     k++) {
 				ytick(u, f, 2 * pow(10, k), y, rows, used);
 				ytick(u, f, 5 * pow(10, k), y, rows, used);
 			}
@@ -300,8 +301,8 @@ axes(const ui *u, const frame *f, int y, int rows, int cols)
 	span = (double) (f->end - f->start);
 	if (span <= 0) {
 		snprintf(b, sizeof(b), "%llu", (unsigned long long) f->start);
-		draw_str(y + rows + 1, LABELW + 1 + cols / 2, cols / 2, A_NORMAL,
-		    b);
+		draw_str(y + rows + 1, LABELW + 1 + cols / 2, cols / 2,
+		    A_NORMAL, b);
 		return;
 	}
 	step = nice(span * 14 / (cols > 1 ? cols : 1));
@@ -317,7 +318,8 @@ axes(const ui *u, const frame *f, int y, int rows, int cols)
 		draw_str(y + rows, LABELW + 1 + col, 1, d, xt);
 		if (col - w / 2 <= lastlab + 1 || col - w / 2 + w > cols)
 			continue;
-		draw_str(y + rows + 1, LABELW + 1 + col - w / 2, w, A_NORMAL, b);
+		draw_str(
+		    y + rows + 1, LABELW + 1 + col - w / 2, w, A_NORMAL, b);
 		lastlab = col - w / 2 + w;
 	}
 	draw_str(y + rows + 1, 0, LABELW - 1, d, "step");
@@ -334,14 +336,14 @@ markers(const model *m, const char *metric, int32_t rank, const frame *f,
 		int             col;
 		attr_t          at;
 
-		if (!a->firing || strcmp(a->metric, metric) != 0 ||
-		    a->step < f->start || a->step > f->end)
+		if (!a->firing || strcmp(a->metric, metric) != 0
+		    || a->step < f->start || a->step > f->end)
 			continue;
-		col = f->end == f->start ? cols / 2 :
-					   (int) ((double) (a->step - f->start) *
-					       (cols - 1) /
-					       (double) (f->end - f->start));
-		at = crt_attr(panel_sev_role(a->severity));
+		col = f->end == f->start
+		    ? cols / 2
+		    : (int) ((double) (a->step - f->start) * (cols - 1)
+		        / (double) (f->end - f->start));
+		at  = crt_attr(panel_sev_role(a->severity));
 		if (a->rank == rank)
 			at |= A_BOLD;
 		draw_str(y, LABELW + 1 + col, 1, at, draw_marker());
@@ -364,15 +366,17 @@ alert_list(const model *m, const char *metric, int y, int h, int w)
 
 		if (strcmp(a->metric, metric) != 0)
 			continue;
-		snprintf(b, sizeof(b), " %-4s %-8s %-12s rank %-3d step %-8llu %s  %s",
-		    panel_sev_name(a->severity), a->firing ? "firing" : "resolved",
+		snprintf(b, sizeof(b),
+		    " %-4s %-8s %-12s rank %-3d step %-8llu %s  %s",
+		    panel_sev_name(a->severity),
+		    a->firing ? "firing" : "resolved",
 		    a->kind[0] ? a->kind : a->rule, (int) a->rank,
 		    (unsigned long long) a->step,
 		    fmt_clock(clk, sizeof(clk), a->time), a->message);
 		draw_str(y + used, 0, w,
-		    a->firing && a->current ?
-			crt_attr(panel_sev_role(a->severity)) :
-			crt_attr(CRT_DIM),
+		    a->firing && a->current
+		        ? crt_attr(panel_sev_role(a->severity))
+		        : crt_attr(CRT_DIM),
 		    b);
 		used++;
 	}
@@ -418,15 +422,15 @@ panel_detail_draw(const ui *u, const model *m, int y, int h, int w)
 		rk[0] = 0;
 	draw_fill(y, 0, w, crt_attr(CRT_TITLE));
 	if (s->cache == NULL || s->cache->n == 0) {
-		draw_fmt(y, 1, w - 1, crt_attr(CRT_TITLE), "%s  %s", mt->name,
-		    rk);
-		draw_str(y + 2, 2, w - 2, crt_attr(CRT_DIM),
-		    "reading samples...");
+		draw_fmt(
+		    y, 1, w - 1, crt_attr(CRT_TITLE), "%s  %s", mt->name, rk);
+		draw_str(
+		    y + 2, 2, w - 2, crt_attr(CRT_DIM), "reading samples...");
 		return;
 	}
 	if (!frame_of(u, s->cache, &f)) {
-		draw_fmt(y, 1, w - 1, crt_attr(CRT_TITLE), "%s  %s", mt->name,
-		    rk);
+		draw_fmt(
+		    y, 1, w - 1, crt_attr(CRT_TITLE), "%s  %s", mt->name, rk);
 		draw_fmt(y + 2, 2, w - 2, crt_attr(CRT_DIM),
 		    "Nothing to plot: %zu NaN/inf%s in this span.", f.bad,
 		    u->log ? ", the rest <= 0 (l: linear scale)" : "");
@@ -437,7 +441,8 @@ panel_detail_draw(const ui *u, const model *m, int y, int h, int w)
 	    mt->name, rk, (unsigned long long) f.start,
 	    (unsigned long long) f.end, u->zoom ? "last N" : "all",
 	    u->log ? "log" : "linear", fmt_num(n1, sizeof(n1), f.last, 10),
-	    fmt_num(n2, sizeof(n2), f.lo, 10), fmt_num(n3, sizeof(n3), f.hi, 10),
+	    fmt_num(n2, sizeof(n2), f.lo, 10),
+	    fmt_num(n3, sizeof(n3), f.hi, 10),
 	    f.bad ? "  NaN/inf marked !" : "");
 	draw_str(y, 1, w - 1, crt_attr(CRT_TITLE), b);
 	if (f.hidden)
@@ -481,12 +486,12 @@ panel_detail_key(ui *u, model *m, int ch)
 		return UI_HANDLED | UI_REDRAW | UI_REFRESH;
 	case KEY_LEFT:
 	case KEY_RIGHT:
-	case 'h':
 		if (mi < 0)
 			return UI_HANDLED;
 		s = shown_series(u, m);
-		if (ch == KEY_RIGHT && (size_t) s + 1 <
-			m->metrics[mi].first + m->metrics[mi].n)
+		if (ch == KEY_RIGHT
+		    && (size_t) s + 1
+		        < m->metrics[mi].first + m->metrics[mi].n)
 			s++;
 		else if (ch != KEY_RIGHT && (size_t) s > m->metrics[mi].first)
 			s--;

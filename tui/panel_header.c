@@ -35,9 +35,9 @@ static void
 state_tag(const ui *u, const model *m, double now, char *buf, size_t len,
     int *alarming)
 {
-	double quiet = m->last_seen > 0 ? now - (double) m->last_seen / 1e9 :
-					  NAN;
-	double th    = isfinite(m->interval_s) ? 10 * m->interval_s : 0;
+	double quiet
+	    = m->last_seen > 0 ? now - (double) m->last_seen / 1e9 : NAN;
+	double th = isfinite(m->interval_s) ? 10 * m->interval_s : 0;
 	char   age[24];
 
 	*alarming = 0;
@@ -50,7 +50,8 @@ state_tag(const ui *u, const model *m, double now, char *buf, size_t len,
 	else if (!isfinite(quiet) || quiet <= th)
 		snprintf(buf, len, "LIVE");
 	else {
-		snprintf(buf, len, "IDLE %s", fmt_age(age, sizeof(age), quiet));
+		snprintf(
+		    buf, len, "IDLE %s", fmt_age(age, sizeof(age), quiet));
 		*alarming = 1;
 	}
 }
@@ -77,8 +78,8 @@ line_progress(const ui *u, const model *m, double now)
 	snprintf(right, sizeof(right), " %s  %s ", tag,
 	    fmt_clock(clk, sizeof(clk), now));
 	w -= draw_width(right);
-	draw_str(0, w, draw_width(right), bar | (alarming ? A_BOLD : 0),
-	    right);
+	draw_str(
+	    0, w, draw_width(right), bar | (alarming ? A_BOLD : 0), right);
 	seg(0, &x, w, bar | A_BOLD, " vitals top");
 	sep(0, &x, w, bar);
 	if (m->run[0] == 0) {
@@ -108,22 +109,24 @@ line_progress(const ui *u, const model *m, double now)
 		snprintf(b, sizeof(b), "- steps/s");
 	else
 		snprintf(b, sizeof(b), "%.*f steps/s",
-		    m->steps_per_s < 10 ? 2 : m->steps_per_s < 100 ? 1 : 0,
+		    m->steps_per_s < 10        ? 2
+		        : m->steps_per_s < 100 ? 1
+		                               : 0,
 		    m->steps_per_s);
 	if (!seg(0, &x, w, bar, b))
 		return;
 	sep(0, &x, w, bar);
 	snprintf(b, sizeof(b), "last sample %s ago",
-	    m->last_seen > 0 ?
-		fmt_age(n1, sizeof(n1), now - (double) m->last_seen / 1e9) :
-		"-");
+	    m->last_seen > 0
+	        ? fmt_age(n1, sizeof(n1), now - (double) m->last_seen / 1e9)
+	        : "-");
 	if (!seg(0, &x, w, bar, b))
 		return;
 	sep(0, &x, w, bar);
 	snprintf(b, sizeof(b), "%s samples/s",
-	    isfinite(m->samples_per_s) ?
-		fmt_count(n1, sizeof(n1), m->samples_per_s) :
-		"-");
+	    isfinite(m->samples_per_s)
+	        ? fmt_count(n1, sizeof(n1), m->samples_per_s)
+	        : "-");
 	seg(0, &x, w, bar, b);
 }
 
@@ -167,8 +170,8 @@ line_health(const ui *u, const model *m)
 	if (!seg(1, &x, w, A_NORMAL, "firing:"))
 		return;
 	for (int s = TM_CRITICAL; s >= TM_INFO; s--) {
-		attr_t a = m->firing[s] ? crt_attr(panel_sev_role(s)) :
-					  crt_attr(CRT_DIM);
+		attr_t a = m->firing[s] ? crt_attr(panel_sev_role(s))
+		                        : crt_attr(CRT_DIM);
 
 		snprintf(b, sizeof(b), " %d %s", m->firing[s], names[s]);
 		if (!seg(1, &x, w, a, b))
@@ -186,8 +189,8 @@ headline(const model *m)
 	for (size_t i = 0; i < m->nalerts; i++) {
 		const tm_alert *a = &m->alerts[i];
 
-		if (a->current && a->firing &&
-		    (best == NULL || a->severity >= best->severity))
+		if (a->current && a->firing
+		    && (best == NULL || a->severity >= best->severity))
 			best = a;
 	}
 	if (best == NULL && m->nalerts > 0)
@@ -207,8 +210,8 @@ line_alert(const ui *u, const model *m)
 		    m->run_found ? "no alerts" : "");
 		return;
 	}
-	at = a->firing ? crt_attr(panel_sev_role(a->severity)) :
-			 crt_attr(CRT_DIM);
+	at = a->firing ? crt_attr(panel_sev_role(a->severity))
+	               : crt_attr(CRT_DIM);
 	if (a->rank >= 0)
 		snprintf(rk, sizeof(rk), " rank %d", a->rank);
 	else
@@ -238,16 +241,17 @@ hints(const ui *u)
 
 	switch (u->view) {
 	case UI_DETAIL:
-		return uni ? "\u2191\u2193 metric  \u2190\u2192 rank  l log  "
-			     "z zoom  +/- steps  Enter ranks  Esc back  ? help"
-			     "  q quit" :
-			     "up/dn metric  left/right rank  l log  z zoom  "
-			     "+/- steps  Enter ranks  Esc back  ? help  q quit";
+		return uni
+		    ? "\u2191\u2193 metric  \u2190\u2192 rank  l log  "
+		      "z zoom  +/- steps  Enter ranks  Esc back  ? help"
+		      "  q quit"
+		    : "up/dn metric  left/right rank  l log  z zoom  "
+		      "+/- steps  Enter ranks  Esc back  ? help  q quit";
 	case UI_RANKS:
 		return uni ? "\u2191\u2193 rank  \u2190\u2192 metric  Enter "
-			     "chart  z/+/- span  Esc back  ? help  q quit" :
-			     "up/dn rank  left/right metric  Enter chart  "
-			     "z/+/- span  Esc back  ? help  q quit";
+		             "chart  z/+/- span  Esc back  ? help  q quit"
+		           : "up/dn rank  left/right metric  Enter chart  "
+		             "z/+/- span  Esc back  ? help  q quit";
 	case UI_ALERTS:
 		return "a acknowledge  A all  Enter chart  Esc back  ? help  "
 		       "q quit";
@@ -270,8 +274,8 @@ panel_status_draw(const ui *u, const model *m)
 
 		draw_str(y, x, 1, A_REVERSE, " ");
 		if (u->filter_err[0])
-			draw_fmt(y, x + 2, u->cols - x - 2,
-			    bar | A_BOLD, "  pattern error %s", u->filter_err);
+			draw_fmt(y, x + 2, u->cols - x - 2, bar | A_BOLD,
+			    "  pattern error %s", u->filter_err);
 		return;
 	}
 	if (u->msg[0] && model_wall_now() < u->msg_until) {

@@ -49,17 +49,17 @@ layout(int w, int name, ov_cols *c)
 	c->worst = 5;
 	c->alert = 10;
 	for (int pass = 0; pass < 5; pass++) {
-		int fixed = 1 + c->name + (c->value + 1) + (c->chg + 1) +
-		    (c->min ? c->min + 1 : 0) + (c->max + 1) +
-		    (c->worst ? c->worst + 1 : 0) + (c->alert + 1) + 1;
+		int fixed = 1 + c->name + (c->value + 1) + (c->chg + 1)
+		    + (c->min ? c->min + 1 : 0) + (c->max + 1)
+		    + (c->worst ? c->worst + 1 : 0) + (c->alert + 1) + 1;
 
 		c->trend = w - fixed;
 		if (c->trend >= 12)
 			return;
 		if (pass == 0 && c->name > 10)
-			c->name = c->name - (12 - c->trend) > 10 ?
-			    c->name - (12 - c->trend) :
-			    10;
+			c->name = c->name - (12 - c->trend) > 10
+			    ? c->name - (12 - c->trend)
+			    : 10;
 		else if (pass == 1)
 			c->min = 0;
 		else if (pass == 2)
@@ -115,8 +115,7 @@ sparkline(const tm_metric *mt, const tm_samples *c, uint64_t span, int y,
 	if (w > 256)
 		w = 256;
 	end   = c->step[c->n - 1];
-	start = span == TM_ALL || end + 1 < span ? c->step[0] :
-						   end - span + 1;
+	start = span == TM_ALL || end + 1 < span ? c->step[0] : end - span + 1;
 	if (start < c->step[0])
 		start = c->step[0];
 	range  = end - start + 1;
@@ -166,8 +165,9 @@ sparkline(const tm_metric *mt, const tm_samples *c, uint64_t span, int y,
 		if (bad[k]) {
 			draw_str(y, x + k, 1, crt_attr(CRT_CRIT), "!");
 		} else if (have[k]) {
-			int level = hi > lo ? (int) ((v[k] - lo) / (hi - lo) * 7.99) :
-					      3;
+			int level = hi > lo
+			    ? (int) ((v[k] - lo) / (hi - lo) * 7.99)
+			    : 3;
 
 			draw_str(y, x + k, 1, row, draw_spark(level));
 		}
@@ -177,8 +177,7 @@ sparkline(const tm_metric *mt, const tm_samples *c, uint64_t span, int y,
 }
 
 static void
-row_draw(const ui *u, const model *m, const ov_cols *c, size_t r, int y,
-    int w)
+row_draw(const ui *u, const model *m, const ov_cols *c, size_t r, int y, int w)
 {
 	const tm_metric *mt  = &m->metrics[u->rows[r]];
 	const tm_series *rep = &m->series[mt->first];
@@ -191,8 +190,8 @@ row_draw(const ui *u, const model *m, const ov_cols *c, size_t r, int y,
 		a = crt_attr(panel_sev_role(mt->alert_sev));
 	spark = mt->alert_sev >= 0 ? a : crt_attr(CRT_ACCENT);
 	if (sel) {
-		a     = crt_attr(CRT_SELECT) |
-		    (mt->alert_sev >= TM_WARNING ? A_BOLD : 0);
+		a = crt_attr(CRT_SELECT)
+		    | (mt->alert_sev >= TM_WARNING ? A_BOLD : 0);
 		spark = a;
 		draw_fill(y, 0, w, a);
 	}
@@ -209,8 +208,8 @@ row_draw(const ui *u, const model *m, const ov_cols *c, size_t r, int y,
 	x += c->value + 1;
 	/* The sparkline first: it yields the change. */
 	{
-		int tx = x + c->chg + 1 + (c->min ? c->min + 1 : 0) +
-		    c->max + 1 + (c->worst ? c->worst + 1 : 0);
+		int tx = x + c->chg + 1 + (c->min ? c->min + 1 : 0) + c->max
+		    + 1 + (c->worst ? c->worst + 1 : 0);
 
 		sparkline(mt, rep->cache, spark_span(u), y, tx, c->trend,
 		    spark, &chg);
@@ -223,8 +222,8 @@ row_draw(const ui *u, const model *m, const ov_cols *c, size_t r, int y,
 			    fmt_num(b, sizeof(b), mt->min, c->min));
 			x += c->min + 1;
 		}
-		draw_rstr(y, x, c->max, a,
-		    fmt_num(b, sizeof(b), mt->max, c->max));
+		draw_rstr(
+		    y, x, c->max, a, fmt_num(b, sizeof(b), mt->max, c->max));
 		x += c->max + 1;
 		if (c->worst) {
 			snprintf(b, sizeof(b), "r%d", (int) mt->worst_rank);
@@ -233,8 +232,8 @@ row_draw(const ui *u, const model *m, const ov_cols *c, size_t r, int y,
 			x += c->worst + 1;
 		}
 	} else {
-		x += (c->min ? c->min + 1 : 0) + c->max + 1 +
-		    (c->worst ? c->worst + 1 : 0);
+		x += (c->min ? c->min + 1 : 0) + c->max + 1
+		    + (c->worst ? c->worst + 1 : 0);
 	}
 	x += c->trend + 1;
 	if (mt->alert_kind[0])
@@ -255,10 +254,10 @@ panel_overview_draw(const ui *u, const model *m, int y, int h, int w)
 		return;
 	if (!m->run_found || m->nmetrics == 0) {
 		draw_str(y + 1, 2, w - 2, crt_attr(CRT_DIM),
-		    m->run[0] == 0 ?
-			"No run in this database yet: waiting for a trainer "
-			"to send samples to vitalsd." :
-			"This run has no samples yet: waiting.");
+		    m->run[0] == 0
+		        ? "No run in this database yet: waiting for a trainer "
+		          "to send samples to vitalsd."
+		        : "This run has no samples yet: waiting.");
 		return;
 	}
 	layout(w, longest_name(u, m), &c);
@@ -298,8 +297,8 @@ panel_overview_draw(const ui *u, const model *m, int y, int h, int w)
 	}
 	for (int i = 0; i < page && u->top + (size_t) i < u->nrows; i++)
 		row_draw(u, m, &c, u->top + (size_t) i, y + 1 + i, w);
-	if (u->filter[0] && page > 0 && u->top + (size_t) page >= u->nrows &&
-	    (int) (u->nrows - u->top) < page)
+	if (u->filter[0] && page > 0 && u->top + (size_t) page >= u->nrows
+	    && (int) (u->nrows - u->top) < page)
 		draw_fmt(y + 1 + (int) (u->nrows - u->top), 2, w - 2,
 		    crt_attr(CRT_DIM), "filter /%s/: %zu of %zu metrics",
 		    u->filter, u->nrows, m->nmetrics);

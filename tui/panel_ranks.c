@@ -73,8 +73,7 @@ median(double *v, size_t n)
 }
 
 static int
-heat_build(const ui *u, const model *m, const tm_metric *mt, int cols,
-    heat *h)
+heat_build(const ui *u, const model *m, const tm_metric *mt, int cols, heat *h)
 {
 	uint64_t range;
 	size_t   cells;
@@ -82,8 +81,8 @@ heat_build(const ui *u, const model *m, const tm_metric *mt, int cols,
 	int     *cnt;
 
 	memset(h, 0, sizeof(*h));
-	h->nser = (int) mt->n;
-	h->end  = mt->last_step;
+	h->nser  = (int) mt->n;
+	h->end   = mt->last_step;
 	h->start = h->end + 1 > u->ranks_span ? h->end - u->ranks_span + 1 : 0;
 	if (h->start < m->rec.first_step)
 		h->start = m->rec.first_step;
@@ -91,8 +90,8 @@ heat_build(const ui *u, const model *m, const tm_metric *mt, int cols,
 	h->bucket = (range + (uint64_t) cols - 1) / (uint64_t) cols;
 	if (h->bucket == 0)
 		h->bucket = 1;
-	h->nb = (int) ((range + h->bucket - 1) / h->bucket);
-	cells = (size_t) h->nb * (size_t) h->nser;
+	h->nb   = (int) ((range + h->bucket - 1) / h->bucket);
+	cells   = (size_t) h->nb * (size_t) h->nser;
 	h->mean = malloc(cells * sizeof(*h->mean));
 	h->bad  = calloc(cells, 1);
 	h->any  = calloc((size_t) h->nb, 1);
@@ -100,8 +99,8 @@ heat_build(const ui *u, const model *m, const tm_metric *mt, int cols,
 	h->dev  = malloc((size_t) h->nser * sizeof(*h->dev));
 	tmp     = malloc((size_t) h->nser * sizeof(*tmp));
 	cnt     = calloc(cells, sizeof(*cnt));
-	if (!h->mean || !h->bad || !h->any || !h->med || !h->dev || !tmp ||
-	    !cnt) {
+	if (!h->mean || !h->bad || !h->any || !h->med || !h->dev || !tmp
+	    || !cnt) {
 		free(tmp);
 		free(cnt);
 		heat_free(h);
@@ -117,8 +116,8 @@ heat_build(const ui *u, const model *m, const tm_metric *mt, int cols,
 
 			if (c->step[i] < h->start || c->step[i] > h->end)
 				continue;
-			k = (size_t) r * (size_t) h->nb +
-			    (size_t) ((c->step[i] - h->start) / h->bucket);
+			k = (size_t) r * (size_t) h->nb
+			    + (size_t) ((c->step[i] - h->start) / h->bucket);
 			h->any[k % (size_t) h->nb] = 1;
 			if (!isfinite(c->value[i])) {
 				h->bad[k] = 1;
@@ -134,7 +133,8 @@ heat_build(const ui *u, const model *m, const tm_metric *mt, int cols,
 		size_t n = 0;
 
 		for (int r = 0; r < h->nser; r++) {
-			double v = h->mean[(size_t) r * (size_t) h->nb + (size_t) b];
+			double v = h->mean[(size_t) r * (size_t) h->nb
+			    + (size_t) b];
 
 			if (!isnan(v))
 				tmp[n++] = v;
@@ -146,7 +146,8 @@ heat_build(const ui *u, const model *m, const tm_metric *mt, int cols,
 		int    n   = 0;
 
 		for (int b = 0; b < h->nb; b++) {
-			double v = h->mean[(size_t) r * (size_t) h->nb + (size_t) b];
+			double v = h->mean[(size_t) r * (size_t) h->nb
+			    + (size_t) b];
 
 			if (isnan(v) || isnan(h->med[b]) || h->med[b] == 0)
 				continue;
@@ -181,12 +182,13 @@ heat_row(const heat *h, const tm_metric *mt, int r, int y, int x)
 		}
 		if (isnan(h->med[b]))
 			continue;
-		d = h->med[b] != 0 ? (v - h->med[b]) / fabs(h->med[b]) :
-				     v - h->med[b];
-		level = fabs(d) < 0.01 ? 0 : fabs(d) < 0.025 ? 1 :
-		    fabs(d) < 0.05		      ? 2 :
-		    fabs(d) < 0.10		      ? 3 :
-							4;
+		d     = h->med[b] != 0 ? (v - h->med[b]) / fabs(h->med[b])
+		                       : v - h->med[b];
+		level = fabs(d) < 0.01 ? 0
+		    : fabs(d) < 0.025  ? 1
+		    : fabs(d) < 0.05   ? 2
+		    : fabs(d) < 0.10   ? 3
+		                       : 4;
 		worse = mt->lower_worse ? d < 0 : d > 0;
 		if (level > 0)
 			draw_str(y, x + b, 1,
@@ -210,8 +212,8 @@ panel_ranks_draw(const ui *u, const model *m, int y, int h, int w)
 	const tm_metric *mt;
 	heat             ht;
 	int              hostw = w >= 110 ? 12 : 0, x, hx, hw, page;
-	attr_t           t = crt_attr(CRT_TITLE);
-	double           now = model_wall_now();
+	attr_t           t     = crt_attr(CRT_TITLE);
+	double           now   = model_wall_now();
 	char             b[600], n1[32];
 
 	if (h <= 0)
@@ -222,8 +224,8 @@ panel_ranks_draw(const ui *u, const model *m, int y, int h, int w)
 		return;
 	}
 	mt = &m->metrics[mi];
-	hx = RANKW + 1 + (hostw ? hostw + 1 : 0) + STEPW + 1 + VALW + 1 +
-	    AGEW + 1 + STATEW + 1;
+	hx = RANKW + 1 + (hostw ? hostw + 1 : 0) + STEPW + 1 + VALW + 1 + AGEW
+	    + 1 + STATEW + 1;
 	hw = w - hx - DEVW - 2;
 	if (hw < 4)
 		hw = 4;
@@ -258,9 +260,9 @@ panel_ranks_draw(const ui *u, const model *m, int y, int h, int w)
 		const tm_series *s  = &m->series[mt->first + (size_t) r];
 		long             ri = model_rank_find(m, s->rank);
 		const tm_rank   *rk = ri >= 0 ? &m->ranks[ri] : NULL;
-		int              yy = y + 2 + i, sel = (size_t) r == u->rank_sel;
-		attr_t           a  = A_NORMAL;
-		const char      *state = "ok";
+		int         yy = y + 2 + i, sel = (size_t) r == u->rank_sel;
+		attr_t      a     = A_NORMAL;
+		const char *state = "ok";
 
 		if (rk != NULL && rk->stalled) {
 			a     = crt_attr(CRT_CRIT);
@@ -294,9 +296,9 @@ panel_ranks_draw(const ui *u, const model *m, int y, int h, int w)
 		x += VALW + 1;
 		draw_rstr(yy, x, AGEW, a,
 		    fmt_age(n1, sizeof(n1),
-			rk && rk->last_seen > 0 ?
-			    now - (double) rk->last_seen / 1e9 :
-			    NAN));
+		        rk && rk->last_seen > 0
+		            ? now - (double) rk->last_seen / 1e9
+		            : NAN));
 		x += AGEW + 1;
 		draw_str(yy, x, STATEW, a, state);
 		heat_row(&ht, mt, r, yy, hx);
@@ -317,20 +319,20 @@ panel_ranks_key(ui *u, model *m, int ch)
 	if (mi < 0)
 		return 0;
 	if (panel_move(ch, &u->rank_sel, m->metrics[mi].n, page_rows(u))) {
-		panel_scroll(u->rank_sel, &u->rank_top, m->metrics[mi].n,
-		    page_rows(u));
+		panel_scroll(
+		    u->rank_sel, &u->rank_top, m->metrics[mi].n, page_rows(u));
 		return UI_HANDLED | UI_REDRAW;
 	}
 	switch (ch) {
 	case KEY_LEFT:
 	case KEY_RIGHT:
-	case 'h':
-		ui_select_row(u, m, (long) u->sel + (ch == KEY_RIGHT ? 1 : -1));
+		ui_select_row(
+		    u, m, (long) u->sel + (ch == KEY_RIGHT ? 1 : -1));
 		mi = ui_metric(u, m);
 		if (u->rank_sel >= m->metrics[mi].n)
 			u->rank_sel = m->metrics[mi].n - 1;
-		panel_scroll(u->rank_sel, &u->rank_top, m->metrics[mi].n,
-		    page_rows(u));
+		panel_scroll(
+		    u->rank_sel, &u->rank_top, m->metrics[mi].n, page_rows(u));
 		return UI_HANDLED | UI_REDRAW | UI_REFRESH;
 	case '\n':
 	case '\r':
@@ -340,7 +342,8 @@ panel_ranks_key(ui *u, model *m, int ch)
 		u->view = UI_DETAIL;
 		return UI_HANDLED | UI_REDRAW | UI_REFRESH;
 	case 'z':
-		u->ranks_span = u->ranks_span >= 4096 ? 128 : u->ranks_span * 4;
+		u->ranks_span
+		    = u->ranks_span >= 4096 ? 128 : u->ranks_span * 4;
 		return UI_HANDLED | UI_REDRAW | UI_REFRESH;
 	case '+':
 	case '=':

@@ -20,7 +20,9 @@ panel_runs_draw(const ui *u, const model *m, int y, int h, int w)
 	draw_fill(y, 0, w, t);
 	draw_str(y, 1, w - 1, t,
 	    "switch run: up/down to choose, Enter to watch, Esc to cancel");
-	snprintf(b, sizeof(b), "   %-32s %10s %10s %7s %6s %8s", "RUN",
+	int nw = w - 50 < 12 ? 12 : w - 50 > 40 ? 40 : w - 50;
+
+	snprintf(b, sizeof(b), "   %-*s %10s %9s %6s %6s %8s", nw, "RUN",
 	    "LAST STEP", "SAMPLES", "SERIES", "PROCS", "LAST");
 	draw_str(y + 1, 0, w, t, b);
 	if (m->nruns == 0) {
@@ -33,18 +35,16 @@ panel_runs_draw(const ui *u, const model *m, int y, int h, int w)
 	for (int i = 0; i + 2 < h && top + (size_t) i < m->nruns; i++) {
 		size_t        k = top + (size_t) i;
 		const tm_run *r = &m->runs[k];
-		attr_t        a = k == u->run_sel ? crt_attr(CRT_SELECT) :
-						    A_NORMAL;
+		attr_t a = k == u->run_sel ? crt_attr(CRT_SELECT) : A_NORMAL;
 
-		snprintf(b, sizeof(b), " %s %-32s %10llu %10s %7u %6u %8s",
-		    strcmp(r->name, m->run) == 0 ? "*" : " ", r->name,
+		snprintf(b, sizeof(b), " %s %-*.*s %10llu %9s %6u %6u %8s",
+		    strcmp(r->name, m->run) == 0 ? "*" : " ", nw, nw, r->name,
 		    (unsigned long long) r->rec.last_step,
 		    fmt_count(n1, sizeof(n1), (double) r->rec.samples),
 		    r->rec.series, r->rec.emitters,
-		    r->rec.samples ?
-			fmt_age(n2, sizeof(n2),
-			    now - (double) r->rec.last_time / 1e9) :
-			"-");
+		    r->rec.samples ? fmt_age(
+		        n2, sizeof(n2), now - (double) r->rec.last_time / 1e9)
+		                   : "-");
 		if (a != A_NORMAL)
 			draw_fill(y + 2 + i, 0, w, a);
 		draw_str(y + 2 + i, 0, w, a, b);
@@ -66,8 +66,8 @@ panel_runs_key(ui *u, model *m, int ch)
 	case '\r':
 	case KEY_ENTER:
 		u->picker = 0;
-		if (u->run_sel < m->nruns &&
-		    strcmp(m->runs[u->run_sel].name, m->run) != 0) {
+		if (u->run_sel < m->nruns
+		    && strcmp(m->runs[u->run_sel].name, m->run) != 0) {
 			model_set_run(m, m->runs[u->run_sel].name);
 			u->sel       = 0;
 			u->top       = 0;

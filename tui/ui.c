@@ -39,8 +39,8 @@ ui_free(ui *u)
 int
 ui_set_filter(ui *u, const char *pattern)
 {
-	pcre2_code       *re = NULL;
-	pcre2_match_data *md = NULL;
+	pcre2_code       *re   = NULL;
+	pcre2_match_data *md   = NULL;
 	uint32_t          opts = 0;
 	int               ec;
 	PCRE2_SIZE        off;
@@ -92,8 +92,8 @@ ui_matches(const ui *u, const char *name)
 	mc = pcre2_match_context_create(NULL);
 	if (mc != NULL)
 		pcre2_set_match_limit(mc, UI_MATCH_LIMIT);
-	rc = pcre2_match(u->re, (PCRE2_SPTR) name, strlen(name), 0, 0, u->md,
-	    mc);
+	rc = pcre2_match(
+	    u->re, (PCRE2_SPTR) name, strlen(name), 0, 0, u->md, mc);
 	pcre2_match_context_free(mc);
 	return rc >= 0;
 }
@@ -221,7 +221,8 @@ ui_sync(ui *u, const model *m)
 	if ((long) (u->sel - u->top) >= page)
 		u->top = u->sel - (size_t) page + 1;
 	if (u->top + (size_t) page > u->nrows)
-		u->top = u->nrows > (size_t) page ? u->nrows - (size_t) page : 0;
+		u->top
+		    = u->nrows > (size_t) page ? u->nrows - (size_t) page : 0;
 	if (u->alist_frame != m->alerts_changed || u->nalist > m->nalerts)
 		sync_alerts(u, m);
 	if (u->alert_sel >= u->nalist)
@@ -233,8 +234,8 @@ ui_sync(ui *u, const model *m)
 		if (mi >= 0 && u->rank_sel >= m->metrics[mi].n)
 			u->rank_sel = m->metrics[mi].n - 1;
 		if (mi >= 0)
-			panel_scroll(u->rank_sel, &u->rank_top,
-			    m->metrics[mi].n, rp);
+			panel_scroll(
+			    u->rank_sel, &u->rank_top, m->metrics[mi].n, rp);
 	}
 	if (u->run_sel >= m->nruns)
 		u->run_sel = m->nruns ? m->nruns - 1 : 0;

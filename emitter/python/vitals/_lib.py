@@ -41,6 +41,8 @@ class Opts(ctypes.Structure):
         ("max_buffer_bytes", ctypes.c_size_t),
         ("flush_interval_ms", ctypes.c_uint),
         ("close_timeout_ms", ctypes.c_uint),
+        ("curve_server_key_file", ctypes.c_char_p),
+        ("curve_key_file", ctypes.c_char_p),
     ]
 
 
