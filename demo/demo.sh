@@ -51,5 +51,5 @@ echo
 echo "== vitals runs"
 "$B/vitals" runs --db "$DB"
 echo
-echo "== the data stays in $DB while this demo runs; try, in another terminal:"
-echo "   $B/vitals query --db $DB --run $VITALS_RUN --metric loss --rank 0 --steps 290:310"
+echo "== vitals query --metric loss --rank 0 --steps 295:310 (the spike)"
+"$B/vitals" query --db "$DB" --run "$VITALS_RUN" --metric loss --rank 0 --steps 295:310
