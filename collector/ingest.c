@@ -601,6 +601,35 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	return 0;
 }
 
+static int put_tail(ingest *in, ser *s);
+
+/*
+ * Inside a transaction that touches more series than the encoder bound
+ * (a trainer logging a new name every step): write the tails of the other
+ * loaded series into the transaction and free their encoders; append()
+ * resumes them from the transaction when they come back. Returns 0 or a
+ * store_err.
+ */
+static int
+shed_encoders(ingest *in, const ser *keep)
+{
+	size_t pos = 0;
+	ser   *s;
+	int    rc;
+
+	while ((s = table_next(in->series, &pos)) != NULL) {
+		if (s->enc == NULL || s == keep)
+			continue;
+		if (s->dirty && (rc = put_tail(in, s)) != 0)
+			return rc;
+		free(s->enc);
+		s->enc = NULL;
+		in->nenc--;
+		in->stats.evictions++;
+	}
+	return 0;
+}
+
 /* Load the tail block of a series into its encoder (new series: empty). */
 static int
 load_tail(ingest *in, ser *s)
@@ -609,6 +638,9 @@ load_tail(ingest *in, ser *s)
 	MDB_val k, v;
 	int     rc;
 
+	if (in->nenc >= in->opts.cache_encoders &&
+	    (rc = shed_encoders(in, s)) != 0)
+		return rc;
 	s->enc = malloc(sizeof(*s->enc));
 	if (s->enc == NULL)
 		return STORE_ENOMEM;

@@ -14,6 +14,7 @@
 #define RETRY_MS 1000    /* after a disk error */
 #define STATS_EVERY_NS (10 * 1000000000ll)
 #define TICK_NS (200 * 1000000ll) /* storing alerts */
+#define READER_CHECK_NS 1000000000ll /* clearing dead readers */
 
 typedef struct pend {
 	zmq_msg_t  id, body;
@@ -38,6 +39,7 @@ typedef struct srv {
 	int64_t            malformed_window;
 	int64_t            last_stats;
 	uint64_t           last_stats_samples;
+	int64_t            last_reap;
 } srv;
 
 void
@@ -149,6 +151,29 @@ store_alerts(srv *s)
 	}
 	if (rc != 0 && rc != STORE_EMAPFULL)
 		fprintf(stderr, "vitalsd: storing alerts: %s\n", s->st->err);
+}
+
+/*
+ * Clear the reader slots of viewers that died holding a read transaction
+ * (vitals top killed, a crashed query): LMDB keeps every page freed since
+ * a reader's snapshot until its slot is cleared, so a dead reader would
+ * make the file grow without bound. Once a second.
+ */
+static void
+reap_readers(srv *s)
+{
+	int64_t m = mono_ns();
+	int     dead = 0;
+
+	if (m - s->last_reap < READER_CHECK_NS)
+		return;
+	s->last_reap = m;
+	if (mdb_reader_check(s->st->env, &dead) == 0 && dead > 0 &&
+	    !s->o->quiet)
+		fprintf(stderr,
+		    "vitalsd: cleared %d read transaction(s) of exited "
+		    "viewers\n",
+		    dead);
 }
 
 /* Alerts raised by the detection thread are stored every TICK_NS. */
@@ -443,6 +468,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 			    (int64_t) o->commit_ms * 1000000))
 			commit_group(&s);
 		tick(&s);
+		reap_readers(&s);
 		log_stats(&s, 0);
 	}
 	/* Stopping: take what already arrived, commit, acknowledge. */

@@ -51,28 +51,35 @@ scan_run_get(store *st, MDB_txn *txn, const char *run, run_rec *out)
 	return store_run_get(v.mv_data, v.mv_size, out);
 }
 
-int
-scan_series_of(
-    store *st, MDB_txn *txn, const char *run, scan_series_fn fn, void *ctx)
+/*
+ * The series whose key starts with run NUL (and metric NUL, if metric is
+ * given): one contiguous key range, since keys sort by run, metric, rank.
+ */
+static int
+series_range(store *st, MDB_txn *txn, const char *run, const char *metric,
+    scan_series_fn fn, void *ctx)
 {
 	MDB_cursor *cur;
 	MDB_val     k, v;
 	size_t      rl = run ? strlen(run) : 0;
+	size_t      ml = metric ? strlen(metric) : 0;
 	int         rc, op = MDB_FIRST;
 	uint8_t     key[STORE_KEY_MAX];
 
+	if (rl > 128 || ml > 255)
+		return 0;
 	if ((rc = mdb_cursor_open(txn, st->series, &cur)) != 0)
 		return store_fail(st, rc, "reading series");
 	if (run != NULL) {
-		/* The series of a run start at "run\0". */
-		if (rl > 128) {
-			mdb_cursor_close(cur);
-			return 0;
-		}
 		memcpy(key, run, rl);
 		key[rl]   = 0;
-		k.mv_data = key;
 		k.mv_size = rl + 1;
+		if (metric != NULL) {
+			memcpy(key + rl + 1, metric, ml);
+			key[rl + 1 + ml] = 0;
+			k.mv_size += ml + 1;
+		}
+		k.mv_data = key;
 		op        = MDB_SET_RANGE;
 	}
 	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
@@ -89,11 +96,28 @@ scan_series_of(
 		}
 		if (run != NULL && (s.runlen != rl || memcmp(s.run, run, rl)))
 			break;
+		if (metric != NULL &&
+		    (s.mlen != ml || memcmp(s.metric, metric, ml)))
+			break;
 		if ((rc = fn(ctx, &s)) != 0)
 			break;
 	}
 	mdb_cursor_close(cur);
 	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int
+scan_series_of(
+    store *st, MDB_txn *txn, const char *run, scan_series_fn fn, void *ctx)
+{
+	return series_range(st, txn, run, NULL, fn, ctx);
+}
+
+int
+scan_series_metric(store *st, MDB_txn *txn, const char *run,
+    const char *metric, scan_series_fn fn, void *ctx)
+{
+	return series_range(st, txn, run, metric, fn, ctx);
 }
 
 int

@@ -39,6 +39,10 @@ int scan_run_get(store *st, MDB_txn *txn, const char *run, run_rec *out);
 int scan_series_of(
     store *st, MDB_txn *txn, const char *run, scan_series_fn fn, void *ctx);
 
+/* The series of one metric of one run, by rank: one key range. */
+int scan_series_metric(store *st, MDB_txn *txn, const char *run,
+    const char *metric, scan_series_fn fn, void *ctx);
+
 /* The emitters (incarnations) of one run, or of all runs if run is NULL. */
 int scan_emitters(
     store *st, MDB_txn *txn, const char *run, scan_emitter_fn fn, void *ctx);

@@ -471,60 +471,54 @@ read_series(model *m)
 	return 0;
 }
 
+/* State of one metric_refresh: the next of the metric's series. */
+typedef struct refresh_ctx {
+	model     *m;
+	tm_metric *mt;
+	size_t     i;
+} refresh_ctx;
+
+static int
+refresh_one(void *vctx, const scan_series *s)
+{
+	refresh_ctx *c = vctx;
+	model       *m = c->m;
+	tm_metric   *mt = c->mt;
+	tm_series   *x;
+
+	/* A series we do not hold (a new rank): stop, read it all. */
+	if (c->i >= mt->n || m->series[mt->first + c->i].sid != s->rec.sid)
+		return -1;
+	x = &m->series[mt->first + c->i++];
+	if (x->rec.samples != s->rec.samples ||
+	    x->rec.last_time != s->rec.last_time) {
+		x->rec      = s->rec;
+		x->changed  = m->frame;
+		mt->changed = m->frame;
+	}
+	return 0;
+}
+
 /*
- * Read again the series of metric mi only: one key range of the series
- * database, through the key and record codecs of store.h. Returns 0, a
- * store_err, or -1 if the store holds other series than we do (a new
- * rank): then the whole index is read at the next refresh.
+ * Read again the series of metric mi only (one key range of the series
+ * database). Returns 0 or a store_err; if the store holds other series
+ * than we do (a new rank), the whole index is read at the next refresh.
  */
 static int
 metric_refresh(model *m, size_t mi)
 {
-	tm_metric  *mt = &m->metrics[mi];
-	uint8_t     key[STORE_KEY_MAX];
-	MDB_cursor *cur;
-	MDB_val     k, v;
-	size_t      i = 0, rl = strlen(m->run), ml = strlen(mt->name);
-	int         rc, op = MDB_SET_RANGE;
+	refresh_ctx c = { m, &m->metrics[mi], 0 };
+	int         rc;
 
-	if ((rc = mdb_cursor_open(m->txn, m->st->series, &cur)) != 0)
-		return store_fail(m->st, rc, "reading series");
-	/* Rank -1 is stored as 0: the lowest key of the metric. */
-	k.mv_data = key;
-	k.mv_size = store_series_key(key, m->run, rl, mt->name, ml, -1);
-	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
-		scan_series s;
-		tm_series  *x;
-
-		op = MDB_NEXT;
-		if (store_series_key_parse(k.mv_data, k.mv_size, &s.run,
-		        &s.runlen, &s.metric, &s.mlen, &s.rank)
-		        != 0
-		    || s.runlen != rl || memcmp(s.run, m->run, rl) != 0
-		    || s.mlen != ml || memcmp(s.metric, mt->name, ml) != 0)
-			break;
-		if (store_series_get(v.mv_data, v.mv_size, &s.rec) != 0
-		    || i >= mt->n
-		    || m->series[mt->first + i].sid != s.rec.sid) {
-			rc = -1;
-			break;
-		}
-		x = &m->series[mt->first + i++];
-		if (x->rec.samples != s.rec.samples
-		    || x->rec.last_time != s.rec.last_time) {
-			x->rec      = s.rec;
-			x->changed  = m->frame;
-			mt->changed = m->frame;
-		}
-	}
-	mdb_cursor_close(cur);
-	if (rc == -1 || i != mt->n) {
+	rc = scan_series_metric(m->st, m->txn, m->run, c.mt->name,
+	    refresh_one, &c);
+	if (rc == -1 || c.i != c.mt->n) {
 		m->index_at = -1e9; /* read the whole index next time */
 		return 0;
 	}
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		return store_fail(m->st, rc, "reading series");
-	return mt->changed == m->frame ? fold(m, mt) : 0;
+	if (rc != 0)
+		return rc;
+	return c.mt->changed == m->frame ? fold(m, c.mt) : 0;
 }
 
 /* Between whole-index reads: the series of the metrics asked for. */
