@@ -336,50 +336,18 @@ each_series(void *vctx, const scan_series *s)
 	return rc;
 }
 
-int
-cmd_query(const cli_args *a)
+/*
+ * Samples of the series that match a's run, metric and rank, in the
+ * chosen format. Returns the exit status; *matched counts the series.
+ */
+static int
+write_samples(const cli_args *a, uint64_t *matched)
 {
 	reader     r;
 	ctx_series c = { a, &r, 0, 0, NULL };
 	int        rc;
 
-	if (a->run == NULL || a->metric == NULL) {
-		fprintf(stderr, "vitals query: --run R and --metric M are "
-				"required\n");
-		return 2;
-	}
-	if (reader_open(a, &r) != 0)
-		return 1;
-	if (require_run(&r, a) != 0) {
-		reader_close(&r);
-		return 1;
-	}
-	if ((c.hosts = calloc(1, sizeof(*c.hosts))) == NULL) {
-		reader_close(&r);
-		return 1;
-	}
-	out_sample_header(stdout, a->format);
-	rc = scan_series_of(r.st, r.txn, a->run, each_series, &c);
-	free(c.hosts);
-	if (rc == 0 && c.matched == 0) {
-		fprintf(stderr,
-		    "vitals: run '%s' has no metric '%s'%s (see vitals "
-		    "metrics --run %s)\n",
-		    a->run, a->metric, a->has_rank ? " at that rank" : "",
-		    a->run);
-		reader_close(&r);
-		return 1;
-	}
-	return scan_done(&r, rc);
-}
-
-int
-cmd_export(const cli_args *a)
-{
-	reader     r;
-	ctx_series c = { a, &r, 0, 0, NULL };
-	int        rc;
-
+	*matched = 0;
 	if (reader_open(a, &r) != 0)
 		return 1;
 	if (a->run != NULL && require_run(&r, a) != 0) {
@@ -393,5 +361,37 @@ cmd_export(const cli_args *a)
 	out_sample_header(stdout, a->format);
 	rc = scan_series_of(r.st, r.txn, a->run, each_series, &c);
 	free(c.hosts);
+	*matched = c.matched;
 	return scan_done(&r, rc);
+}
+
+int
+cmd_query(const cli_args *a)
+{
+	uint64_t matched;
+	int      rc;
+
+	if (a->run == NULL || a->metric == NULL) {
+		fprintf(stderr, "vitals query: --run R and --metric M are "
+				"required\n");
+		return 2;
+	}
+	rc = write_samples(a, &matched);
+	if (rc == 0 && matched == 0) {
+		fprintf(stderr,
+		    "vitals: run '%s' has no metric '%s'%s (see vitals "
+		    "metrics --run %s)\n",
+		    a->run, a->metric, a->has_rank ? " at that rank" : "",
+		    a->run);
+		return 1;
+	}
+	return rc;
+}
+
+int
+cmd_export(const cli_args *a)
+{
+	uint64_t matched;
+
+	return write_samples(a, &matched);
 }

@@ -59,19 +59,6 @@ clock_ns(clockid_t c)
 	return (int64_t) ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-static int64_t
-quantize(int64_t t, int64_t q)
-{
-	int64_t r;
-
-	if (q <= 1)
-		return t;
-	r = t % q;
-	if (r < 0)
-		r += q;
-	return t - r;
-}
-
 /*
  * Read a rules file whole. Returns a NUL-terminated buffer the caller
  * frees, or NULL after logging why.
@@ -243,7 +230,7 @@ feed(alerting *al, const job *j)
 		s.hostlen = b.id.host_len;
 		s.rank    = b.id.rank;
 		s.step    = ws.step;
-		s.time_ns = quantize(ws.time_ns, al->quantum);
+		s.time_ns = ingest_quantize(ws.time_ns, al->quantum);
 		s.value   = ws.value;
 		detect_feed(al->engine, &s, on_alert, al);
 	}

@@ -731,8 +731,8 @@ append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
 	return 0;
 }
 
-static int64_t
-quantize(int64_t t, int64_t q)
+int64_t
+ingest_quantize(int64_t t, int64_t q)
 {
 	int64_t r;
 
@@ -811,7 +811,7 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 			refused++;
 			continue;
 		}
-		t  = quantize(ws.time_ns, in->opts.time_quantum_ns);
+		t  = ingest_quantize(ws.time_ns, in->opts.time_quantum_ns);
 		rc = append(in, in->names[ws.name], ws.step, t, ws.value);
 		if (rc != 0)
 			return -rc;

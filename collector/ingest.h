@@ -85,6 +85,10 @@ int ingest_commit(ingest *in);
 /* Abort the transaction and drop the caches. */
 void ingest_abort(ingest *in);
 
+/* t rounded down to a multiple of q ns (q <= 1: t), as times are
+ * stored. */
+int64_t ingest_quantize(int64_t t, int64_t q);
+
 void ingest_get_stats(const ingest *in, ingest_stats *out);
 
 /*

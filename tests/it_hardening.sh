@@ -167,6 +167,8 @@ g1=$((s1 - s0)); g2=$((s2 - s1)); g3=$((s3 - s2)); g4=$((s4 - s3))
 echo "figures: slow reader: data.mdb growth per phase (KiB): no reader" \
 	"$((g1 / 1024)), reader holding $((g2 / 1024)), after it left" \
 	"$((g3 / 1024)), $((g4 / 1024))"
+check "slow reader: vitalsd cleared the dead reader's slot" \
+	grep -q "cleared 1 read transaction" "$T/vitalsd.log"
 check "slow reader: growth after the reader left is no more than without" \
 	[ $((g4)) -le $((g1 + g1 / 2 + 65536)) ]
 bad=0
