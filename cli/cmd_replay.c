@@ -15,6 +15,8 @@
 
 #include "cli/cli.h"
 #include "cli/replay_input.h"
+#include "cli/scrape.h"
+#include "wire/wire.h"
 #include "detect/detect.h"
 
 typedef struct replay_out {
@@ -150,6 +152,65 @@ replay_file(detect_engine *e, const char *path, replay_out *o)
 	return rc < 0 || o->failed;
 }
 
+/*
+ * A trainer's log read with `vitals tail`'s scraper (--preset or
+ * --pattern): its samples are named run (--run, else the file's base
+ * name without extension) and carry no host.
+ */
+static int
+replay_log_file(detect_engine *e, scrape *sc, const char *path,
+    const char *run, replay_out *o)
+{
+	FILE          *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	scrape_reader *rd;
+	scrape_sample  x;
+	char           base[WIRE_RUN_MAX + 1];
+	int            rc;
+
+	if (f == NULL) {
+		fprintf(stderr, "vitals: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (run == NULL) {
+		const char *b   = strrchr(path, '/');
+		size_t      len;
+
+		b   = b ? b + 1 : path;
+		len = strcspn(b, ".");
+		if (strcmp(path, "-") == 0) {
+			b   = "stdin";
+			len = 5;
+		}
+		if (len == 0 || len > WIRE_RUN_MAX)
+			len = 0;
+		memcpy(base, b, len);
+		base[len] = 0;
+		run       = len ? base : "log";
+	}
+	if (scrape_reader_open(sc, f, &rd) != 0) {
+		fprintf(stderr, "vitals: out of memory\n");
+		if (f != stdin)
+			fclose(f);
+		return 1;
+	}
+	while ((rc = scrape_reader_next(rd, &x)) == 1) {
+		detect_sample s = { run, strlen(run), x.metric,
+			strlen(x.metric), NULL, 0, x.rank, x.step, x.time_ns,
+			x.value };
+
+		detect_tick(e, s.time_ns, on_alert, o);
+		detect_feed(e, &s, on_alert, o);
+		if (o->failed)
+			break;
+	}
+	if (rc < 0)
+		fprintf(stderr, "vitals: %s: %s\n", path, strerror(errno));
+	scrape_reader_close(rd);
+	if (f != stdin)
+		fclose(f);
+	return rc < 0 || o->failed;
+}
+
 int
 cmd_replay(const cli_args *a)
 {
@@ -172,8 +233,23 @@ cmd_replay(const cli_args *a)
 		return 1;
 	}
 	detect_rules_free(rules);
-	for (int i = 0; i < a->npos && rc == 0; i++)
-		rc = replay_file(e, a->pos[i], &o);
+	if (a->preset != NULL || a->pattern != NULL) {
+		scrape *sc;
+		char    err[600];
+
+		if (scrape_new(a->preset, a->pattern, &sc, err, sizeof(err)) !=
+		    0) {
+			fprintf(stderr, "vitals: %s\n", err);
+			detect_engine_free(e);
+			return 2;
+		}
+		for (int i = 0; i < a->npos && rc == 0; i++)
+			rc = replay_log_file(e, sc, a->pos[i], a->run, &o);
+		scrape_free(sc);
+	} else {
+		for (int i = 0; i < a->npos && rc == 0; i++)
+			rc = replay_file(e, a->pos[i], &o);
+	}
 	if (o.failed)
 		fprintf(stderr, "vitals: out of memory\n");
 	detect_engine_free(e);

@@ -40,6 +40,8 @@ usage(FILE *f)
 	    "            the live terminal view (? inside for keys)\n"
 	    "  replay    [--rules FILE] FILE...   (FILE: .jsonl or .csv, - "
 	    "stdin)\n"
+	    "            or trainer logs: --preset NAME | --pattern RE "
+	    "[--run R]\n"
 	    "            run the detectors offline; one JSON alert per line\n"
 	    "  rules     default | check [FILE] [--db DIR]\n"
 	    "            print the built-in rules; validate and list rules\n"

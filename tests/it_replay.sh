@@ -149,4 +149,31 @@ stop_collector
 check "rules check --db lists matching series" \
 	sh -c "grep -A3 '^rule loss_spike' '$T/check.out' | grep -q 'chk  loss  rank' &&
 	       grep -A3 '^rule throughput_drop' '$T/check.out' | grep -q 'tokens_per_sec'"
+# Trainer logs: the scraping presets of `vitals tail`, offline.
+python3 - "$T/megatron.log" <<'PY'
+import math, random, sys
+random.seed(3)
+with open(sys.argv[1], "w") as f:
+    for it in range(1, 301):
+        loss = 5.0 * it ** -0.05 * (1 + 0.01 * random.gauss(0, 1))
+        lm = "nan" if it == 250 else "%E" % loss
+        f.write("[default0]: iteration %8d/  115311 | consumed samples: %d | "
+                "elapsed time per iteration (s): 1.05 | learning rate: 5.279E-05 | "
+                "global batch size:  2048 | lm loss: %s | grad norm: %.3f | "
+                "num zeros: 0.0 | number of skipped iterations:   0 | "
+                "number of nan iterations:   0 | samples per second: 19.256 | "
+                "TFLOPs: 147.43 |\n" % (it, it * 2048, lm, 0.9 + 0.01 * random.gauss(0, 1)))
+PY
+"$BIN/vitals" replay --preset megatron --run meg "$T/megatron.log" >"$T/meg.jsonl" 2>"$T/meg.err"
+check "replay --preset megatron: the NaN at iteration 250 flagged, rank from the prefix" \
+	python3 -c "
+import json
+a = [json.loads(l) for l in open('$T/meg.jsonl')]
+nan = [x for x in a if x['kind'] == 'nonfinite' and x['state'] == 'firing']
+assert nan and nan[0]['step'] == 250 and nan[0]['run'] == 'meg' and nan[0]['rank'] == 0, a
+"
+"$BIN/vitals" replay --preset nosuch "$T/megatron.log" 2>"$T/meg.err"
+check "replay with an unknown preset: a usage error naming it" \
+	sh -c "[ $? = 2 ] && grep -q nosuch '$T/meg.err'"
+
 finish
