@@ -31,8 +31,8 @@ write_new(const char *path, mode_t mode, const char *key)
 		fprintf(stderr, "vitals keygen: %s: %s%s\n", path,
 		    strerror(errno),
 		    errno == EEXIST ? " (not overwritten; choose another "
-				      "--out PREFIX)" :
-				      "");
+		                      "--out PREFIX)"
+		                    : "");
 		explicit_bzero(line, sizeof(line));
 		return -1;
 	}
@@ -82,8 +82,8 @@ cmd_keygen(const cli_args *a)
 		return 1;
 	}
 	if (zmq_curve_keypair(pub, sec) != 0) {
-		fprintf(stderr, "vitals keygen: %s\n",
-		    zmq_strerror(zmq_errno()));
+		fprintf(
+		    stderr, "vitals keygen: %s\n", zmq_strerror(zmq_errno()));
 		return 1;
 	}
 	if (write_new(keyp, 0600, sec) != 0)

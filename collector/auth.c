@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,22 +17,26 @@
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_DOMAIN "vitals"
+#define MONITOR_ENDPOINT "inproc://vitalsd-auth-monitor"
 #define Z85_KEY_LEN 40
 #define KEY_LEN 32
-#define LOG_PER_SECOND 10 /* refused attempts logged, the rest counted */
+#define LOG_BURST 10    /* refused attempts logged per window */
+#define LOG_WINDOW_S 10 /* seconds */
 
 struct auth {
-	void           *rep; /* the ZAP handler: its thread only, once started */
-	pthread_t       thread;
-	atomic_int      stop;
-	uint8_t         secret[KEY_LEN];
-	char            pub[Z85_KEY_LEN + 1];
-	uint8_t       (*keys)[KEY_LEN]; /* sorted, for bsearch */
-	size_t          nkeys;
-	char           *allow_file;
+	void      *rep; /* the ZAP handler: its thread only, once started */
+	void      *mon; /* handshake failures of the ROUTER: likewise */
+	pthread_t  thread;
+	int        started;
+	atomic_int stop;
+	uint8_t    secret[KEY_LEN];
+	char       pub[Z85_KEY_LEN + 1];
+	uint8_t (*keys)[KEY_LEN]; /* sorted, for bsearch */
+	size_t nkeys;
+	char  *allow_file;
 	/* ZAP thread only: rate limit of the refusal log. */
-	int64_t         log_window;
-	unsigned long   log_count;
+	int64_t       log_window;
+	unsigned long log_count;
 };
 
 static int
@@ -50,8 +55,8 @@ static int
 read_keys(const char *path, uint8_t (**keys)[KEY_LEN], size_t *n, char *err,
     size_t errlen)
 {
-	FILE *f = fopen(path, "re");
-	char *line = NULL;
+	FILE  *f    = fopen(path, "re");
+	char  *line = NULL;
 	size_t cap = 0, lineno = 0, size = 0;
 	uint8_t(*k)[KEY_LEN] = NULL;
 	ssize_t len;
@@ -77,12 +82,12 @@ read_keys(const char *path, uint8_t (**keys)[KEY_LEN], size_t *n, char *err,
 			memcpy(z85, p, w);
 			z85[w] = '\0';
 			if (*n == size) {
-				size_t   ns = size ? size * 2 : 16;
-				void    *nk = realloc(k, ns * KEY_LEN);
+				size_t ns = size ? size * 2 : 16;
+				void  *nk = realloc(k, ns * KEY_LEN);
 
 				if (nk == NULL) {
-					snprintf(err, errlen, "%s: out of memory",
-					    path);
+					snprintf(err, errlen,
+					    "%s: out of memory", path);
 					goto fail;
 				}
 				k    = nk;
@@ -178,34 +183,38 @@ mono_sec(void)
 	return (int64_t) ts.tv_sec;
 }
 
-/* At most LOG_PER_SECOND lines a second, so that a client retrying in a
- * loop cannot fill the disk; the rest are counted in the next line. */
-static void
-log_refused(auth *a, const char *addr, const char *mech, const char *key)
+/*
+ * Log one refused attempt: at most LOG_BURST lines per LOG_WINDOW_S
+ * seconds, so that clients retrying in a loop (every 0.1 to 1 s) cannot
+ * fill the disk; the lines left out are counted in the next window.
+ */
+__attribute__((format(printf, 2, 3))) static void
+log_refused(auth *a, const char *fmt, ...)
 {
-	int64_t sec = mono_sec();
+	int64_t w = mono_sec() / LOG_WINDOW_S;
+	va_list ap;
 
-	if (sec != a->log_window) {
-		if (a->log_count > LOG_PER_SECOND)
+	if (w != a->log_window) {
+		if (a->log_count > LOG_BURST)
 			fprintf(stderr,
 			    "vitalsd: %lu more refused connections not "
 			    "shown\n",
-			    a->log_count - LOG_PER_SECOND);
-		a->log_window = sec;
+			    a->log_count - LOG_BURST);
+		a->log_window = w;
 		a->log_count  = 0;
 	}
-	if (a->log_count++ < LOG_PER_SECOND)
-		fprintf(stderr,
-		    "vitalsd: refused %s connection from %s: client key %s "
-		    "is not in %s\n",
-		    mech, addr, key, a->allow_file);
+	if (a->log_count++ >= LOG_BURST)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 }
 
 /* A frame as a printable, NUL-terminated string (cut to fit). */
 static void
 frame_str(zmq_msg_t *m, char *out, size_t size)
 {
-	size_t n = zmq_msg_size(m);
+	size_t               n = zmq_msg_size(m);
 	const unsigned char *d = zmq_msg_data(m);
 
 	if (n >= size)
@@ -215,10 +224,12 @@ frame_str(zmq_msg_t *m, char *out, size_t size)
 	out[n] = '\0';
 }
 
+/* Returns 0 or -1. */
 static int
 send_str(void *sock, const char *s, int more)
 {
-	return zmq_send(sock, s, strlen(s), more ? ZMQ_SNDMORE : 0);
+	return zmq_send(sock, s, strlen(s), more ? ZMQ_SNDMORE : 0) < 0 ? -1
+	                                                                : 0;
 }
 
 /*
@@ -272,7 +283,10 @@ handle(auth *a)
 		} else {
 			status = "400";
 			text   = "client key not allowed";
-			log_refused(a, addr, mech, key);
+			log_refused(a,
+			    "vitalsd: refused %s connection from %s: client "
+			    "key %s is not in %s\n",
+			    mech, addr, key, a->allow_file);
 		}
 	}
 	/* Reply: version, request id, status, text, user id, metadata. */
@@ -281,11 +295,57 @@ handle(auth *a)
 	           nf > REQID ? zmq_msg_size(&f[REQID]) : 0, ZMQ_SNDMORE)
 	        >= 0
 	    && send_str(a->rep, status, 1) == 0)
-		(void) (send_str(a->rep, text, 1) >= 0
-		    && send_str(a->rep, user, 1) >= 0
-		    && send_str(a->rep, "", 0) >= 0);
+		(void) (send_str(a->rep, text, 1) == 0
+		    && send_str(a->rep, user, 1) == 0
+		    && send_str(a->rep, "", 0) == 0);
 	for (int i = 0; i < nf; i++)
 		zmq_msg_close(&f[i]);
+}
+
+/*
+ * A handshake that failed before ZAP was asked: a plain-text client (no
+ * CURVE keys, the mechanisms differ), or a client with the wrong server
+ * key. ZeroMQ names the listening endpoint here, not the peer's address
+ * (which it does not know yet).
+ */
+static void
+read_monitor(auth *a)
+{
+	zmq_msg_t m;
+	uint16_t  ev      = 0;
+	uint32_t  val     = 0;
+	char      ep[128] = "";
+
+	zmq_msg_init(&m);
+	if (zmq_msg_recv(&m, a->mon, ZMQ_DONTWAIT) < 0) {
+		zmq_msg_close(&m);
+		return;
+	}
+	if (zmq_msg_size(&m) >= 6) {
+		memcpy(&ev, zmq_msg_data(&m), 2);
+		memcpy(&val, (const char *) zmq_msg_data(&m) + 2, 4);
+	}
+	while (zmq_msg_more(&m)) {
+		zmq_msg_close(&m);
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, a->mon, 0) < 0)
+			break;
+		frame_str(&m, ep, sizeof(ep));
+	}
+	zmq_msg_close(&m);
+	if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+	    || (ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+	        && val == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH))
+		log_refused(a,
+		    "vitalsd: refused a connection on %s: handshake failed "
+		    "(a client without CURVE keys?)\n",
+		    ep);
+	else if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+		log_refused(a,
+		    "vitalsd: refused a connection on %s: CURVE handshake "
+		    "failed (protocol error 0x%08x: a client with another "
+		    "server public key?)\n",
+		    ep, (unsigned) val);
 }
 
 static void *
@@ -294,15 +354,18 @@ zap_main(void *arg)
 	auth *a = arg;
 
 	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
-		zmq_pollitem_t it = { a->rep, 0, ZMQ_POLLIN, 0 };
+		zmq_pollitem_t it[2] = { { a->rep, 0, ZMQ_POLLIN, 0 },
+			{ a->mon, 0, ZMQ_POLLIN, 0 } };
 
-		if (zmq_poll(&it, 1, 100) < 0) {
+		if (zmq_poll(it, 2, 100) < 0) {
 			if (zmq_errno() == ETERM)
 				break;
 			continue;
 		}
-		if (it.revents & ZMQ_POLLIN)
+		if (it[0].revents & ZMQ_POLLIN)
 			handle(a);
+		if (it[1].revents & ZMQ_POLLIN)
+			read_monitor(a);
 	}
 	return NULL;
 }
@@ -322,9 +385,8 @@ int
 auth_open(void *zctx, const char *secret_file, const char *allow_file,
     auth **out, char *err, size_t errlen)
 {
-	auth    *a;
-	sigset_t all, old;
-	int      linger = 0, rc;
+	auth *a;
+	int   linger = 0;
 
 	*out = NULL;
 	a    = calloc(1, sizeof(*a));
@@ -344,7 +406,8 @@ auth_open(void *zctx, const char *secret_file, const char *allow_file,
 		goto fail;
 	if (a->nkeys == 0) {
 		snprintf(err, errlen,
-		    "%s lists no client key: nobody could connect", allow_file);
+		    "%s lists no client key: nobody could connect",
+		    allow_file);
 		goto fail;
 	}
 	qsort(a->keys, a->nkeys, KEY_LEN, cmp_key);
@@ -356,16 +419,6 @@ auth_open(void *zctx, const char *secret_file, const char *allow_file,
 		    zmq_strerror(zmq_errno()));
 		goto fail_sock;
 	}
-	/* Signals are for the main thread (its stop and reload flags). */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&a->thread, NULL, zap_main, a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		snprintf(err, errlen, "ZAP handler thread: %s", strerror(rc));
-		goto fail_sock;
-	}
-	pthread_setname_np(a->thread, "vitalsd-zap");
 	*out = a;
 	return 0;
 fail_sock:
@@ -377,10 +430,15 @@ fail:
 }
 
 int
-auth_apply(const auth *a, void *sock, char *err, size_t errlen)
+auth_apply(auth *a, void *zctx, void *sock, char *err, size_t errlen)
 {
-	int on = 1;
+	int      on = 1, linger = 0, rc;
+	sigset_t all, old;
 
+	if (a->started) {
+		snprintf(err, errlen, "auth_apply: called twice");
+		return -1;
+	}
 	if (zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &on, sizeof(on)) != 0
 	    || zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, a->secret, KEY_LEN)
 	        != 0
@@ -391,7 +449,35 @@ auth_apply(const auth *a, void *sock, char *err, size_t errlen)
 		    zmq_strerror(zmq_errno()));
 		return -1;
 	}
+	if (zmq_socket_monitor(sock, MONITOR_ENDPOINT,
+	        ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+	            | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+	        != 0
+	    || (a->mon = zmq_socket(zctx, ZMQ_PAIR)) == NULL
+	    || zmq_setsockopt(a->mon, ZMQ_LINGER, &linger, sizeof(linger)) != 0
+	    || zmq_connect(a->mon, MONITOR_ENDPOINT) != 0) {
+		snprintf(err, errlen, "socket monitor: %s",
+		    zmq_strerror(zmq_errno()));
+		goto fail;
+	}
+	/* Signals are for the main thread (its stop and reload flags). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&a->thread, NULL, zap_main, a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		snprintf(err, errlen, "ZAP handler thread: %s", strerror(rc));
+		goto fail;
+	}
+	pthread_setname_np(a->thread, "vitalsd-zap");
+	a->started = 1;
 	return 0;
+fail:
+	zmq_socket_monitor(sock, NULL, 0);
+	if (a->mon != NULL)
+		zmq_close(a->mon);
+	a->mon = NULL;
+	return -1;
 }
 
 const char *
@@ -412,7 +498,10 @@ auth_close(auth *a)
 	if (a == NULL)
 		return;
 	atomic_store_explicit(&a->stop, 1, memory_order_release);
-	pthread_join(a->thread, NULL);
+	if (a->started)
+		pthread_join(a->thread, NULL);
+	if (a->mon != NULL)
+		zmq_close(a->mon);
 	zmq_close(a->rep);
 	auth_free(a);
 }

@@ -18,17 +18,21 @@ typedef struct auth auth;
  * Read the collector's secret key file and the allow file (one client
  * public key per line, Z85 as written by `vitals keygen`, optionally
  * followed by a label; blank lines and lines starting with '#' are
- * ignored), bind the ZAP handler on zctx and start its thread. Must be
- * called before any CURVE socket of zctx binds: without a ZAP handler
- * ZeroMQ would accept every client key. On failure returns -1 with detail
- * in err and leaves nothing open.
+ * ignored) and bind the ZAP handler on zctx. Must be called before any
+ * CURVE socket of zctx binds: without a ZAP handler ZeroMQ would accept
+ * every client key. On failure returns -1 with detail in err and leaves
+ * nothing open.
  */
 int auth_open(void *zctx, const char *secret_file, const char *allow_file,
     auth **out, char *err, size_t errlen);
 
-/* Make sock a CURVE server under the ZAP handler (before bind). Returns 0
- * or -1 with detail in err. */
-int auth_apply(const auth *a, void *sock, char *err, size_t errlen);
+/*
+ * Make sock (of zctx) a CURVE server under the ZAP handler, watch it for
+ * failed handshakes (logged, as refused keys are) and start the handler's
+ * thread. Call once, before sock binds. Returns 0 or -1 with detail in
+ * err (then auth_close() still releases everything).
+ */
+int auth_apply(auth *a, void *zctx, void *sock, char *err, size_t errlen);
 
 /* The collector's public key, Z85 (borrowed from a). */
 const char *auth_public_key(const auth *a);
@@ -36,8 +40,8 @@ const char *auth_public_key(const auth *a);
 /* The number of client keys allowed. */
 size_t auth_allowed(const auth *a);
 
-/* Stop the ZAP thread, close its socket and free a (before the context
- * is terminated). NULL is a no-op. */
+/* Stop the ZAP thread, close its sockets and free a (before the context
+ * is terminated; sock may be closed before or after). NULL is a no-op. */
 void auth_close(auth *a);
 
 /*

@@ -367,7 +367,7 @@ log_stats(srv *s, int force)
 }
 
 static int
-open_socket(srv *s, void *ctx, const auth *au)
+open_socket(srv *s, void *ctx, auth *au)
 {
 	int     hwm = 10000, linger = 1000;
 	int64_t maxmsg = WIRE_MAX_MESSAGE;
@@ -382,7 +382,7 @@ open_socket(srv *s, void *ctx, const auth *au)
 	/* A peer sending more than a batch can hold is disconnected by
 	 * ZeroMQ before the message is read into memory. */
 	zmq_setsockopt(s->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
-	if (au != NULL && auth_apply(au, s->sock, err, sizeof(err)) != 0) {
+	if (au != NULL && auth_apply(au, ctx, s->sock, err, sizeof(err)) != 0) {
 		fprintf(stderr, "vitalsd: %s\n", err);
 		return -1;
 	}

@@ -18,8 +18,8 @@
  * err; on failure z85 holds no part of the file.
  */
 static int
-read_key(const char *what, const char *path, char *z85, char *err,
-    size_t errlen)
+read_key(
+    const char *what, const char *path, char *z85, char *err, size_t errlen)
 {
 	FILE   *f = fopen(path, "re");
 	char    line[256];

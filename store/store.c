@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "wire/wire.h"
 
@@ -12,6 +13,21 @@
  * address space and the growth path is exercised by every long test. */
 #define STORE_MAP_INITIAL (16u << 20)
 #define STORE_MAP_MAX ((size_t) 1 << 40)
+
+/*
+ * Whether the file system holding dir has no room for one more page. LMDB
+ * reports a short write (what a nearly full disk gives) as EIO, so an
+ * I/O error is told apart from a full disk here.
+ */
+static int
+no_room(const char *dir)
+{
+	struct statvfs sv;
+
+	if (statvfs(dir, &sv) != 0)
+		return 0;
+	return (unsigned long long) sv.f_bavail * sv.f_frsize < 65536;
+}
 
 /*
  * Record an LMDB or errno failure on the handle and translate it into a
@@ -43,6 +59,9 @@ store_fail(store *st, int rc, const char *what)
 		break;
 	case ENOENT:
 		code = STORE_ENOTFOUND;
+		break;
+	case EIO:
+		code = no_room(st->dir) ? STORE_ENOSPC : STORE_EIO;
 		break;
 	default:
 		code = STORE_EIO;

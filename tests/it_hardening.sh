@@ -81,7 +81,8 @@ check "kill x20: trainers finished, every sample acknowledged" [ $? = 0 ]
 verify_export kill20 --ranks 4 --metrics 5 --steps 12000 >"$T/v.out"
 check "kill x20: every sample exactly once" [ $? = 0 ]
 figures "kill x20" "$T/emit.out" "$T/v.out"
-check "kill x20: mdb_stat reads the environment" mdb_stat -e "$DB"
+check "kill x20: mdb_stat reads the environment" \
+	sh -c "mdb_stat -e \"\$1\" >/dev/null" - "$DB"
 stop_collector
 fi
 
@@ -106,7 +107,10 @@ if mount -t tmpfs -o size=4m tmpfs "$SMALL" 2>/dev/null; then
 	check "disk full: vitalsd says the disk is full" \
 		grep -q "disk full" "$T/vitalsd.log"
 	grep "disk full" "$T/vitalsd.log" | head -n 1
+	before=$(run_field diskfull 6)
 	sleep 2
+	check "disk full: nothing more committed while full" \
+		[ "$(run_field diskfull 6)" = "$before" ]
 	check "disk full: trainer still waiting (not acknowledged)" \
 		kill -0 $TPID
 	check "disk full: committed data readable meanwhile" \
@@ -123,6 +127,7 @@ if mount -t tmpfs -o size=4m tmpfs "$SMALL" 2>/dev/null; then
 	verify_export diskfull --ranks 2 --metrics 20 --steps 20000 >"$T/v.out"
 	check "disk full: every sample stored exactly once" [ $? = 0 ]
 	figures "disk full" "$T/emit.out" "$T/v.out"
+	grep -E "holding|writable" "$T/vitalsd.log"
 	check "disk full: collector stops cleanly" stop_collector
 	umount "$SMALL"
 	DB=$DB0
