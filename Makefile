@@ -14,7 +14,8 @@ LDLIBS_ALL = -pthread $(LDLIBS)
 ifeq ($(SANITIZER),)
 B := build
 else
-B := build-$(SANITIZER)
+comma := ,
+B := build-$(subst $(comma),-,$(SANITIZER))
 CFLAGS_ALL += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDLIBS_ALL += -fsanitize=$(SANITIZER)
 endif
@@ -122,7 +123,7 @@ fuzz:
 	@$(MAKE) --no-print-directory $(patsubst %,$(FZ)/fuzz_%,$(FUZZ_TARGETS))
 	@FZ=$(FZ) FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh $(FUZZ_TARGETS)
 
-.PHONY: all deps test test-build fuzz bench bench-detect bench-peers demo asan ubsan clean format
+.PHONY: all deps test test-ci test-build fuzz bench bench-detect bench-peers demo asan ubsan clean format
 
 # Installs what building and testing need, when run as root on Debian.
 deps:
@@ -133,6 +134,13 @@ test-build: all $(TEST_BINS) $(TEST_HELPERS) $(FUZZ_REGRESS)
 test: deps
 	@$(MAKE) --no-print-directory test-build
 	@B=$(B) sh tests/run.sh
+
+# CI: every test, then the test programs and the main integration
+# scripts again against an AddressSanitizer + UBSan build; one total.
+test-ci: deps
+	@$(MAKE) --no-print-directory test-build
+	@$(MAKE) --no-print-directory SANITIZER=address,undefined test-build
+	@B=$(B) SAN_B=build-address-undefined sh tests/run.sh
 
 asan:
 	@$(MAKE) --no-print-directory SANITIZER=address test
@@ -160,7 +168,7 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-address build-undefined
+	rm -rf build build-address build-undefined build-address-undefined build-fuzz
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 

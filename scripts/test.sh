@@ -14,4 +14,8 @@ if [ "$(id -u)" = 0 ] &&
 		--no-install-recommends python3-torch python3-pip >/dev/null ||
 		echo "vitals: python3-torch could not be installed; its test will skip" >&2
 fi
+# CI (CI=true) also runs the tests against a sanitizer build.
+if [ "${CI:-}" = true ]; then
+	exec make -s test-ci
+fi
 exec make -s test

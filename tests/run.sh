@@ -1,16 +1,22 @@
 #!/bin/sh
-# Runs every test program (build/tests/test_*) and integration script
+# Runs every test program ($B/tests/test_*) and integration script
 # (tests/it_*.sh), each printing "N passed, N failed" as its last line, and
 # prints the total the same way as the last line of all.
+#
+# SAN_B names a sanitizer build folder (make test-ci): its test programs
+# and the integration scripts in SAN_SCRIPTS run again against it, and
+# count in the same total.
 B=${B:-build}
-export B
-export VITALS_BIN="$(pwd)/$B"
+SAN_SCRIPTS=${SAN_SCRIPTS:-"it_e2e it_cli it_detect it_faults it_replay"}
 passed=0
 failed=0
-for t in "$B"/tests/test_* tests/it_*.sh; do
-	[ -e "$t" ] || continue
-	case "$t" in *.o|*.d) continue ;; esac
-	echo "== $t"
+
+# run_one FILE BUILD_DIR
+run_one() {
+	t=$1
+	export B=$2
+	export VITALS_BIN="$(pwd)/$2"
+	echo "== $t ($2)"
 	log=$(mktemp)
 	if [ "${t%.sh}" != "$t" ]; then
 		sh "$t" >"$log" 2>&1
@@ -35,6 +41,21 @@ for t in "$B"/tests/test_* tests/it_*.sh; do
 		echo "$t ended (status $rc) without a summary line"
 		failed=$((failed + 1))
 	fi
+}
+
+for t in "$B"/tests/test_* tests/it_*.sh; do
+	[ -e "$t" ] || continue
+	case "$t" in *.o|*.d) continue ;; esac
+	run_one "$t" "$B"
 done
+if [ -n "${SAN_B:-}" ]; then
+	for t in "$SAN_B"/tests/test_*; do
+		case "$t" in *.o|*.d) continue ;; esac
+		run_one "$t" "$SAN_B"
+	done
+	for s in $SAN_SCRIPTS; do
+		run_one "tests/$s.sh" "$SAN_B"
+	done
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
