@@ -44,14 +44,14 @@ curl -sf http://127.0.0.1:$VMPORT/internal/force_flush
 sleep 2
 curl -sf http://127.0.0.1:$VMPORT/internal/force_merge
 sleep 5
-count=$(curl -sf "http://127.0.0.1:$VMPORT/api/v1/query" --data-urlencode 'query=sum(count_over_time({run="peers"}[100y]))' | sed -n 's/.*"value":\[[0-9.]*,"\([0-9]*\)"\].*/\1/p')
+count=$(curl -sf "http://127.0.0.1:$VMPORT/api/v1/query" --data-urlencode 'query=sum(count_over_time({run="peers"}[2d]))' | sed -n 's/.*"value":\[[0-9.]*,"\([0-9]*\)"\].*/\1/p')
 vmbytes=$(du -sb "$T/vm/data" | cut -f1)
 kill $VMPID; wait $VMPID 2>/dev/null; VMPID=
 awk -v n=$N -v ns=$((t1 - t0)) -v b=$vmbytes -v c="$count" 'BEGIN {
 	printf "victoria-metrics: %.2f M samples/s (import answered), %.2f bytes/sample on disk (%d bytes), %s samples queryable\n", n / (ns / 1e9) / 1e6, b / n, b, c }'
 
 EP=ipc://$T/collector.sock
-"$B/vitalsd" --listen "$EP" --db "$T/vitals" --quiet 2>"$T/vitalsd.log" &
+"$B/vitalsd" --listen "$EP" --db "$T/vitals" --quiet >"$T/alerts.jsonl" 2>"$T/vitalsd.log" &
 VPID=$!
 sleep 0.3
 rate=$(VITALS_ENDPOINT=$EP "$B/bench/bench_peers" emit $RANKS $STEPS $T0) || echo "vitals: not every sample acknowledged"
