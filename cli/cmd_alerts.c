@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "store/paths.h"
+#include "cli/reader.h"
 #include "store/scan.h"
 
 static const char *const columns[] = { "rule", "kind", "severity", "state",
@@ -91,43 +91,21 @@ each_alert(void *vctx, const char *run, size_t runlen, uint64_t seq,
 int
 cmd_alerts(const cli_args *a)
 {
-	char        dbbuf[1024], err[1400];
-	const char *db = a->db;
-	store      *st;
-	MDB_txn    *txn;
-	ctx_alerts  c = { a, 0, 0 };
-	int         rc;
+	cli_reader r;
+	ctx_alerts c = { a, 0, 0 };
+	int        rc;
 
-	if (db == NULL) {
-		if (paths_default_db(dbbuf, sizeof(dbbuf)) != 0) {
-			fprintf(stderr, "vitals: no --db, and neither "
-					"$VITALS_DB nor $HOME is set\n");
-			return 1;
-		}
-		db = dbbuf;
-	}
-	if (store_open(db, STORE_RDONLY, &st, err, sizeof(err)) != 0) {
-		fprintf(stderr, "vitals: %s\n", err);
+	if (cli_reader_open(a, &r) != 0)
 		return 1;
-	}
-	if (store_read_begin(st, &txn) != 0) {
-		fprintf(stderr, "vitals: %s\n", st->err);
-		store_close(st);
-		return 1;
-	}
 	if (a->format == OUT_CSV) {
 		for (size_t i = 0; i < NCOLUMNS; i++)
 			printf("%s%s", i ? "," : "", columns[i]);
 		putchar('\n');
 	}
-	rc = scan_alerts(st, txn, a->run, 0, each_alert, &c);
-	if (rc != 0)
-		fprintf(stderr, "vitals: %s\n", st->err);
+	rc = scan_alerts(r.st, r.txn, a->run, 0, each_alert, &c);
 	if (c.bad > 0)
 		fprintf(stderr, "vitals: %llu stored alerts did not parse as "
 				"JSON\n",
 		    (unsigned long long) c.bad);
-	mdb_txn_abort(txn);
-	store_close(st);
-	return rc != 0 || c.bad != 0;
+	return cli_reader_done(&r, rc) || c.bad != 0;
 }

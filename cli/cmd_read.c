@@ -9,60 +9,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "store/paths.h"
+#include "cli/reader.h"
 #include "store/scan.h"
-
-typedef struct reader {
-	store   *st;
-	MDB_txn *txn;
-} reader;
-
-static int
-reader_open(const cli_args *a, reader *r)
-{
-	char        dbbuf[1024], err[1400];
-	const char *db = a->db;
-
-	r->st  = NULL;
-	r->txn = NULL;
-	if (db == NULL) {
-		if (paths_default_db(dbbuf, sizeof(dbbuf)) != 0) {
-			fprintf(stderr, "vitals: no --db, and neither "
-					"$VITALS_DB nor $HOME is set\n");
-			return -1;
-		}
-		db = dbbuf;
-	}
-	if (store_open(db, STORE_RDONLY, &r->st, err, sizeof(err)) != 0) {
-		fprintf(stderr, "vitals: %s\n", err);
-		return -1;
-	}
-	if (store_read_begin(r->st, &r->txn) != 0) {
-		fprintf(stderr, "vitals: %s\n", r->st->err);
-		store_close(r->st);
-		return -1;
-	}
-	return 0;
-}
-
-static void
-reader_close(reader *r)
-{
-	if (r->txn != NULL)
-		mdb_txn_abort(r->txn);
-	store_close(r->st);
-}
-
-/* Report a scan failure; callbacks never fail, so any code is the
- * store's. */
-static int
-scan_done(reader *r, int rc)
-{
-	if (rc != 0)
-		fprintf(stderr, "vitals: %s\n", r->st->err);
-	reader_close(r);
-	return rc != 0;
-}
 
 static void
 put_i64_time(char *buf, size_t len, int64_t t, int valid)
@@ -110,15 +58,15 @@ each_run(void *vctx, const char *run, size_t runlen, const run_rec *r)
 int
 cmd_runs(const cli_args *a)
 {
-	reader   r;
+	cli_reader r;
 	ctx_runs c = { a, 0 };
 
-	if (reader_open(a, &r) != 0)
+	if (cli_reader_open(a, &r) != 0)
 		return 1;
 	if (a->format == OUT_CSV)
 		puts("run,first_step,last_step,first_time,last_time,samples,"
 		     "series,emitters,dropped");
-	return scan_done(&r, scan_runs(r.st, r.txn, each_run, &c));
+	return cli_reader_done(&r, scan_runs(r.st, r.txn, each_run, &c));
 }
 
 static int
@@ -147,7 +95,7 @@ each_metric(void *vctx, const scan_series *s)
 }
 
 static int
-require_run(reader *r, const cli_args *a)
+require_run(cli_reader *r, const cli_args *a)
 {
 	run_rec rr;
 	int     rc = scan_run_get(r->st, r->txn, a->run, &rr);
@@ -167,22 +115,22 @@ require_run(reader *r, const cli_args *a)
 int
 cmd_metrics(const cli_args *a)
 {
-	reader r;
+	cli_reader r;
 
 	if (a->run == NULL) {
 		fprintf(stderr, "vitals metrics: --run R is required\n");
 		return 2;
 	}
-	if (reader_open(a, &r) != 0)
+	if (cli_reader_open(a, &r) != 0)
 		return 1;
 	if (require_run(&r, a) != 0) {
-		reader_close(&r);
+		cli_reader_close(&r);
 		return 1;
 	}
 	if (a->format == OUT_CSV)
 		puts("metric,rank,samples,first_step,last_step,last_time,"
 		     "last_value");
-	return scan_done(&r, scan_series_of(r.st, r.txn, a->run,
+	return cli_reader_done(&r, scan_series_of(r.st, r.txn, a->run,
 				  each_metric, (void *) (uintptr_t) a));
 }
 
@@ -220,14 +168,14 @@ each_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
 int
 cmd_emitters(const cli_args *a)
 {
-	reader r;
+	cli_reader r;
 
-	if (reader_open(a, &r) != 0)
+	if (cli_reader_open(a, &r) != 0)
 		return 1;
 	if (a->format == OUT_CSV)
 		puts("run,incarnation,host,pid,rank,local_rank,world_size,"
 		     "first_seen,last_seen,batches,samples,duplicates,dropped");
-	return scan_done(&r, scan_emitters(r.st, r.txn, a->run, each_emitter,
+	return cli_reader_done(&r, scan_emitters(r.st, r.txn, a->run, each_emitter,
 				  (void *) (uintptr_t) a));
 }
 
@@ -311,7 +259,7 @@ each_sample(void *vctx, uint64_t step, int64_t t, double v)
 
 typedef struct ctx_series {
 	const cli_args *a;
-	reader         *r;
+	cli_reader     *r;
 	uint64_t        matched, samples;
 	hostmap        *hosts;
 } ctx_series;
@@ -343,26 +291,26 @@ each_series(void *vctx, const scan_series *s)
 static int
 write_samples(const cli_args *a, uint64_t *matched)
 {
-	reader     r;
+	cli_reader r;
 	ctx_series c = { a, &r, 0, 0, NULL };
 	int        rc;
 
 	*matched = 0;
-	if (reader_open(a, &r) != 0)
+	if (cli_reader_open(a, &r) != 0)
 		return 1;
 	if (a->run != NULL && require_run(&r, a) != 0) {
-		reader_close(&r);
+		cli_reader_close(&r);
 		return 1;
 	}
 	if ((c.hosts = calloc(1, sizeof(*c.hosts))) == NULL) {
-		reader_close(&r);
+		cli_reader_close(&r);
 		return 1;
 	}
 	out_sample_header(stdout, a->format);
 	rc = scan_series_of(r.st, r.txn, a->run, each_series, &c);
 	free(c.hosts);
 	*matched = c.matched;
-	return scan_done(&r, rc);
+	return cli_reader_done(&r, rc);
 }
 
 int

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/reader.h"
 #include "cli/replay_input.h"
 #include "detect/detect.h"
 #include "store/scan.h"
@@ -117,36 +118,25 @@ on_series(void *ctx, const scan_series *s)
 static int
 list_matches(const cli_args *a, const detect_rules *rules, size_t i)
 {
-	store     *st;
-	MDB_txn   *txn;
+	cli_reader r;
 	hosts      h = { 0 };
 	series_ctx c = { rules, i, &h, 0, 0 };
-	char       err[1400];
 	int        rc;
 
-	if (store_open(a->db, STORE_RDONLY, &st, err, sizeof(err)) != 0) {
-		fprintf(stderr, "vitals: %s\n", err);
+	if (cli_reader_open(a, &r) != 0)
 		return 1;
-	}
-	if (store_read_begin(st, &txn) != 0) {
-		fprintf(stderr, "vitals: %s\n", st->err);
-		store_close(st);
-		return 1;
-	}
-	rc = scan_emitters(st, txn, NULL, on_emitter, &h);
+	rc = scan_emitters(r.st, r.txn, NULL, on_emitter, &h);
 	if (rc == 0 && !h.oom)
-		rc = scan_series_of(st, txn, NULL, on_series, &c);
-	if (rc != 0 || h.oom || c.err)
-		fprintf(stderr, "vitals: %s\n",
-		    h.oom || c.err ? "out of memory" : st->err);
-	else
+		rc = scan_series_of(r.st, r.txn, NULL, on_series, &c);
+	if (rc == 0 && (h.oom || c.err))
+		fprintf(stderr, "vitals: out of memory\n");
+	else if (rc == 0)
 		printf("    (%zu series)\n", c.n);
-	mdb_txn_abort(txn);
-	store_close(st);
+	rc = cli_reader_done(&r, rc) || h.oom || c.err;
 	for (size_t k = 0; k < h.n; k++)
 		free(h.v[k].run);
 	free(h.v);
-	return rc != 0 || h.oom || c.err;
+	return rc;
 }
 
 static int
