@@ -982,71 +982,110 @@ evict_encoders(ingest *in)
 	}
 }
 
+/* How evict_table reads and frees the entries of one cache. */
+typedef struct cache_kind {
+	uint64_t (*used)(const void *entry);
+	const uint8_t *(*key)(const void *entry, size_t *len);
+	void (*drop)(ingest *in, void *entry);
+} cache_kind;
+
+static uint64_t
+ser_used(const void *v)
+{
+	return ((const ser *) v)->used;
+}
+
+static const uint8_t *
+ser_key(const void *v, size_t *len)
+{
+	*len = ((const ser *) v)->keylen;
+	return ((const ser *) v)->key;
+}
+
+static void
+ser_drop(ingest *in, void *v)
+{
+	ser *s = v;
+
+	if (s->enc != NULL)
+		in->nenc--;
+	free(s->enc);
+	free(s);
+}
+
+static uint64_t
+emi_used(const void *v)
+{
+	return ((const emi *) v)->used;
+}
+
+static const uint8_t *
+emi_key(const void *v, size_t *len)
+{
+	*len = ((const emi *) v)->keylen;
+	return ((const emi *) v)->key;
+}
+
+static void
+emi_drop(ingest *in, void *v)
+{
+	(void) in;
+	free(v);
+}
+
+static const cache_kind series_kind   = { ser_used, ser_key, ser_drop };
+static const cache_kind emitters_kind = { emi_used, emi_key, emi_drop };
+
 /*
- * Past its bound, rebuild the series cache with only what the last commit
- * touched (or empty it, if that is itself more than half the bound), so
- * eviction costs O(1) amortised per series. Same for emitters. Everything
- * in the caches is clean here (just committed); on out of memory the
- * caches are dropped, which is always safe.
+ * Past its bound, rebuild a cache with only what the last commit touched
+ * (or empty it, if that is itself more than half the bound), so eviction
+ * costs O(1) amortised per entry. Everything in the caches is clean here
+ * (just committed). Returns 0, or -1 when out of memory (the caller then
+ * drops the caches, which is always safe).
  */
+static int
+evict_table(ingest *in, table **t, size_t bound, const cache_kind *k)
+{
+	size_t   pos = 0, keep = 0;
+	uint64_t now = in->stats.commits;
+	table   *nt;
+	void    *v;
+
+	if (table_count(*t) <= bound)
+		return 0;
+	while ((v = table_next(*t, &pos)) != NULL)
+		keep += k->used(v) == now;
+	if (keep > bound / 2)
+		keep = 0;
+	if ((nt = table_new()) == NULL)
+		return -1;
+	pos = 0;
+	while ((v = table_next(*t, &pos)) != NULL) {
+		size_t         len;
+		const uint8_t *key = k->key(v, &len);
+
+		if (keep > 0 && k->used(v) == now &&
+		    table_put(nt, key, len, v) == 0)
+			continue;
+		k->drop(in, v);
+		in->stats.evictions++;
+	}
+	table_free(*t);
+	*t = nt;
+	return 0;
+}
+
 static void
 evict(ingest *in)
 {
-	size_t pos = 0, keep = 0;
-	table *nt;
-	ser   *s;
-	emi   *e;
-
 	if (in->series == NULL)
 		return;
 	evict_encoders(in);
-	if (table_count(in->series) > in->opts.cache_series) {
-		while ((s = table_next(in->series, &pos)) != NULL)
-			keep += s->used == in->stats.commits;
-		if (keep > in->opts.cache_series / 2)
-			keep = 0;
-		nt = table_new();
-		if (nt == NULL) {
-			drop_caches(in);
-			return;
-		}
-		pos = 0;
-		while ((s = table_next(in->series, &pos)) != NULL) {
-			if (keep > 0 && s->used == in->stats.commits &&
-			    table_put(nt, s->key, s->keylen, s) == 0)
-				continue;
-			if (s->enc != NULL)
-				in->nenc--;
-			free(s->enc);
-			free(s);
-			in->stats.evictions++;
-		}
-		table_free(in->series);
-		in->series = nt;
-	}
-	if (table_count(in->emitters) > in->opts.cache_emitters) {
-		keep = 0;
-		pos  = 0;
-		while ((e = table_next(in->emitters, &pos)) != NULL)
-			keep += e->used == in->stats.commits;
-		if (keep > in->opts.cache_emitters / 2)
-			keep = 0;
-		nt = table_new();
-		if (nt == NULL) {
-			drop_caches(in);
-			return;
-		}
-		pos = 0;
-		while ((e = table_next(in->emitters, &pos)) != NULL) {
-			if (keep > 0 && e->used == in->stats.commits &&
-			    table_put(nt, e->key, e->keylen, e) == 0)
-				continue;
-			free(e);
-			in->stats.evictions++;
-		}
-		table_free(in->emitters);
-		in->emitters = nt;
-	}
+	if (evict_table(in, &in->series, in->opts.cache_series,
+		&series_kind) != 0 ||
+	    evict_table(in, &in->emitters, in->opts.cache_emitters,
+		&emitters_kind) != 0)
+		drop_caches(in);
 }
 
 int
