@@ -163,6 +163,19 @@ read_line(replay_input *in, size_t at)
 	return 1;
 }
 
+/* The next line to parse: the one sniffing already read (pending), else
+ * a new one. Returns as read_line. */
+static int
+next_line(replay_input *in)
+{
+	if (in->pending) {
+		in->pending = 0;
+		return 1;
+	}
+	in->line++;
+	return read_line(in, 0);
+}
+
 static int
 blank(const char *s, size_t n)
 {
@@ -307,13 +320,7 @@ next_jsonl(replay_input *in, detect_sample *s, char *err, size_t errlen)
 	do {
 		int rc;
 
-		if (in->pending) {
-			in->pending = 0;
-			rc          = 1;
-		} else {
-			in->line++;
-			rc = read_line(in, 0);
-		}
+		rc = next_line(in);
 		if (rc == 0)
 			return 0;
 		if (rc < 0)
@@ -581,13 +588,7 @@ next_csv(replay_input *in, detect_sample *s, char *err, size_t errlen)
 	for (;;) {
 		int rc;
 
-		if (in->pending) {
-			in->pending = 0;
-			rc          = 1;
-		} else {
-			in->line++;
-			rc = read_line(in, 0);
-		}
+		rc = next_line(in);
 		if (rc == 0) {
 			if (!in->header_done)
 				return ierr(in, err, errlen, 0,
