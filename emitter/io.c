@@ -70,7 +70,7 @@ struct vte_io {
 	int64_t          flush_ns;
 	int              tsc;
 	pthread_t        thread;
-	int              efd; /* wakes the thread: flush requests, stop */
+	int              efd;   /* wakes the thread: flush requests, stop */
 	vte_curve        curve; /* wiped once set on the socket */
 
 	/* Startup handshake and flush waiters. */
@@ -101,6 +101,7 @@ struct vte_io {
 	int64_t   srtt, rto;
 	int64_t   last_ack; /* when the last ACK arrived */
 	int       want_pollout;
+	int       cut; /* a connection ended; no new one yet */
 
 	staged    *stg;   /* VTE_IO_BATCH_MAX */
 	vte_name **order; /* the batch's name table, in index order */
@@ -397,9 +398,27 @@ send_due(vte_io *io, int64_t now)
 	return sent;
 }
 
-/* A connection ended: whatever was sent on it may be lost with it (in
+/* Mark every batch sent and not yet settled to be sent again. */
+static void
+need_all(vte_io *io)
+{
+	for (uint64_t s = io->base; s < io->next_seq; s++) {
+		batch *b = &io->win[s % VTE_IO_WINDOW];
+
+		if (!b->done && b->sends > 0)
+			b->need = 1;
+	}
+}
+
+/*
+ * A connection ended: whatever was sent on it may be lost with it (in
  * ZeroMQ's queue, in the kernel, in a collector that died before
- * committing), and so may the ACKs owed on it. */
+ * committing), and so may the ACKs owed on it. ZeroMQ reports the end
+ * before it tears down the connection's queue, so a batch sent in
+ * between went into a queue about to be dropped: when the next
+ * connection completes its handshake, everything still unsettled is
+ * sent again (a batch that did get through comes back as a duplicate).
+ */
 static void
 read_monitor(vte_io *io)
 {
@@ -422,13 +441,12 @@ read_monitor(vte_io *io)
 				break;
 		}
 		zmq_msg_close(&m);
-		if (ev != ZMQ_EVENT_DISCONNECTED)
-			continue;
-		for (uint64_t s = io->base; s < io->next_seq; s++) {
-			batch *b = &io->win[s % VTE_IO_WINDOW];
-
-			if (!b->done && b->sends > 0)
-				b->need = 1;
+		if (ev == ZMQ_EVENT_DISCONNECTED) {
+			io->cut = 1;
+			need_all(io);
+		} else if (ev == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && io->cut) {
+			io->cut = 0;
+			need_all(io);
 		}
 	}
 }
@@ -559,8 +577,9 @@ zmq_setup(vte_io *io)
 			goto fail_sock;
 		}
 	}
-	/* Disconnections tell when to resend. */
-	if (zmq_socket_monitor(io->zsock, MONITOR_EP, ZMQ_EVENT_DISCONNECTED)
+	/* Disconnections and reconnections tell when to resend. */
+	if (zmq_socket_monitor(io->zsock, MONITOR_EP,
+	        ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
 	    != 0) {
 		what = "zmq_socket_monitor";
 		goto fail_sock;

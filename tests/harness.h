@@ -13,12 +13,18 @@
 
 static int harness_passed, harness_failed, harness_cur_failed;
 
+/* Set by a test file to release what a test that left early (a failed
+ * REQUIRE) still holds, such as a thread serving a socket. */
+static void (*harness_after_each)(void);
+
 #define TEST(name) static void name(void)
 
 #define RUN(name)                                                             \
 	do {                                                                  \
 		harness_cur_failed = 0;                                       \
 		name();                                                       \
+		if (harness_after_each != NULL)                               \
+			harness_after_each();                                 \
 		if (harness_cur_failed) {                                     \
 			harness_failed++;                                     \
 			printf("FAIL %s\n", #name);                           \
@@ -32,7 +38,7 @@ static int harness_passed, harness_failed, harness_cur_failed;
 #define CHECK(expr)                                                           \
 	do {                                                                  \
 		if (!(expr)) {                                                \
-			printf("  %s:%d: check failed: %s\n", __FILE__,      \
+			printf("  %s:%d: check failed: %s\n", __FILE__,       \
 			    __LINE__, #expr);                                 \
 			harness_cur_failed = 1;                               \
 		}                                                             \
@@ -42,8 +48,8 @@ static int harness_passed, harness_failed, harness_cur_failed;
 #define REQUIRE(expr)                                                         \
 	do {                                                                  \
 		if (!(expr)) {                                                \
-			printf("  %s:%d: required: %s\n", __FILE__,          \
-			    __LINE__, #expr);                                 \
+			printf("  %s:%d: required: %s\n", __FILE__, __LINE__, \
+			    #expr);                                           \
 			harness_cur_failed = 1;                               \
 			return;                                               \
 		}                                                             \
@@ -53,8 +59,8 @@ static int harness_passed, harness_failed, harness_cur_failed;
 	do {                                                                  \
 		long long ha_ = (long long) (a), hb_ = (long long) (b);       \
 		if (ha_ != hb_) {                                             \
-			printf("  %s:%d: %s == %s: %lld != %lld\n",          \
-			    __FILE__, __LINE__, #a, #b, ha_, hb_);            \
+			printf("  %s:%d: %s == %s: %lld != %lld\n", __FILE__, \
+			    __LINE__, #a, #b, ha_, hb_);                      \
 			harness_cur_failed = 1;                               \
 		}                                                             \
 	} while (0)

@@ -144,6 +144,10 @@ typedef struct mock {
 	atomic_int stop;
 } mock;
 
+/* Mocks serving now: a test that leaves at a failed REQUIRE has them
+ * stopped after it (tests keep their mocks in static storage). */
+static mock *serving[4];
+
 static void
 rx_init(rx *r)
 {
@@ -383,6 +387,11 @@ mock_start(mock *m, rx *r, const char *ep, int mode)
 	}
 	atomic_init(&m->stop, 0);
 	pthread_create(&m->th, NULL, mock_main, m);
+	for (size_t i = 0; i < sizeof(serving) / sizeof(serving[0]); i++)
+		if (serving[i] == NULL) {
+			serving[i] = m;
+			break;
+		}
 	return 0;
 }
 
@@ -394,6 +403,17 @@ mock_stop(mock *m)
 	pthread_join(m->th, NULL);
 	zmq_ctx_term(m->ctx);
 	free(m->late);
+	for (size_t i = 0; i < sizeof(serving) / sizeof(serving[0]); i++)
+		if (serving[i] == m)
+			serving[i] = NULL;
+}
+
+static void
+stop_serving(void)
+{
+	for (size_t i = 0; i < sizeof(serving) / sizeof(serving[0]); i++)
+		if (serving[i] != NULL)
+			mock_stop(serving[i]);
 }
 
 static size_t
@@ -486,8 +506,8 @@ open_to(const char *ep, unsigned close_ms)
 TEST(values_names_identity_roundtrip)
 {
 	char         ep[128];
-	rx           r;
-	mock         m;
+	static rx    r;
+	static mock  m;
 	vt_emitter  *em;
 	vt_stats     st;
 	const double vals[] = { 0.0, -0.0, 1.5, -2.25e300, 5e-324, NAN, -NAN,
@@ -681,8 +701,8 @@ TEST(identity_from_environment)
 		"SLURM_JOB_ID", "RANK", "LOCAL_RANK", "WORLD_SIZE",
 		"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS" };
 	char               ep[128];
-	rx                 r;
-	mock               m;
+	static rx          r;
+	static mock        m;
 	rx_batch           b;
 	char               host[256];
 
@@ -799,8 +819,8 @@ thr_log(void *p)
 TEST(four_threads_every_sample_once)
 {
 	char        ep[128];
-	rx          r;
-	mock        m;
+	static rx   r;
+	static mock m;
 	vt_emitter *em;
 	pthread_t   th[NTHREADS];
 	thr_arg     args[NTHREADS];
@@ -858,8 +878,8 @@ TEST(four_threads_every_sample_once)
 TEST(full_buffer_drops_exactly_and_reports_them)
 {
 	char           ep[128];
-	rx             r;
-	mock           m;
+	static rx      r;
+	static mock    m;
 	vt_emitter    *em;
 	vt_opts        o;
 	vt_stats       st;
@@ -943,8 +963,8 @@ TEST(close_without_collector_is_bounded)
 TEST(resend_after_collector_restart)
 {
 	char        ep[128];
-	rx          r;
-	mock        m;
+	static rx   r;
+	static mock m;
 	vt_emitter *em;
 	vt_stats    st;
 	size_t      first;
@@ -1055,8 +1075,8 @@ TEST(resend_after_collector_restart)
 TEST(slow_collector_gets_few_duplicates)
 {
 	char        ep[128];
-	rx          r;
-	mock        m;
+	static rx   r;
+	static mock m;
 	vt_emitter *em;
 	vt_stats    st;
 	int64_t     t0, elapsed_s;
@@ -1096,8 +1116,8 @@ TEST(slow_collector_gets_few_duplicates)
 TEST(timestamps_within_1ms_of_clock_gettime)
 {
 	char        ep[128];
-	rx          r;
-	mock        m;
+	static rx   r;
+	static mock m;
 	vt_emitter *em;
 	vt_opts     o;
 	int64_t     lo[40], hi[40];
@@ -1225,8 +1245,8 @@ thr_default(void *p)
 TEST(default_emitter_created_once_and_shutdown)
 {
 	char              ep[128];
-	rx                r;
-	mock              m;
+	static rx         r;
+	static mock       m;
 	pthread_t         th[4];
 	dflt_arg          a[4];
 	pthread_barrier_t bar;
@@ -1288,8 +1308,8 @@ TEST(default_emitter_created_once_and_shutdown)
 TEST(fork_child_gets_new_default_emitter)
 {
 	char        ep[128];
-	rx          r;
-	mock        m;
+	static rx   r;
+	static mock m;
 	vt_emitter *em;
 	uint64_t    parent_inc;
 	pid_t       pid;
@@ -1379,6 +1399,7 @@ main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	harness_after_each = stop_serving;
 	RUN(values_names_identity_roundtrip);
 	RUN(invalid_arguments_and_names);
 	RUN(opts_defaults_from_environment);
