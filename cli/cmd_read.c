@@ -138,18 +138,22 @@ static int
 each_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
 {
 	const cli_args *a = vctx;
-	char            t0[40], t1[40];
+	char            t0[40], t1[40], te[40];
 
 	out_time(t0, sizeof(t0), e->first_seen);
 	out_time(t1, sizeof(t1), e->last_seen);
+	/* ended: when it closed normally; empty (null) while it runs, or
+	 * if it died. */
+	put_i64_time(te, sizeof(te), e->ended, e->ended != 0);
 	if (a->format == OUT_CSV) {
 		out_csv_str(stdout, run, runlen);
 		printf(",%016" PRIx64 ",", e->incarnation);
 		out_csv_str(stdout, e->host, strlen(e->host));
 		printf(",%u,%d,%d,%d,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		       ",%" PRIu64 "\n",
+		       ",%" PRIu64 ",%s\n",
 		    e->pid, e->rank, e->local_rank, e->world_size, t0, t1,
-		    e->batches, e->samples, e->duplicates, e->dropped);
+		    e->batches, e->samples, e->duplicates, e->dropped,
+		    e->ended ? te : "");
 		return 0;
 	}
 	fputs("{\"run\":", stdout);
@@ -159,9 +163,9 @@ each_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
 	printf(",\"pid\":%u,\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
 	       "\"first_seen\":%s,\"last_seen\":%s,\"batches\":%" PRIu64
 	       ",\"samples\":%" PRIu64 ",\"duplicates\":%" PRIu64
-	       ",\"dropped\":%" PRIu64 "}\n",
+	       ",\"dropped\":%" PRIu64 ",\"ended\":%s}\n",
 	    e->pid, e->rank, e->local_rank, e->world_size, t0, t1, e->batches,
-	    e->samples, e->duplicates, e->dropped);
+	    e->samples, e->duplicates, e->dropped, e->ended ? te : "null");
 	return 0;
 }
 
@@ -174,7 +178,8 @@ cmd_emitters(const cli_args *a)
 		return 1;
 	if (a->format == OUT_CSV)
 		puts("run,incarnation,host,pid,rank,local_rank,world_size,"
-		     "first_seen,last_seen,batches,samples,duplicates,dropped");
+		     "first_seen,last_seen,batches,samples,duplicates,dropped,"
+		     "ended");
 	return cli_reader_done(&r, scan_emitters(r.st, r.txn, a->run, each_emitter,
 				  (void *) (uintptr_t) a));
 }

@@ -234,6 +234,9 @@ feed(alerting *al, const job *j)
 		s.value   = ws.value;
 		detect_feed(al->engine, &s, on_alert, al);
 	}
+	if (b.flags & WIRE_FINAL)
+		detect_end(al->engine, b.id.run, b.id.run_len, b.id.rank,
+		    j->recv_ns, on_alert, al);
 }
 
 /*

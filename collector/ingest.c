@@ -787,6 +787,8 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 	memcpy(e->rec.host, b->id.host, b->id.host_len);
 	e->rec.host[b->id.host_len] = 0;
 	e->rec.last_seen            = now_ns;
+	if (b->flags & WIRE_FINAL)
+		e->rec.ended = now_ns;
 	e->rec.batches++;
 	if (b->dropped > e->rec.dropped) {
 		r->rec.dropped += b->dropped - e->rec.dropped;

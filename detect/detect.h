@@ -235,6 +235,17 @@ void detect_feed(
 void detect_tick(
     detect_engine *e, int64_t now_ns, detect_emit_fn emit, void *ctx);
 
+/**
+ * An emitter closed normally: rank (-1: none) of run sends no more. Stall
+ * rules stop waiting for that rank, and resolve its stall if one fires;
+ * once every rank they know of the run has ended, the run is finished:
+ * no run stall or progress stall, and those still firing are resolved.
+ * A later sample of the rank (a restart) brings it back. time_ns is when
+ * it ended. Costs O(groups under ticking rules).
+ */
+void detect_end(detect_engine *e, const char *run, size_t runlen,
+    int32_t rank, int64_t time_ns, detect_emit_fn emit, void *ctx);
+
 /** Counters since the engine was made. */
 typedef struct detect_stats {
 	uint64_t samples;        /* fed */

@@ -102,6 +102,9 @@ typedef struct detect_kind {
 	void (*rollback)(detect_ctx *c, detect_inst *in,
 	    const detect_sample *s, uint64_t prev_step, int64_t prev_time);
 	void (*tick)(detect_ctx *c, detect_group *g, int64_t now);
+	/* Optional, ticking kinds only: the rank of slot i ended normally
+	 * (detect_end). */
+	void (*end)(detect_ctx *c, detect_group *g, uint32_t i, int64_t t);
 } detect_kind;
 
 extern const detect_kind detect_kind_nonfinite, detect_kind_spike,

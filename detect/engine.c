@@ -615,6 +615,28 @@ detect_tick(detect_engine *e, int64_t now_ns, detect_emit_fn emit, void *ctx)
 	}
 }
 
+void
+detect_end(detect_engine *e, const char *run, size_t runlen, int32_t rank,
+    int64_t time_ns, detect_emit_fn emit, void *ctx)
+{
+	detect_ctx c = { e, NULL, NULL, emit, ctx };
+
+	if (e == NULL || run == NULL)
+		return;
+	time_ns = clamp_time(time_ns);
+	for (size_t i = 0; i < e->ng; i++) {
+		detect_group *g = e->gv[i];
+
+		if (g->r->kind->end == NULL || g->run->len != runlen
+		    || memcmp(g->run->name, run, runlen) != 0)
+			continue;
+		c.r = g->r;
+		for (uint32_t j = 0; j < g->nslots; j++)
+			if (g->slot_rank[j]->rank == rank)
+				g->r->kind->end(&c, g, j, time_ns);
+	}
+}
+
 int64_t
 detect_engine_now(const detect_engine *e)
 {

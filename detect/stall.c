@@ -26,6 +26,8 @@
  *                         the run advanced at least twice since it did;
  *   progress_stall (-1)   samples still arrive (heartbeats) but the run's
  *                         step has not advanced for that threshold.
+ * A rank whose emitter closed normally (detect_end) is not waited for;
+ * when every rank has, the run is finished and raises nothing more.
  * Stalls are stamped with the deadline that was missed, not the tick that
  * noticed it, so live and replayed alerts agree. Thresholds and rank
  * checks are refreshed at most every 200 ms of clock.
@@ -72,6 +74,7 @@ typedef struct st_slot {
 	uint32_t   per_n;
 	uint64_t   run_adv_at; /* the run's advance count at our last */
 	uint8_t    has, warm, stalled; /* stalled: alert level 0..2 */
+	uint8_t    ended;              /* closed normally (detect_end) */
 	detect_win w;
 	double     buf[2 * NIV];
 } st_slot;
@@ -83,6 +86,7 @@ typedef struct st_group {
 	double   thr, usual; /* run-wide: the largest of the ranks' */
 	int64_t  refreshed;
 	uint8_t  silent, progress; /* alert levels 0..2 */
+	uint8_t  ended;            /* every rank ended: the run finished */
 } st_group;
 
 static size_t
@@ -296,6 +300,17 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		gs->thr                      = detect_p(r, SL_CEILING);
 		gs->usual                    = NAN;
 	}
+	/* A rank that ended sends again: a new attempt. Its silence since
+	 * is no interval to learn from. */
+	if (sl->ended) {
+		sl->ended    = 0;
+		sl->warm     = 2;
+		sl->adv_time = sl->last_time = t;
+	}
+	if (gs->ended) {
+		gs->ended    = 0;
+		gs->adv_time = gs->last_time = t;
+	}
 	if (!sl->has) {
 		sl->has       = 1;
 		sl->warm      = 2;
@@ -372,7 +387,7 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	detect_origin      o;
 	int                fresh = 0, lv;
 
-	if (!gs->has)
+	if (!gs->has || gs->ended)
 		return;
 	if (now - gs->refreshed >= REFRESH) {
 		refresh(r, g, gs, now);
@@ -401,7 +416,7 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		st_slot *sl = detect_slot(g, i);
 		double   at;
 
-		if (!sl->has || sl->nadv < MINLEARN
+		if (!sl->has || sl->ended || sl->nadv < MINLEARN
 		    || gs->adv_n < sl->run_adv_at + 2)
 			continue;
 		lv = level_for(r, secs(now - sl->adv_time), eff_thr(r, sl));
@@ -456,6 +471,59 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	}
 }
 
+static void
+st_end(detect_ctx *c, detect_group *g, uint32_t i, int64_t t)
+{
+	st_group     *gs = g->state;
+	st_slot      *sl = detect_slot(g, i);
+	detect_origin o;
+
+	if (!gs->has || !sl->has || sl->ended)
+		return;
+	sl->ended = 1;
+	if (t < sl->last_time)
+		t = sl->last_time;
+	if (sl->stalled) {
+		detect_origin_rank(&o, g->slot_rank[i]);
+		detect_emit(c, &o, "stall", sev_of(c->r, sl->stalled),
+		    DETECT_RESOLVED, 0, sl->max_step, t,
+		    secs(t - sl->adv_time), sl->usual,
+		    "rank %d ended normally at step %llu (closed its "
+		    "emitter)",
+		    (int) o.rank, (unsigned long long) sl->max_step);
+		sl->stalled = 0;
+	}
+	for (uint32_t j = 0; j < g->nslots; j++) {
+		const st_slot *other = detect_slot(g, j);
+
+		if (other->has && !other->ended)
+			return;
+	}
+	gs->ended = 1;
+	if (t < gs->last_time)
+		t = gs->last_time;
+	detect_origin_run(&o, g->run);
+	if (gs->silent) {
+		detect_emit(c, &o, "stall", sev_of(c->r, gs->silent),
+		    DETECT_RESOLVED, 0, gs->max_step, t,
+		    secs(t - gs->last_time), gs->usual,
+		    "run %s finished: every rank closed normally; last step "
+		    "%llu",
+		    detect_name_of(o.run, o.runlen).s,
+		    (unsigned long long) gs->max_step);
+		gs->silent = 0;
+	}
+	if (gs->progress) {
+		detect_emit(c, &o, "progress_stall", sev_of(c->r, gs->progress),
+		    DETECT_RESOLVED, 0, gs->max_step, t,
+		    secs(t - gs->adv_time), gs->usual,
+		    "run %s finished at step %llu: every rank closed normally",
+		    detect_name_of(o.run, o.runlen).s,
+		    (unsigned long long) gs->max_step);
+		gs->progress = 0;
+	}
+}
+
 const detect_kind detect_kind_stall = {
 	.name       = "stall",
 	.params     = sl_params,
@@ -468,4 +536,5 @@ const detect_kind detect_kind_stall = {
 	.feed       = st_feed,
 	.rollback   = st_rollback,
 	.tick       = st_tick,
+	.end        = st_end,
 };

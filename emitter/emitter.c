@@ -42,6 +42,7 @@ struct vt_emitter {
 	vte_ident   ident;
 	unsigned    close_timeout_ms;
 	vt_stats    final;       /* I/O counters when the I/O thread stopped */
+	atomic_int  failed;      /* vt_mark_failed(): no FINAL batch */
 	vt_emitter *orphan_next; /* see vt_proc.orphans */
 
 	/* Last error: the code is atomic so that the drop path can set it
@@ -65,6 +66,7 @@ static struct {
 	atomic_int            dflt_err; /* its vt_open() failure, cached */
 	atomic_uint           fork_gen; /* +1 in each child after fork() */
 	atomic_int            exiting;  /* the exit-time flush has run */
+	atomic_int            failed;   /* vt_mark_failed(NULL) */
 	/* Default emitters of parent processes, forgotten in this child:
 	 * never used or freed, only kept reachable so that leak checkers
 	 * run on a child do not report them. */
@@ -337,6 +339,7 @@ vt_open(const vt_opts *opts, vt_emitter **out)
 	em->close_timeout_ms = opts->close_timeout_ms;
 	atomic_init(&em->err_code, VT_OK);
 	atomic_init(&em->err_detail, 0);
+	atomic_init(&em->failed, 0);
 	if (pthread_mutex_init(&em->err_mu, NULL) != 0)
 		goto fail_em;
 	rc = vte_ident_resolve(opts, &em->ident, err, sizeof(err));
@@ -389,7 +392,28 @@ fail:
 	return rc;
 }
 
-/* Flush within the close timeout, stop the I/O thread and keep its final
+/*
+ * Flush, then tell the collector this emitter ended normally, all within
+ * timeout_ms. An emitter opened in a fork()ed child (a DataLoader worker)
+ * does not speak for its rank, and one marked failed must be missed: both
+ * only flush. Returns 0 or VT_ETIMEDOUT.
+ */
+static int
+end(vt_emitter *em, unsigned timeout_ms)
+{
+	int64_t t0 = vte_clock_mono_ns(), spent_ms;
+	int     rc = vte_io_flush(em->io, timeout_ms);
+
+	if (rc != 0 || em->fork_gen != 0 || atomic_load(&em->failed)
+	    || atomic_load(&vt_proc.failed))
+		return rc;
+	spent_ms = (vte_clock_mono_ns() - t0) / 1000000;
+	if (spent_ms >= (int64_t) timeout_ms)
+		return VT_ETIMEDOUT;
+	return vte_io_finish(em->io, timeout_ms - (unsigned) spent_ms);
+}
+
+/* End within the close timeout, stop the I/O thread and keep its final
  * counters. The memory stays valid: late vt_emit() calls fill the ring
  * and drop. */
 static void
@@ -397,7 +421,7 @@ stop(vt_emitter *em)
 {
 	if (em->io == NULL)
 		return;
-	vte_io_flush(em->io, em->close_timeout_ms);
+	end(em, em->close_timeout_ms);
 	vte_io_stats(em->io, &em->final);
 	vte_io_stop(em->io);
 	em->io = NULL;
@@ -443,6 +467,37 @@ vt_get_stats(const vt_emitter *em, vt_stats *out)
 	out->dropped = vte_ring_dropped(&em->ring);
 	done         = out->acked + out->rejected;
 	out->pending = out->logged > done ? out->logged - done : 0;
+}
+
+int
+vt_end(vt_emitter *em, unsigned timeout_ms)
+{
+	int rc;
+
+	if (em == NULL)
+		return VT_EINVAL;
+	if (forked(em)) {
+		note_err(em, VT_EFORKED);
+		return VT_EFORKED;
+	}
+	if (em->io == NULL) {
+		note_err(em, VT_ECLOSED);
+		return VT_ECLOSED;
+	}
+	rc = end(em, timeout_ms);
+	if (rc != 0)
+		note_errf(em, rc, "end: not acknowledged within %u ms",
+		    timeout_ms);
+	return rc;
+}
+
+void
+vt_mark_failed(vt_emitter *em)
+{
+	if (em == NULL)
+		atomic_store(&vt_proc.failed, 1);
+	else
+		atomic_store(&em->failed, 1);
 }
 
 int

@@ -50,6 +50,7 @@ typedef struct batch {
 	int64_t  first_send, last_send; /* monotonic ns */
 	int      need;                  /* to be sent (again) */
 	int      done;                  /* acknowledged (or rejected) */
+	uint64_t final; /* flagged WIRE_FINAL: its number, else 0 */
 } batch;
 
 /* A sample staged for the batch being built. */
@@ -82,6 +83,9 @@ struct vte_io {
 	int             waiters; /* under mu */
 
 	atomic_int stop;
+	/* FINAL batches asked for by vte_io_finish() and acknowledged,
+	 * counted. */
+	_Atomic uint64_t final_req, final_done;
 	_Alignas(64) _Atomic uint64_t flush_pos; /* requested targets */
 	_Atomic uint64_t flush_drop;
 	_Alignas(64) _Atomic uint64_t settled_pos; /* published progress */
@@ -102,6 +106,7 @@ struct vte_io {
 	int64_t   last_ack; /* when the last ACK arrived */
 	int       want_pollout;
 	int       cut; /* a connection ended; no new one yet */
+	uint64_t  final_sealed; /* FINAL batches sealed */
 
 	staged    *stg;   /* VTE_IO_BATCH_MAX */
 	vte_name **order; /* the batch's name table, in index order */
@@ -251,6 +256,7 @@ seal(vte_io *io, int64_t now)
 	b->first_send = b->last_send = 0;
 	b->need                      = 1;
 	b->done                      = 0;
+	b->final                     = 0;
 	io->next_seq++;
 	io->unacked_bytes += size;
 	io->last_drop = dropped;
@@ -278,7 +284,7 @@ drain(vte_io *io, int64_t now)
 {
 	vte_ring_slot s;
 	uint64_t      moved = 0;
-	uint64_t      dropped;
+	uint64_t      dropped, req;
 
 	for (;;) {
 		while (can_stage(io) && vte_ring_pop(io->ring, &s)) {
@@ -305,6 +311,17 @@ drain(vte_io *io, int64_t now)
 	        || atomic_load_explicit(&io->flush_drop, memory_order_acquire)
 	            > io->last_drop))
 		seal(io, now);
+	/* Goodbye: an empty batch after everything staged, which also
+	 * carries the final dropped count. */
+	req = atomic_load_explicit(&io->final_req, memory_order_acquire);
+	if (io->final_sealed < req && io->next_seq - io->base < VTE_IO_WINDOW
+	    && seal(io, now) == 0) {
+		batch *b = &io->win[(io->next_seq - 1) % VTE_IO_WINDOW];
+
+		wire_put_batch_flags(b->buf->data, WIRE_FINAL);
+		b->final         = req;
+		io->final_sealed = req;
+	}
 	return moved;
 }
 
@@ -473,6 +490,13 @@ settle(vte_io *io, batch *b, uint32_t status, int64_t now)
 			io->rto = RTO_MAX_NS;
 	}
 	b->done = 1;
+	if (b->final) {
+		atomic_max_u64(&io->final_done, b->final);
+		pthread_mutex_lock(&io->mu);
+		if (io->waiters > 0)
+			pthread_cond_broadcast(&io->cond);
+		pthread_mutex_unlock(&io->mu);
+	}
 	io->unacked_bytes -= b->buf->len;
 	bbuf_unref(b->buf);
 	b->buf = NULL;
@@ -822,6 +846,22 @@ fail:
 	return rc;
 }
 
+/* Until when a wait of timeout_ms started now may last. */
+static struct timespec
+deadline_in(unsigned timeout_ms)
+{
+	struct timespec d;
+
+	clock_gettime(CLOCK_MONOTONIC, &d);
+	d.tv_sec += timeout_ms / 1000;
+	d.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
+	if (d.tv_nsec >= 1000000000L) {
+		d.tv_sec++;
+		d.tv_nsec -= 1000000000L;
+	}
+	return d;
+}
+
 static int
 flushed(const vte_io *io, uint64_t pos, uint64_t drop)
 {
@@ -844,13 +884,7 @@ vte_io_flush(vte_io *io, unsigned timeout_ms)
 	atomic_max_u64(&io->flush_pos, pos);
 	atomic_max_u64(&io->flush_drop, drop);
 	wake(io);
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	deadline = deadline_in(timeout_ms);
 	pthread_mutex_lock(&io->mu);
 	io->waiters++;
 	while (!flushed(io, pos, drop)) {
@@ -861,6 +895,33 @@ vte_io_flush(vte_io *io, unsigned timeout_ms)
 			break;
 		}
 	}
+	io->waiters--;
+	pthread_mutex_unlock(&io->mu);
+	return rc;
+}
+
+int
+vte_io_finish(vte_io *io, unsigned timeout_ms)
+{
+	struct timespec deadline = deadline_in(timeout_ms);
+	uint64_t        want
+	    = atomic_fetch_add_explicit(&io->final_req, 1, memory_order_acq_rel)
+	    + 1;
+	int rc = 0;
+
+	wake(io);
+	pthread_mutex_lock(&io->mu);
+	io->waiters++;
+	while (atomic_load_explicit(&io->final_done, memory_order_acquire)
+	    < want)
+		if (pthread_cond_timedwait(&io->cond, &io->mu, &deadline)
+		    == ETIMEDOUT) {
+			if (atomic_load_explicit(
+			        &io->final_done, memory_order_acquire)
+			    < want)
+				rc = VT_ETIMEDOUT;
+			break;
+		}
 	io->waiters--;
 	pthread_mutex_unlock(&io->mu);
 	return rc;

@@ -75,6 +75,14 @@ int vte_io_start(
  */
 int vte_io_flush(vte_io *io, unsigned timeout_ms);
 
+/*
+ * Say goodbye: send a last, empty batch flagged FINAL (the process ends
+ * normally, so the collector must not take its silence for a stall) and
+ * wait until it is acknowledged or timeout_ms passes. Call after
+ * vte_io_flush() and before vte_io_stop(). Returns 0 or VT_ETIMEDOUT.
+ */
+int vte_io_finish(vte_io *io, unsigned timeout_ms);
+
 /* Stop the thread, close the socket (linger 0), terminate the context and
  * free io. Unacknowledged batches are discarded. */
 void vte_io_stop(vte_io *io);

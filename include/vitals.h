@@ -206,6 +206,29 @@ int vt_emit_at(vt_emitter *em, const char *metric, uint64_t step,
 int vt_flush(vt_emitter *em, unsigned timeout_ms);
 
 /**
+ * Say goodbye without closing: flush, then tell the collector that this
+ * emitter ended normally (a batch flagged FINAL, docs/protocol.md), all
+ * within timeout_ms. The collector then does not take its silence for a
+ * stall; a run whose ranks all ended is finished. vt_close() and the
+ * exit-time close of the default emitter do this themselves; call it
+ * where a process ends without them (an os._exit()). Logging afterwards
+ * is allowed and makes the emitter live again. Does only the flush for
+ * an emitter opened in a fork()ed child (it does not speak for its rank)
+ * or marked with vt_mark_failed().
+ * @return 0, VT_ETIMEDOUT, VT_EINVAL, VT_EFORKED or VT_ECLOSED.
+ */
+int vt_end(vt_emitter *em, unsigned timeout_ms);
+
+/**
+ * Say that this process is ending because of an error (an unhandled
+ * exception, a failed check): its emitters still send what they hold at
+ * close, but not that they ended normally, so the collector flags the
+ * silence. NULL marks every emitter of the process, the default one
+ * included. Thread-safe and async-signal-safe (one atomic store).
+ */
+void vt_mark_failed(vt_emitter *em);
+
+/**
  * Read the emitter's counters. Each is read atomically, but not all at the
  * same instant.
  * @param[in] em The emitter (NULL: all zero).

@@ -450,8 +450,12 @@ store_emitter_put(uint8_t *buf, const emitter_rec *r)
 	for (int i = 0; i < 16; i++)
 		wire_put64(buf + off, r->window[i]), off += 8;
 	wire_put16(buf + off, (uint16_t) hl), off += 2;
-	memcpy(buf + off, r->host, hl);
-	return off + hl;
+	memcpy(buf + off, r->host, hl), off += hl;
+	/* Written only once set, so records of running emitters keep the
+	 * first layout. */
+	if (r->ended != 0)
+		wire_put64(buf + off, (uint64_t) r->ended), off += 8;
+	return off;
 }
 
 int
@@ -480,10 +484,12 @@ store_emitter_get(const void *buf, size_t len, emitter_rec *r)
 	for (int i = 0; i < 16; i++)
 		r->window[i] = wire_get64(p + off), off += 8;
 	hl = wire_get16(p + off), off += 2;
-	if (hl != len - off || hl >= sizeof(r->host))
+	if ((hl != len - off && hl + 8 != len - off) || hl >= sizeof(r->host))
 		return STORE_ECORRUPT;
 	memcpy(r->host, p + off, hl);
 	r->host[hl] = 0;
+	off += hl;
+	r->ended = len - off == 8 ? (int64_t) wire_get64(p + off) : 0;
 	return 0;
 }
 

@@ -71,6 +71,8 @@ typedef struct emitter_rec {
 	uint64_t floor; /* dedup window: every seq below is settled */
 	uint64_t window[16]; /* bit i: seq floor + i is stored */
 	char     host[256];
+	int64_t  ended; /* collector clock when its FINAL batch came; 0:
+	                 * still running, or it died */
 } emitter_rec;
 #define EMITTER_WINDOW 1024
 

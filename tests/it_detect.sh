@@ -1,6 +1,7 @@
 # Detection inside vitalsd with real processes: live alerts equal replay
 # alerts, exec hooks get the alert and cannot stall ingest, SIGHUP with a
-# broken rules file keeps the rules in use.
+# broken rules file keeps the rules in use, a run that ends normally is
+# not a stall but a killed one is.
 . tests/lib.sh
 
 # 1. Live vs offline: a simulated run with a loss spike and a NaN.
@@ -78,4 +79,46 @@ i=0
 while [ ! -s "$T/hook.out" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 check "SIGHUP: the old rules still fire" grep -q nan_hook "$T/hook.out"
 check "collector still running and stops cleanly" stop_collector
+
+# 4. A run that ends normally is finished, not stalled; a killed one is.
+cat >"$T/stall.rules" <<RULES
+rule quick_stall {
+	metric   = '^step_time\$'
+	detector = stall
+	floor    = 1s
+	ceiling  = 2s
+}
+RULES
+rm -rf "$DB"
+start_collector --rules "$T/stall.rules"
+VITALS_RUN=done "$BIN/vt-simtrainer" --ranks 2 --steps 200 --step-ms 5 \
+	>/dev/null 2>&1
+# setsid: the trainer and its forked ranks are one process group to kill.
+VITALS_RUN=killed setsid "$BIN/vt-simtrainer" --ranks 2 --steps 1000000 \
+	--step-ms 5 >/dev/null 2>&1 &
+KPID=$!
+sleep 1
+pkill -9 -g "$KPID"
+wait "$KPID" 2>/dev/null
+stalled() {
+	"$BIN/vitals" alerts --db "$DB" --run "$1" --format jsonl \
+		| grep -q '"kind":"stall","severity":"[a-z]*","state":"firing"'
+}
+i=0
+while ! stalled killed && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1 # past the finished run's largest threshold (2 s) by now
+check "a killed run is flagged as stalled" stalled killed
+check "a run whose ranks closed normally raises no stall" \
+	sh -c "! '$BIN/vitals' alerts --db '$DB' --run done --format jsonl | grep -q stall"
+"$BIN/vitals" emitters --db "$DB" --run done >"$T/done.csv"
+"$BIN/vitals" emitters --db "$DB" --run killed >"$T/killed.csv"
+check "vitals emitters: both ranks of the finished run ended" \
+	python3 -c "
+import csv
+rows = list(csv.DictReader(open('$T/done.csv')))
+assert len(rows) == 2 and all(r['ended'] for r in rows), rows
+rows = list(csv.DictReader(open('$T/killed.csv')))
+assert len(rows) == 2 and not any(r['ended'] for r in rows), rows
+"
+check "collector stops cleanly" stop_collector
 finish

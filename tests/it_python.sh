@@ -165,6 +165,34 @@ check "explicit: log_at keeps its time" \
 check "explicit: bad endpoint raises VitalsError at open; log after close does not raise" \
 	sh -c "grep -q '^error 6' '$T/explicit.out' && grep -q '^done' '$T/explicit.out' && grep -q 'incarnation True' '$T/explicit.out'"
 
+# Ending: a normal exit and Ctrl-C say goodbye (the emitter is shown
+# ended, no stall will be raised); an unhandled exception does not, nor
+# does an explicit mark_failed().
+for how in normal interrupt exception failed; do
+	VITALS_RUN=end-$how "$PY" - "$how" <<'EOF' >"$T/end-$how.out" 2>&1
+import sys, vitals
+vitals.log(1, loss=1.0)
+how = sys.argv[1]
+if how == "interrupt":
+    raise KeyboardInterrupt
+if how == "exception":
+    raise RuntimeError("the trainer crashed")
+if how == "failed":
+    vitals.mark_failed()
+    sys.exit(1)
+EOF
+done
+ended() {
+	"$BIN/vitals" emitters --db "$DB" --run "end-$1" --format jsonl |
+		python3 -c "import json, sys; print(json.loads(sys.stdin.readline())['ended'] is not None)"
+}
+got="$(ended normal) $(ended interrupt) $(ended exception) $(ended failed)"
+echo "ended (normal, Ctrl-C, exception, mark_failed): $got"
+check "ending: a normal exit and Ctrl-C end the emitter; a crash and mark_failed() do not" \
+	test "$got" = "True True False False"
+check "ending: the crash's sample is stored all the same" \
+	sh -c "[ \$('$BIN/vitals' query --db '$DB' --run end-exception --metric loss | tail -n +2 | grep -c '') = 1 ]"
+
 stop_collector
 
 # No collector: exit waits at most the close timeout.

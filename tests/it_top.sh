@@ -78,6 +78,8 @@ check "overview: for throughput the worst rank is the slowest (r1)" \
 check "overview: header names the run, its step and 3 ranks" \
 	sh -c "grep -q 'run fixed' '$T/fixed.txt' &&
 	       grep -q 'step 3' '$T/fixed.txt' && grep -q 'ranks 3' '$T/fixed.txt'"
+check "header: a run whose ranks all closed normally reads FINISHED" \
+	grep -q 'FINISHED' "$T/fixed.txt"
 tm send-keys -t fixed q
 check "q: exits 0, alternate screen left, terminal modes restored" \
 	restored fixed 0

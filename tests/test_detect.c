@@ -557,6 +557,67 @@ TEST(stall_of_run_rank_and_progress)
 	detect_engine_free(e);
 }
 
+TEST(finished_run_is_not_a_stall)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+	double         t = 0;
+	uint64_t       st;
+
+	REQUIRE(e != NULL);
+	for (st = 0; st < 300; st++, t += 10)
+		for (int r = 0; r < 4; r++)
+			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	/* Every rank closes normally; an hour of ticks raises nothing. */
+	for (int r = 0; r < 4; r++)
+		detect_end(e, "job", 3, r, (int64_t) (t * 1e9), on_alert, &S);
+	for (double c = t; c < t + 3600; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	if (S.n)
+		dump();
+	CHECK(S.n == 0);
+	t += 3600;
+
+	/* Restarted: the ranks are live again, and a later silence of the
+	 * run is a stall again. */
+	for (uint64_t k = 0; k < 50; k++, st++, t += 10)
+		for (int r = 0; r < 4; r++)
+			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	CHECK(S.n == 0);
+	for (double c = t; c < t + 100; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	g = first("stall", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == -1);
+	t += 100;
+
+	/* Three ranks end, rank 3 did not (it died): its silence is still
+	 * the run's stall, which stays firing. */
+	S.n = 0;
+	for (uint64_t k = 0; k < 50; k++, st++, t += 10)
+		for (int r = 0; r < 4; r++)
+			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	CHECK(count("stall", DETECT_RESOLVED) == 1);
+	for (int r = 0; r < 3; r++)
+		detect_end(e, "job", 3, r, (int64_t) (t * 1e9), on_alert, &S);
+	for (double c = t; c < t + 100; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	CHECK(count("stall", DETECT_FIRING) >= 1);
+	CHECK(count("stall", DETECT_RESOLVED) == 1);
+
+	/* Rank 3 turns out to have closed normally after all: resolved,
+	 * saying why. */
+	detect_end(e, "job", 3, 3, (int64_t) ((t + 100) * 1e9), on_alert, &S);
+	CHECK(count("stall", DETECT_RESOLVED) == 2);
+	g = &S.v[S.n - 1];
+	CHECK(g->state == DETECT_RESOLVED && g->rank == -1);
+	CHECK(strstr(g->msg, "finished") != NULL);
+	/* An unknown run or rank is ignored. */
+	detect_end(e, "nope", 4, 0, (int64_t) (t * 1e9), on_alert, &S);
+	detect_end(e, "job", 3, 17, (int64_t) (t * 1e9), on_alert, &S);
+	detect_engine_free(e);
+}
+
 TEST(stall_quiet_with_periodic_checkpoints)
 {
 	detect_engine *e = engine(NULL);
@@ -892,6 +953,7 @@ main(void)
 	RUN(restart_is_one_event_and_not_a_spike);
 	RUN(drop_sustained_not_periodic);
 	RUN(stall_of_run_rank_and_progress);
+	RUN(finished_run_is_not_a_stall);
 	RUN(stall_quiet_with_periodic_checkpoints);
 	RUN(straggler_names_rank_and_host);
 	RUN(threshold_entropy_collapse_relative);

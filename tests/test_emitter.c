@@ -107,7 +107,7 @@ typedef struct rx_sample {
 
 typedef struct rx_batch {
 	uint64_t inc, seq, floor, dropped, start_ns;
-	uint32_t nsamples, pid;
+	uint32_t nsamples, pid, flags;
 	int32_t  rank, local_rank, world_size;
 	int      stored; /* this reception was stored */
 	char     run[WIRE_RUN_MAX + 1];
@@ -294,6 +294,7 @@ handle(mock *m, zmq_msg_t *id, zmq_msg_t *body)
 	rb->dropped    = b.dropped;
 	rb->start_ns   = b.id.start_ns;
 	rb->nsamples   = b.nsamples;
+	rb->flags      = b.flags;
 	rb->pid        = b.id.pid;
 	rb->rank       = b.id.rank;
 	rb->local_rank = b.id.local_rank;
@@ -960,6 +961,73 @@ TEST(close_without_collector_is_bounded)
 	    (long long) dt);
 }
 
+/* Stored batches flagged FINAL, and whether the last stored one is. */
+static size_t
+finals(rx *r, int *last_is_final)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&r->mu);
+	*last_is_final = 0;
+	for (size_t i = 0; i < r->nb; i++) {
+		if (!r->b[i].stored)
+			continue;
+		*last_is_final = (r->b[i].flags & WIRE_FINAL) != 0;
+		if (*last_is_final) {
+			n++;
+			if (r->b[i].nsamples != 0)
+				n += 1000; /* a FINAL batch carries none */
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+TEST(close_says_goodbye_unless_failed)
+{
+	char        ep[128];
+	static rx   r;
+	static mock m;
+	vt_emitter *em;
+	int         last;
+
+	rx_init(&r);
+	endpoint(ep, sizeof(ep), "final.sock");
+	REQUIRE(mock_start(&m, &r, ep, MOCK_STORE) == 0);
+
+	/* vt_close: every sample, then one empty FINAL batch, last. */
+	em = open_to(ep, 2000);
+	REQUIRE(em != NULL);
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ_INT(vt_emit(em, "loss", (uint64_t) i, 1.0), 0);
+	vt_close(em);
+	CHECK_EQ_INT(rx_nsamples(&r), 100);
+	CHECK_EQ_INT(finals(&r, &last), 1);
+	CHECK(last);
+
+	/* vt_end says it without closing; logging goes on after it. */
+	em = open_to(ep, 2000);
+	REQUIRE(em != NULL);
+	CHECK_EQ_INT(vt_emit(em, "loss", 1, 1.0), 0);
+	CHECK_EQ_INT(vt_end(em, 2000), 0);
+	CHECK_EQ_INT(finals(&r, &last), 2);
+	CHECK(last);
+	CHECK_EQ_INT(vt_emit(em, "loss", 2, 1.0), 0);
+	CHECK_EQ_INT(vt_flush(em, 2000), 0);
+	CHECK_EQ_INT(finals(&r, &last), 2);
+	CHECK(!last);
+
+	/* Marked failed: the samples still go, the goodbye does not. */
+	CHECK_EQ_INT(vt_emit(em, "loss", 3, 1.0), 0);
+	vt_mark_failed(em);
+	vt_close(em);
+	CHECK_EQ_INT(rx_nsamples(&r), 103);
+	CHECK_EQ_INT(finals(&r, &last), 2);
+	CHECK(!last);
+	CHECK_EQ_INT(vt_end(NULL, 10), VT_EINVAL);
+	mock_stop(&m);
+}
+
 TEST(resend_after_collector_restart)
 {
 	char        ep[128];
@@ -1407,6 +1475,7 @@ main(void)
 	RUN(four_threads_every_sample_once);
 	RUN(full_buffer_drops_exactly_and_reports_them);
 	RUN(close_without_collector_is_bounded);
+	RUN(close_says_goodbye_unless_failed);
 	RUN(resend_after_collector_restart);
 	RUN(slow_collector_gets_few_duplicates);
 	RUN(timestamps_within_1ms_of_clock_gettime);

@@ -545,7 +545,7 @@ refresh_wanted(model *m)
 typedef struct emi {
 	int32_t  rank;
 	uint64_t start, first_step, last_step, dropped, samples;
-	int64_t  last_seen;
+	int64_t  last_seen, ended;
 	char     host[64];
 } emi;
 
@@ -579,6 +579,7 @@ on_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *r)
 	e->dropped    = r->dropped;
 	e->samples    = r->samples;
 	e->last_seen  = r->last_seen;
+	e->ended      = r->ended;
 	copy_str(e->host, sizeof(e->host), r->host);
 	return 0;
 }
@@ -655,6 +656,7 @@ read_ranks(model *m, int with_series)
 	m->dropped    = 0;
 	m->last_seen  = 0;
 	m->step       = 0;
+	m->finished   = c.n > 0;
 	for (size_t i = 0; i < c.n;) {
 		tm_rank *r        = &nr[n++];
 		uint64_t furthest = 0;
@@ -680,6 +682,10 @@ read_ranks(model *m, int with_series)
 			any     = 1;
 			r->step = e->last_step;
 		}
+		/* Its incarnations are in start order: the last is now. */
+		r->ended = c.v[j - 1].ended != 0;
+		if (!r->ended)
+			m->finished = 0;
 		/* A job restart restarts every rank: count it once. */
 		if (r->incarnations - 1 > m->restarts)
 			m->restarts = r->incarnations - 1;
@@ -729,8 +735,8 @@ read_ranks(model *m, int with_series)
 
 /* A rank is stalled when the others went on without it: its newest
  * sample is older than the run's by more than 10 usual step intervals
- * (at least 2 s, so that batching never looks like a stall), and its step
- * is behind. */
+ * (at least 2 s, so that batching never looks like a stall), its step
+ * is behind, and it did not end normally. */
 static void
 mark_stalls(model *m)
 {
@@ -744,7 +750,7 @@ mark_stalls(model *m)
 		r->lag_s   = r->last_time > 0
 		      ? (double) (m->rec.last_time - r->last_time) / 1e9
 		      : NAN;
-		r->stalled = m->nranks > 1 && r->step < m->step
+		r->stalled = m->nranks > 1 && !r->ended && r->step < m->step
 		    && isfinite(r->lag_s) && r->lag_s > th;
 	}
 }
@@ -845,6 +851,13 @@ read_run(model *m, double now)
 		if ((rc = read_ranks(m, whole)) != 0)
 			return rc;
 		m->index_changed = m->frame;
+		m->ranks_at      = now;
+	} else if (!m->finished && now - m->ranks_at >= 1.0) {
+		/* A goodbye (an emitter's FINAL batch) changes no run
+		 * figure: look at the emitters once a second while quiet. */
+		if ((rc = read_ranks(m, 0)) != 0)
+			return rc;
+		m->ranks_at = now;
 	}
 	rates_update(m, now);
 	mark_stalls(m);

@@ -86,6 +86,7 @@ typedef struct tm_rank {
 	int64_t  last_time; /* its newest sample, ns */
 	double   lag_s;     /* behind the run's newest sample */
 	int      stalled;
+	int      ended;     /* its latest incarnation closed normally */
 	int      alert_sev; /* highest severity firing on it, -1 if none */
 } tm_rank;
 
@@ -125,6 +126,7 @@ typedef struct model {
 	unsigned metrics_gen;   /* counts rebuilds of metrics[] */
 	double   index_cost;    /* s, last whole-index read */
 	double   index_at;      /* monotonic s of that read */
+	double   ranks_at;      /* monotonic s of the last emitter read */
 
 	tm_run *runs;
 	size_t  nruns, runs_cap;
@@ -150,6 +152,7 @@ typedef struct model {
 	uint64_t lost_steps; /* steps redone after restarts (most of a rank) */
 	uint64_t dropped;
 	int64_t  last_seen; /* collector clock, ns; 0 if never */
+	int      finished;  /* every rank's latest incarnation ended */
 	double   steps_per_s, samples_per_s;
 	double   interval_s; /* usual time per step */
 	struct {

@@ -29,8 +29,9 @@ sep(int y, int *x, int limit, attr_t a)
 	seg(y, x, limit, a, "  ");
 }
 
-/* LIVE while data keeps coming, IDLE once it stopped for longer than
- * ten usual steps (and 5 s). */
+/* LIVE while data keeps coming, FINISHED once every rank closed
+ * normally, IDLE once it stopped for longer than ten usual steps (and
+ * 5 s) without that. */
 static void
 state_tag(const ui *u, const model *m, double now, char *buf, size_t len,
     int *alarming)
@@ -47,6 +48,8 @@ state_tag(const ui *u, const model *m, double now, char *buf, size_t len,
 		snprintf(buf, len, "PAUSED");
 	else if (!m->run_found)
 		snprintf(buf, len, "WAITING");
+	else if (m->finished)
+		snprintf(buf, len, "FINISHED");
 	else if (!isfinite(quiet) || quiet <= th)
 		snprintf(buf, len, "LIVE");
 	else {

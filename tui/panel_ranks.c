@@ -273,6 +273,8 @@ panel_ranks_draw(const ui *u, const model *m, int y, int h, int w)
 		} else if (!isfinite(s->rec.last_value)) {
 			a     = crt_attr(CRT_CRIT);
 			state = "NaN/inf";
+		} else if (rk != NULL && rk->ended) {
+			state = "ended";
 		} else if (rk != NULL && rk->incarnations > 1) {
 			state = "restarted";
 		}

@@ -105,6 +105,12 @@ wire_batch_header_size(const wire_ident *id, size_t names_bytes)
 	    names_bytes + 4;
 }
 
+void
+wire_put_batch_flags(uint8_t *buf, uint32_t flags)
+{
+	wire_put32(buf + 4, flags);
+}
+
 size_t
 wire_put_batch_head(uint8_t *buf, const wire_ident *id, uint64_t seq,
     uint64_t floor, uint64_t dropped)
@@ -211,9 +217,10 @@ wire_batch_decode(
 		return fail(err, errlen,
 		    "batch truncated at %zu bytes (header needs %d)", len,
 		    WIRE_BATCH_FIXED + 2);
-	if (wire_get32(p + 4) != 0)
+	out->flags = wire_get32(p + 4);
+	if ((out->flags & ~(uint32_t) WIRE_FLAGS_KNOWN) != 0)
 		return fail(err, errlen, "unknown flags 0x%x at offset 4",
-		    wire_get32(p + 4));
+		    out->flags & ~(uint32_t) WIRE_FLAGS_KNOWN);
 	out->id.incarnation = wire_get64(p + 8);
 	out->seq            = wire_get64(p + 16);
 	out->floor          = wire_get64(p + 24);

@@ -25,6 +25,12 @@ enum wire_ack_status {
 	WIRE_ACK_REJECTED  = 2, /* malformed: never send it again */
 };
 
+/* BATCH flags (offset 4). */
+enum wire_batch_flags {
+	WIRE_FINAL = 1, /* the emitter closed normally: its last batch */
+};
+#define WIRE_FLAGS_KNOWN WIRE_FINAL
+
 #define WIRE_BATCH_FIXED 64 /* bytes before the run name */
 #define WIRE_SAMPLE_SIZE 26 /* u16 name, u64 step, i64 time, f64 value */
 #define WIRE_ACK_SIZE 24
@@ -58,6 +64,7 @@ typedef struct wire_sample {
 /* A decoded batch: a view into the message buffer, valid while it is. */
 typedef struct wire_batch {
 	wire_ident     id;
+	uint32_t       flags; /* enum wire_batch_flags */
 	uint64_t       seq;
 	uint64_t       floor;   /* all seqs below are settled at the emitter */
 	uint64_t       dropped; /* cumulative samples dropped by the emitter */
@@ -104,6 +111,8 @@ size_t wire_batch_header_size(const wire_ident *id, size_t names_bytes);
  */
 size_t wire_put_batch_head(uint8_t *buf, const wire_ident *id, uint64_t seq,
     uint64_t floor, uint64_t dropped);
+/* Sets the flags of a batch whose head is written (they start at 0). */
+void wire_put_batch_flags(uint8_t *buf, uint32_t flags);
 /* Writes the name count at *off, advancing it. */
 void wire_put_names_count(uint8_t *buf, size_t *off, uint16_t n);
 /* Writes one name (u8 length, bytes) at *off, advancing it. */

@@ -33,7 +33,13 @@ workers) gets its own emitter, with a new incarnation, on its first
 ``log``. The last samples are flushed (for at most the close timeout) at
 normal interpreter exit by the library, and at the end of a
 ``multiprocessing`` child by this module; a child that ends with
-``os._exit()`` should call ``vitals.flush()`` first.
+``os._exit()`` should call ``vitals.end()`` first.
+
+Ending: at a normal exit each emitter tells vitalsd it ended (so a
+finished run is not reported as stalled). An exit caused by an unhandled
+exception (other than ``KeyboardInterrupt``) does not: the run's silence
+is then flagged. ``vitals.mark_failed()`` says the same for a run that
+ends badly in another way (``sys.exit(1)`` after catching an error).
 
 The library is found as ``_lib.py`` describes (``$VITALS_LIB`` first).
 """
@@ -48,8 +54,8 @@ import weakref
 
 from . import _lib
 
-__all__ = ["log", "flush", "shutdown", "stats", "Emitter", "VitalsError",
-           "available", "library_path", "version"]
+__all__ = ["log", "flush", "end", "mark_failed", "shutdown", "stats",
+           "Emitter", "VitalsError", "available", "library_path", "version"]
 __version__ = "0.1.0"
 
 # vt_err codes of vitals.h (append-only there).
@@ -265,6 +271,30 @@ def flush(timeout=5.0):
     except Exception as e:
         _problem("internal", "internal error: %r" % (e,))
         return False
+
+
+def end(timeout=5.0):
+    """Flush the default emitter and tell vitalsd this process ended
+    normally (it is done at normal exit anyway). Logging afterwards is
+    allowed. Returns True if acknowledged within timeout seconds.
+    """
+    if _funcs is None or not _default_used:
+        return False
+    try:
+        h = _funcs["vt_default"]()
+        return bool(h) and _funcs["vt_end"](h, _timeout_ms(timeout)) == 0
+    except Exception as e:
+        _problem("internal", "internal error: %r" % (e,))
+        return False
+
+
+def mark_failed():
+    """Say this process ends because of an error: at exit its emitters
+    send what they hold but not that they ended normally, so vitalsd
+    flags the run's silence. (An unhandled exception does this itself.)
+    """
+    if _funcs is not None:
+        _funcs["vt_mark_failed"](None)
 
 
 def shutdown():
@@ -483,32 +513,46 @@ def _after_fork_child():
         e._h = None
 
 
-def _flush_explicit(ms):
+def _end_explicit(ms):
     for e in list(_emitters):
         if e._h is not None and e._pid == os.getpid():
-            _funcs["vt_flush"](e._h, ms)
+            _funcs["vt_end"](e._h, ms)
 
 
-def _exit_flush():
-    # Normal interpreter exit: the library flushes the default emitter
-    # itself (a destructor); explicit emitters still open are flushed
-    # here. Flush only (no close): other threads may still be logging.
+def _exit_end():
+    # Interpreter exit: the library ends the default emitter itself (a
+    # destructor); explicit emitters still open are ended here. End, not
+    # close: other threads may still be logging. After an unhandled
+    # exception (the interpreter set sys.last_value before running
+    # atexit) the ending is not normal: vitalsd must flag the silence.
+    # After an unhandled KeyboardInterrupt the interpreter ends by
+    # raising SIGINT again, so no library destructor runs: end the
+    # default emitter here, or its last samples would be lost.
     try:
-        _flush_explicit(_timeout_ms(None))
+        ms = _timeout_ms(None)
+        exc = getattr(sys, "last_value", None)
+        if isinstance(exc, KeyboardInterrupt):
+            if _default_used:
+                h = _funcs["vt_default"]()
+                if h:
+                    _funcs["vt_end"](h, ms)
+        elif exc is not None:
+            _funcs["vt_mark_failed"](None)
+        _end_explicit(ms)
     except Exception:
         pass
 
 
 def _mp_child_exit():
     # A multiprocessing child ends with os._exit(): no library
-    # destructor runs, so flush here what this process logged.
+    # destructor runs, so end here what this process logged.
     try:
         ms = _timeout_ms(None)
         if _default_used and _funcs is not None:
             h = _funcs["vt_default"]()
             if h:
-                _funcs["vt_flush"](h, ms)
-        _flush_explicit(ms)
+                _funcs["vt_end"](h, ms)
+        _end_explicit(ms)
     except Exception:
         pass
 
@@ -537,7 +581,7 @@ def _before_fork():
 
 
 if _funcs is not None:
-    atexit.register(_exit_flush)
+    atexit.register(_exit_end)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork,
                         after_in_child=_after_fork_child)

@@ -95,6 +95,8 @@ def _prototypes(fast, slow):
         (slow, "vt_open", [ctypes.POINTER(Opts), ctypes.POINTER(vp)], c_int),
         (slow, "vt_close", [vp], None),
         (slow, "vt_flush", [vp, c_uint], c_int),
+        (slow, "vt_end", [vp, c_uint], c_int),
+        (slow, "vt_mark_failed", [vp], None),
         (slow, "vt_default", [], vp),
         (slow, "vt_shutdown", [], None),
     ]
