@@ -268,17 +268,26 @@ ns_of(double s)
 	return (int64_t) fmin(s * 1e9, 4e18);
 }
 
+/* Seconds of a silence from `from` to the sample time t that ended it;
+ * never negative (a rank's sample may be older than another rank's
+ * newest). Sample times only, so live and replayed alerts agree. */
+static double
+silence(int64_t t, int64_t from)
+{
+	return t > from ? secs(t - from) : 0;
+}
+
 static void
 rank_advanced(detect_ctx *c, st_slot *sl, const detect_sample *s)
 {
 	detect_origin o;
+	double        dt = silence(s->time_ns, sl->adv_time);
 
 	detect_origin_rank(&o, c->s->rk);
 	detect_emit(c, &o, "stall", sev_of(c->r, sl->stalled), DETECT_RESOLVED,
-	    0, s->step, s->time_ns, secs(s->time_ns - sl->adv_time), sl->usual,
+	    0, s->step, s->time_ns, dt, sl->usual,
 	    "rank %d advanced again to step %llu after %s s", (int) s->rank,
-	    (unsigned long long) s->step,
-	    detect_fmt(secs(s->time_ns - sl->adv_time)).s);
+	    (unsigned long long) s->step, detect_fmt(dt).s);
 	sl->stalled = 0;
 }
 
@@ -335,27 +344,28 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 	}
 	detect_origin_run(&o, g->run);
 	if (gs->silent) {
+		double dt = silence(t, gs->last_time);
+
 		detect_emit(c, &o, "stall", sev_of(r, gs->silent),
-		    DETECT_RESOLVED, 0, s->step, t, secs(t - gs->last_time),
-		    gs->usual,
+		    DETECT_RESOLVED, 0, s->step, t, dt, gs->usual,
 		    "run %s sends again (rank %d, step %llu) after %s s "
 		    "without a sample",
 		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
-		    (unsigned long long) s->step,
-		    detect_fmt(secs(t - gs->last_time)).s);
+		    (unsigned long long) s->step, detect_fmt(dt).s);
 		gs->silent = 0;
 	}
 	if (t > gs->last_time)
 		gs->last_time = t;
 	if (s->step > gs->max_step) {
 		if (gs->progress) {
+			double dt = silence(t, gs->adv_time);
+
 			detect_emit(c, &o, "progress_stall",
 			    sev_of(r, gs->progress), DETECT_RESOLVED, 0,
-			    s->step, t, secs(t - gs->adv_time), gs->usual,
+			    s->step, t, dt, gs->usual,
 			    "run %s advances again: step %llu after %s s",
 			    detect_name_of(o.run, o.runlen).s,
-			    (unsigned long long) s->step,
-			    detect_fmt(secs(t - gs->adv_time)).s);
+			    (unsigned long long) s->step, detect_fmt(dt).s);
 			gs->progress = 0;
 		}
 		gs->max_step = s->step;
