@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/reader.h"
 #include "store/scan.h"
+#include "wire/wire.h"
 
 static void
 put_i64_time(char *buf, size_t len, int64_t t, int valid)
@@ -23,35 +24,52 @@ put_i64_time(char *buf, size_t len, int64_t t, int valid)
 
 typedef struct ctx_runs {
 	const cli_args *a;
+	store          *st;
+	MDB_txn        *txn;
 	size_t          n;
 } ctx_runs;
 
+/*
+ * refused: samples refused by a series cap; finished: every rank's latest
+ * process closed normally (false while it runs, and when it crashed or
+ * was killed).
+ */
 static int
 each_run(void *vctx, const char *run, size_t runlen, const run_rec *r)
 {
 	ctx_runs *c = vctx;
-	char      t0[40], t1[40];
-	int       valid = r->samples > 0;
+	char      t0[40], t1[40], name[WIRE_RUN_MAX + 1];
+	int       valid = r->samples > 0, finished = 0, rc;
+	uint64_t  refused = 0;
 
 	c->n++;
+	if (runlen > WIRE_RUN_MAX)
+		return STORE_ECORRUPT;
+	memcpy(name, run, runlen);
+	name[runlen] = 0;
+	if ((rc = scan_refused_get(c->st, c->txn, run, runlen, &refused)) != 0
+	    || (rc = scan_run_finished(c->st, c->txn, name, &finished)) != 0)
+		return rc;
 	put_i64_time(t0, sizeof(t0), r->first_time, valid);
 	put_i64_time(t1, sizeof(t1), r->last_time, valid);
 	if (c->a->format == OUT_CSV) {
 		out_csv_str(stdout, run, runlen);
 		printf(",%" PRIu64 ",%" PRIu64 ",%s,%s,%" PRIu64 ",%u,%u,%" PRIu64
-		       "\n",
+		       ",%" PRIu64 ",%s\n",
 		    valid ? r->first_step : 0, valid ? r->last_step : 0, t0,
-		    t1, r->samples, r->series, r->emitters, r->dropped);
+		    t1, r->samples, r->series, r->emitters, r->dropped,
+		    refused, finished ? "true" : "false");
 		return 0;
 	}
 	fputs("{\"run\":", stdout);
 	out_json_str(stdout, run, runlen);
 	printf(",\"first_step\":%" PRIu64 ",\"last_step\":%" PRIu64
 	       ",\"first_time\":%s,\"last_time\":%s,\"samples\":%" PRIu64
-	       ",\"series\":%u,\"emitters\":%u,\"dropped\":%" PRIu64 "}\n",
+	       ",\"series\":%u,\"emitters\":%u,\"dropped\":%" PRIu64
+	       ",\"refused\":%" PRIu64 ",\"finished\":%s}\n",
 	    valid ? r->first_step : 0, valid ? r->last_step : 0,
 	    valid ? t0 : "null", valid ? t1 : "null", r->samples, r->series,
-	    r->emitters, r->dropped);
+	    r->emitters, r->dropped, refused, finished ? "true" : "false");
 	return 0;
 }
 
@@ -59,13 +77,15 @@ int
 cmd_runs(const cli_args *a)
 {
 	cli_reader r;
-	ctx_runs c = { a, 0 };
+	ctx_runs   c = { a, NULL, NULL, 0 };
 
 	if (cli_reader_open(a, &r) != 0)
 		return 1;
+	c.st  = r.st;
+	c.txn = r.txn;
 	if (a->format == OUT_CSV)
 		puts("run,first_step,last_step,first_time,last_time,samples,"
-		     "series,emitters,dropped");
+		     "series,emitters,dropped,refused,finished");
 	return cli_reader_done(&r, scan_runs(r.st, r.txn, each_run, &c));
 }
 

@@ -29,6 +29,7 @@ struct auth {
 	pthread_t  thread;
 	int        started;
 	atomic_int stop;
+	atomic_int reload; /* auth_reload(): reread the allow file */
 	uint8_t    secret[KEY_LEN];
 	char       pub[Z85_KEY_LEN + 1];
 	uint8_t (*keys)[KEY_LEN]; /* sorted, for bsearch */
@@ -348,6 +349,41 @@ read_monitor(auth *a)
 		    ep, (unsigned) val);
 }
 
+/* Read the allow file again (ZAP thread). A file that cannot be read, or
+ * lists no key, leaves the keys in use. */
+static void
+reload_keys(auth *a)
+{
+	uint8_t(*k)[KEY_LEN] = NULL;
+	size_t n = 0;
+	char   err[512];
+
+	if (read_keys(a->allow_file, &k, &n, err, sizeof(err)) != 0) {
+		fprintf(stderr,
+		    "vitalsd: SIGHUP: %s; keeping the %zu client keys in "
+		    "use\n",
+		    err, a->nkeys);
+		return;
+	}
+	if (n == 0) {
+		fprintf(stderr,
+		    "vitalsd: SIGHUP: %s lists no client key; keeping the %zu "
+		    "in use\n",
+		    a->allow_file, a->nkeys);
+		free(k);
+		return;
+	}
+	qsort(k, n, KEY_LEN, cmp_key);
+	fprintf(stderr,
+	    "vitalsd: SIGHUP: %s: %zu client keys allowed (were %zu); "
+	    "connected clients keep their connections\n",
+	    a->allow_file, n, a->nkeys);
+	explicit_bzero(a->keys, a->nkeys * KEY_LEN);
+	free(a->keys);
+	a->keys  = k;
+	a->nkeys = n;
+}
+
 static void *
 zap_main(void *arg)
 {
@@ -357,6 +393,8 @@ zap_main(void *arg)
 		zmq_pollitem_t it[2] = { { a->rep, 0, ZMQ_POLLIN, 0 },
 			{ a->mon, 0, ZMQ_POLLIN, 0 } };
 
+		if (atomic_exchange(&a->reload, 0))
+			reload_keys(a);
 		if (zmq_poll(it, 2, 100) < 0) {
 			if (zmq_errno() == ETERM)
 				break;
@@ -395,6 +433,7 @@ auth_open(void *zctx, const char *secret_file, const char *allow_file,
 		return -1;
 	}
 	atomic_init(&a->stop, 0);
+	atomic_init(&a->reload, 0);
 	a->allow_file = strdup(allow_file);
 	if (a->allow_file == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -484,6 +523,13 @@ const char *
 auth_public_key(const auth *a)
 {
 	return a->pub;
+}
+
+void
+auth_reload(auth *a)
+{
+	if (a != NULL)
+		atomic_store(&a->reload, 1);
 }
 
 size_t

@@ -37,8 +37,17 @@ int auth_apply(auth *a, void *zctx, void *sock, char *err, size_t errlen);
 /* The collector's public key, Z85 (borrowed from a). */
 const char *auth_public_key(const auth *a);
 
-/* The number of client keys allowed. */
+/* The number of client keys allowed (call before auth_apply()). */
 size_t auth_allowed(const auth *a);
+
+/*
+ * Ask the ZAP thread to read the allow file again (SIGHUP); it does
+ * within 100 ms and logs the outcome. A file that cannot be read or lists
+ * no key leaves the keys in use. New keys apply to new connections; a
+ * client whose key was removed keeps its connection until it reconnects.
+ * Thread-safe.
+ */
+void auth_reload(auth *a);
 
 /* Stop the ZAP thread, close its sockets and free a (before the context
  * is terminated; sock may be closed before or after). NULL is a no-op. */

@@ -17,8 +17,6 @@
 
 /* Meta key prefix of a run's count of refused samples; its presence means
  * the run's series_limit alert was stored. */
-#define REFUSED_PREFIX "refused:"
-#define REFUSED_PREFIX_LEN 8
 
 /* A series in the cache: its record and the block being appended to. The
  * key is sized to fit, as a cache of many series is mostly keys. */
@@ -228,16 +226,14 @@ alloc_sid(ingest *in, uint32_t *sid)
 static size_t
 refused_key(uint8_t *buf, const run *r)
 {
-	memcpy(buf, REFUSED_PREFIX, REFUSED_PREFIX_LEN);
-	memcpy(buf + REFUSED_PREFIX_LEN, r->name, r->len);
-	return REFUSED_PREFIX_LEN + r->len;
+	return store_refused_key(buf, r->name, r->len);
 }
 
 /* Read the run's refused-sample count (absent: none refused, no alert). */
 static int
 load_refused(ingest *in, run *r)
 {
-	uint8_t key[REFUSED_PREFIX_LEN + WIRE_RUN_MAX];
+	uint8_t key[STORE_REFUSED_KEY_MAX];
 	MDB_val k, v;
 	int     rc;
 
@@ -927,7 +923,7 @@ flush_dirty(ingest *in)
 		if ((rc = mdb_put(in->txn, in->st->runs, &k, &v, 0)) != 0)
 			return store_fail(in->st, rc, "writing a run");
 		if (r->limit_hit || r->refused_dirty) {
-			uint8_t rk[REFUSED_PREFIX_LEN + WIRE_RUN_MAX];
+			uint8_t rk[STORE_REFUSED_KEY_MAX];
 
 			wire_put64(buf, r->refused);
 			k.mv_data = rk;

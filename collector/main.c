@@ -18,8 +18,9 @@
 #include "store/store.h"
 #include "vitals.h"
 
-/* The flags set by signals (SIGTERM and SIGINT stop, SIGHUP reloads the
- * rules): the daemon's only globals, written only by the handlers. */
+/* The flags set by signals (SIGTERM and SIGINT stop, SIGHUP rereads the
+ * rules and the allow file): the daemon's only globals, written only by
+ * the handlers. */
 static volatile sig_atomic_t stop_flag, reload_flag;
 
 static void
@@ -54,7 +55,8 @@ usage(FILE *f)
 	    "  --curve-secret FILE  encrypt and authenticate with CURVE: the\n"
 	    "                     collector's secret key (vitals keygen)\n"
 	    "  --allow FILE       with --curve-secret: the client public keys\n"
-	    "                     allowed, one per line (# comments)\n"
+	    "                     allowed, one per line (# comments);\n"
+	    "                     SIGHUP rereads it\n"
 	    "  --insecure         allow a plain-text endpoint beyond loopback\n"
 	    "                     (anyone who reaches it can write)\n"
 	    "  --max-series-per-run N  series a run may have (default\n"

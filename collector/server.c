@@ -441,6 +441,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 			*reload = 0;
 			if (al != NULL)
 				alerting_reload(al);
+			auth_reload(au);
 		}
 		if (s.blocked) {
 			/* Read nothing until the store takes writes again. */

@@ -61,6 +61,13 @@ WORDS = {
 }
 
 
+def say(line):
+    """Print a line with one write(2): the ranks share the output, and a
+    line written in pieces could be cut by another rank's."""
+    sys.stdout.flush()
+    os.write(1, (line + "\n").encode())
+
+
 def make_text(seed, n_chars=60000):
     """Sentences from a small grammar: regular enough to learn fast."""
     rng = random.Random(seed)
@@ -189,18 +196,17 @@ def train(args):
                    tokens_per_sec=tokens / dt, step_time_ms=dt * 1000.0)
         log_cost.append(time.perf_counter() - t2)
         if args.print_every and step % args.print_every == 0:
-            print("rank %d step %d loss %.4f grad_norm %.4f" %
-                  (rank, step, loss_v, float(gn)), flush=True)
+            say("rank %d step %d loss %.4f grad_norm %.4f" %
+                (rank, step, loss_v, float(gn)))
     med = statistics.median(compute[2:] or compute or [0.0])
     # The first call opens the emitter (a thread, a socket): not per call.
     per_call = statistics.median(log_cost[1:] or [0.0])
-    print("rank %d: %d steps, loss %.3f -> %.3f, compute %.2f ms/step "
-          "(median), step %.2f ms, vitals.log %.2f us/call (5 metrics, "
-          "median) = %.4f%% of the compute" %
-          (rank, step, first_loss or 0.0, loss_v if step else 0.0,
-           med * 1e3, statistics.median(step_times or [0.0]) * 1e3,
-           per_call * 1e6, 100.0 * per_call / med if med else 0.0),
-          flush=True)
+    say("rank %d: %d steps, loss %.3f -> %.3f, compute %.2f ms/step "
+        "(median), step %.2f ms, vitals.log %.2f us/call (5 metrics, "
+        "median) = %.4f%% of the compute" %
+        (rank, step, first_loss or 0.0, loss_v if step else 0.0,
+         med * 1e3, statistics.median(step_times or [0.0]) * 1e3,
+         per_call * 1e6, 100.0 * per_call / med if med else 0.0))
     return 0
 
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "store/block.h"
+#include "wire/wire.h"
 
 int
 scan_runs(store *st, MDB_txn *txn, scan_run_fn fn, void *ctx)
@@ -49,6 +50,86 @@ scan_run_get(store *st, MDB_txn *txn, const char *run, run_rec *out)
 	if (rc != 0)
 		return store_fail(st, rc, "reading a run");
 	return store_run_get(v.mv_data, v.mv_size, out);
+}
+
+int
+scan_refused_get(store *st, MDB_txn *txn, const char *run, size_t runlen,
+    uint64_t *out)
+{
+	uint8_t key[STORE_REFUSED_KEY_MAX];
+	MDB_val k, v;
+	int     rc;
+
+	*out = 0;
+	if (runlen > STORE_REFUSED_KEY_MAX - 8)
+		return 0;
+	k.mv_data = key;
+	k.mv_size = store_refused_key(key, run, runlen);
+	rc        = mdb_get(txn, st->meta, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc != 0)
+		return store_fail(st, rc, "reading a refused count");
+	if (v.mv_size != 8)
+		return STORE_ECORRUPT;
+	*out = wire_get64(v.mv_data);
+	return 0;
+}
+
+/* Per rank, the latest incarnation seen so far (ranks are few). */
+typedef struct fin_ctx {
+	struct {
+		int32_t  rank;
+		uint64_t start;
+		int      ended;
+	} v[256];
+	size_t n;
+	int    overflow; /* more ranks than v holds: counted as open */
+} fin_ctx;
+
+static int
+fin_each(void *vctx, const char *run, size_t runlen, const emitter_rec *r)
+{
+	fin_ctx *c = vctx;
+	size_t   i;
+
+	(void) run;
+	(void) runlen;
+	for (i = 0; i < c->n && c->v[i].rank != r->rank; i++)
+		;
+	if (i == c->n) {
+		if (c->n == sizeof(c->v) / sizeof(c->v[0])) {
+			c->overflow |= r->ended == 0;
+			return 0;
+		}
+		c->n++;
+		c->v[i].rank  = r->rank;
+		c->v[i].start = 0;
+		c->v[i].ended = 0;
+	}
+	if (r->start_ns >= c->v[i].start) {
+		c->v[i].start = r->start_ns;
+		c->v[i].ended = r->ended != 0;
+	}
+	return 0;
+}
+
+int
+scan_run_finished(store *st, MDB_txn *txn, const char *run, int *out)
+{
+	fin_ctx c;
+	int     rc;
+
+	c.n        = 0;
+	c.overflow = 0;
+	*out       = 0;
+	if ((rc = scan_emitters(st, txn, run, fin_each, &c)) != 0)
+		return rc;
+	*out = c.n > 0 && !c.overflow;
+	for (size_t i = 0; i < c.n; i++)
+		if (!c.v[i].ended)
+			*out = 0;
+	return 0;
 }
 
 /*

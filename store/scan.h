@@ -34,6 +34,16 @@ int scan_runs(store *st, MDB_txn *txn, scan_run_fn fn, void *ctx);
 /* One run's record: 0, or STORE_ENOTFOUND. */
 int scan_run_get(store *st, MDB_txn *txn, const char *run, run_rec *out);
 
+/* Samples of a run refused by a series cap (0 if none). Returns 0 or a
+ * store_err. */
+int scan_refused_get(store *st, MDB_txn *txn, const char *run, size_t runlen,
+    uint64_t *out);
+
+/* Whether the run is finished: it has emitters, and the latest
+ * incarnation (by start time) of each of its ranks ended normally (a
+ * FINAL batch). Returns 0 or a store_err. */
+int scan_run_finished(store *st, MDB_txn *txn, const char *run, int *out);
+
 /* The series of one run (run == NULL: of every run), sorted by metric
  * then rank. */
 int scan_series_of(

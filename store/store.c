@@ -360,6 +360,14 @@ store_block_key(uint8_t buf[16], uint32_t sid, uint64_t first_step,
 }
 
 size_t
+store_refused_key(uint8_t *buf, const char *run, size_t runlen)
+{
+	memcpy(buf, "refused:", 8);
+	memcpy(buf + 8, run, runlen);
+	return 8 + runlen;
+}
+
+size_t
 store_emitter_key(uint8_t *buf, const char *run, size_t runlen,
     uint64_t incarnation)
 {

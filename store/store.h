@@ -113,6 +113,9 @@ void store_block_key(uint8_t buf[16], uint32_t sid, uint64_t first_step,
     uint32_t no);
 size_t store_emitter_key(uint8_t *buf, const char *run, size_t runlen,
     uint64_t incarnation);
+/* The meta key of a run's refused-sample count ("refused:" run). */
+#define STORE_REFUSED_KEY_MAX (8 + 128)
+size_t store_refused_key(uint8_t *buf, const char *run, size_t runlen);
 
 /* Records (explicit little-endian encodings, independent of the ABI). */
 void store_series_put(uint8_t buf[SERIES_REC_SIZE], const series_rec *r);

@@ -1,6 +1,7 @@
 # Authenticated network collection: vitals keygen, vitalsd with CURVE
 # (--curve-secret, --allow) on loopback TCP, emitters with and without an
-# allowed key, and the refusal to listen beyond loopback in plain text.
+# allowed key, the allow file reread on SIGHUP, and the refusal to listen
+# beyond loopback in plain text.
 . tests/lib.sh
 
 PORT=$((20000 + $$ % 20000))
@@ -114,6 +115,36 @@ check "curve: the refused runs stored nothing" \
 	[ "$(samples other)$(samples plain)$(samples wrongserver)" = 000 ]
 check "store: database files are mode 600" \
 	sh -c "for f in '$DB'/*.mdb; do [ \$(stat -c %a \"\$f\") = 600 ] || exit 1; done"
+
+# ---- SIGHUP rereads the allow file ------------------------------------------
+start_tcp --listen "$TEP" --curve-secret "$K/server.key" --allow "$K/allowed"
+# logged LINE: waits up to 5 s for vitalsd to log it.
+logged() {
+	i=0
+	while ! grep -qF -e "$1" "$T/vitalsd.log" && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	grep -qF -e "$1" "$T/vitalsd.log"
+}
+echo "$(cat "$K/other.pub") a node added later" >>"$K/allowed"
+kill -HUP "$VPID"
+check "SIGHUP: vitalsd rereads the allow file and says how many keys" \
+	logged "client keys allowed (were 1)"
+VITALS_SERVER_KEY_FILE=$K/server.pub VITALS_KEY_FILE=$K/other.key \
+	"$BIN/vitals" emit --endpoint "$TEP" --run added --step 1 loss=3 \
+	--timeout-ms 5000
+check "SIGHUP: a key added to the allow file is let in" [ $? = 0 ]
+mv "$K/allowed" "$K/allowed.moved"
+kill -HUP "$VPID"
+check "SIGHUP: a missing allow file keeps the keys in use, saying why" \
+	logged "keeping the 2 client keys in use"
+VITALS_SERVER_KEY_FILE=$K/server.pub VITALS_KEY_FILE=$K/client.key \
+	"$BIN/vitals" emit --endpoint "$TEP" --run kept --step 1 loss=3 \
+	--timeout-ms 5000
+check "SIGHUP: and the allowed clients still store" [ $? = 0 ]
+mv "$K/allowed.moved" "$K/allowed"
+check "SIGHUP: collector stops cleanly" stop_collector
 
 # ---- listening beyond loopback --------------------------------------------------
 "$BIN/vitalsd" --db "$DB" --listen "tcp://0.0.0.0:$PORT" \

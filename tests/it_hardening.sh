@@ -16,7 +16,7 @@ verify_export() {
 }
 
 # The field of a run in `vitals runs` (6 samples, 7 series, 8 emitters,
-# 9 dropped).
+# 9 dropped, 10 refused, 11 finished).
 run_field() {
 	"$BIN/vitals" runs --db "$DB" | awk -F, -v r="$1" -v f="$2" \
 		'$1 == r { print $f }'
@@ -253,6 +253,8 @@ echo "figures: series cap: sent 160000 samples of 160000 new series in" \
 check "series cap: exactly 100000 series stored" [ "$series" = 100000 ]
 check "series cap: one sample per stored series" [ "$stored" = 100000 ]
 check "series cap: one series_limit alert" [ "$alerts" = 1 ]
+check "series cap: vitals runs counts the 60000 refused samples" \
+	[ "$(run_field namebomb 10)" = 60000 ]
 check "series cap: logged once" \
 	[ "$(grep -c 'series cap of 100000' "$T/vitalsd.log")" = 1 ]
 rss_stop names
@@ -265,6 +267,12 @@ alerts=$("$BIN/vitals" alerts --db "$DB" --run namebomb --format jsonl |
 	grep -c '"rule":"series_limit"')
 check "series cap: still one alert after a restart" [ "$alerts" = 1 ]
 check "series cap: still 100000 series" [ "$(run_field namebomb 7)" = 100000 ]
+# 5 ranks x 100 names: those of series stored in the first round are
+# stored again, the rest refused (rank 4's at least).
+refused=$(run_field namebomb 10)
+echo "refused after the restart: $refused"
+check "series cap: refusals after the restart are added to the count" \
+	[ "$refused" -ge 60100 -a "$refused" -le 60500 ]
 stop_collector
 fi
 

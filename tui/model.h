@@ -125,7 +125,9 @@ typedef struct model {
 	unsigned partial;       /* frame only wanted metrics were reread */
 	unsigned metrics_gen;   /* counts rebuilds of metrics[] */
 	double   index_cost;    /* s, last whole-index read */
-	double   index_at;      /* monotonic s of that read */
+	double   index_at;      /* monotonic s of that read; < 0: read the
+	                         * whole index at the next change */
+	size_t   sweep_next;    /* next metric the sweep rereads */
 	double   ranks_at;      /* monotonic s of the last emitter read */
 
 	tm_run *runs;
