@@ -355,7 +355,7 @@ static void
 reload_keys(auth *a)
 {
 	uint8_t(*k)[KEY_LEN] = NULL;
-	size_t n = 0;
+	size_t n             = 0;
 	char   err[512];
 
 	if (read_keys(a->allow_file, &k, &n, err, sizeof(err)) != 0) {

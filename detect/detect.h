@@ -243,8 +243,8 @@ void detect_tick(
  * A later sample of the rank (a restart) brings it back. time_ns is when
  * it ended. Costs O(groups under ticking rules).
  */
-void detect_end(detect_engine *e, const char *run, size_t runlen,
-    int32_t rank, int64_t time_ns, detect_emit_fn emit, void *ctx);
+void detect_end(detect_engine *e, const char *run, size_t runlen, int32_t rank,
+    int64_t time_ns, detect_emit_fn emit, void *ctx);
 
 /** Counters since the engine was made. */
 typedef struct detect_stats {

@@ -524,9 +524,9 @@ st_end(detect_ctx *c, detect_group *g, uint32_t i, int64_t t)
 		gs->silent = 0;
 	}
 	if (gs->progress) {
-		detect_emit(c, &o, "progress_stall", sev_of(c->r, gs->progress),
-		    DETECT_RESOLVED, 0, gs->max_step, t,
-		    secs(t - gs->adv_time), gs->usual,
+		detect_emit(c, &o, "progress_stall",
+		    sev_of(c->r, gs->progress), DETECT_RESOLVED, 0,
+		    gs->max_step, t, secs(t - gs->adv_time), gs->usual,
 		    "run %s finished at step %llu: every rank closed normally",
 		    detect_name_of(o.run, o.runlen).s,
 		    (unsigned long long) gs->max_step);

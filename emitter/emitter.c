@@ -242,7 +242,8 @@ vt_strerror(int code)
 	case VT_ECLOSED:
 		return "emitter is shutting down";
 	case VT_EKEY:
-		return "CURVE key file missing, unreadable or invalid, or only "
+		return "CURVE key file missing, unreadable or invalid, or "
+		       "only "
 		       "one of VITALS_SERVER_KEY_FILE and VITALS_KEY_FILE set";
 	default:
 		return "unknown error code";
@@ -486,8 +487,8 @@ vt_end(vt_emitter *em, unsigned timeout_ms)
 	}
 	rc = end(em, timeout_ms);
 	if (rc != 0)
-		note_errf(em, rc, "end: not acknowledged within %u ms",
-		    timeout_ms);
+		note_errf(
+		    em, rc, "end: not acknowledged within %u ms", timeout_ms);
 	return rc;
 }
 

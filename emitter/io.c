@@ -105,7 +105,7 @@ struct vte_io {
 	int64_t   srtt, rto;
 	int64_t   last_ack; /* when the last ACK arrived */
 	int       want_pollout;
-	int       cut; /* a connection ended; no new one yet */
+	int       cut;          /* a connection ended; no new one yet */
 	uint64_t  final_sealed; /* FINAL batches sealed */
 
 	staged    *stg;   /* VTE_IO_BATCH_MAX */
@@ -904,16 +904,16 @@ int
 vte_io_finish(vte_io *io, unsigned timeout_ms)
 {
 	struct timespec deadline = deadline_in(timeout_ms);
-	uint64_t        want
-	    = atomic_fetch_add_explicit(&io->final_req, 1, memory_order_acq_rel)
+	uint64_t        want     = atomic_fetch_add_explicit(
+	                               &io->final_req, 1, memory_order_acq_rel)
 	    + 1;
 	int rc = 0;
 
 	wake(io);
 	pthread_mutex_lock(&io->mu);
 	io->waiters++;
-	while (atomic_load_explicit(&io->final_done, memory_order_acquire)
-	    < want)
+	while (
+	    atomic_load_explicit(&io->final_done, memory_order_acquire) < want)
 		if (pthread_cond_timedwait(&io->cond, &io->mu, &deadline)
 		    == ETIMEDOUT) {
 			if (atomic_load_explicit(

@@ -55,7 +55,7 @@ typedef struct vte_io_params {
 	const vte_ident *ident;    /* borrowed until vte_io_stop() */
 	size_t           budget;   /* bytes for staged + unacked batches */
 	unsigned         flush_interval_ms;
-	int              tsc; /* ring times are TSC ticks */
+	int              tsc;   /* ring times are TSC ticks */
 	const vte_curve *curve; /* copied; NULL or off: plain text */
 } vte_io_params;
 

@@ -127,8 +127,8 @@ typedef struct model {
 	double   index_cost;    /* s, last whole-index read */
 	double   index_at;      /* monotonic s of that read; < 0: read the
 	                         * whole index at the next change */
-	size_t   sweep_next;    /* next metric the sweep rereads */
-	double   ranks_at;      /* monotonic s of the last emitter read */
+	size_t sweep_next;      /* next metric the sweep rereads */
+	double ranks_at;        /* monotonic s of the last emitter read */
 
 	tm_run *runs;
 	size_t  nruns, runs_cap;
