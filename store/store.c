@@ -1,11 +1,14 @@
 #include "store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/file.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "wire/wire.h"
 
@@ -155,6 +158,52 @@ mkdir_p(const char *dir)
 	return 0;
 }
 
+/*
+ * Take the writer lock of st->dir, or say who holds it. The lock dies
+ * with the process, so a killed collector never leaves it behind.
+ */
+static int
+lock_writer(store *st, char *err, size_t errlen)
+{
+	char    path[1100], pid[32] = "";
+	ssize_t n;
+	int     fd;
+
+	snprintf(path, sizeof(path), "%s/writer.lock", st->dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return STORE_EIO;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		if (e != EWOULDBLOCK) {
+			snprintf(err, errlen, "%s: %s", path, strerror(e));
+			close(fd);
+			return STORE_EIO;
+		}
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = 0;
+		pid[strcspn(pid, "\n")] = 0;
+		snprintf(err, errlen,
+		    "%s is in use by another writer (pid %s): one vitalsd per "
+		    "database",
+		    st->dir, pid[0] ? pid : "unknown");
+		close(fd);
+		return STORE_EBUSY;
+	}
+	n = snprintf(path, sizeof(path), "%ld\n", (long) getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, path, (size_t) n, 0) != n) {
+		snprintf(err, errlen, "%s/writer.lock: %s", st->dir,
+		    strerror(errno));
+		close(fd);
+		return STORE_EIO;
+	}
+	st->lock_fd = fd;
+	return 0;
+}
+
 int
 store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 {
@@ -178,6 +227,7 @@ store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 	}
 	memcpy(st->dir, dir, n + 1);
 
+	st->lock_fd = -1;
 	if (flags & STORE_RDONLY) {
 		struct stat sb;
 		char        path[1100];
@@ -201,6 +251,10 @@ store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 		}
 		if (flags & STORE_NOSYNC)
 			eflags |= MDB_NOSYNC;
+		if ((rc = lock_writer(st, err, errlen)) != 0) {
+			free(st);
+			return rc;
+		}
 	}
 
 	if ((rc = mdb_env_create(&st->env)) != 0)
@@ -217,6 +271,8 @@ store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 		goto fail;
 	if ((rc = open_dbs(st, err, errlen)) != 0) {
 		mdb_env_close(st->env);
+		if (st->lock_fd >= 0)
+			close(st->lock_fd);
 		free(st);
 		return rc;
 	}
@@ -227,6 +283,8 @@ fail:
 	snprintf(err, errlen, "%s", st->err);
 	if (st->env != NULL)
 		mdb_env_close(st->env);
+	if (st->lock_fd >= 0)
+		close(st->lock_fd);
 	free(st);
 	return rc;
 }
@@ -237,6 +295,8 @@ store_close(store *st)
 	if (st == NULL)
 		return;
 	mdb_env_close(st->env);
+	if (st->lock_fd >= 0)
+		close(st->lock_fd); /* releases the writer lock */
 	free(st);
 }
 

@@ -30,6 +30,7 @@ enum store_err {
 	STORE_ECORRUPT,  /* a record does not parse */
 	STORE_EFORMAT,   /* written by an incompatible version */
 	STORE_ENOMEM,
+	STORE_EBUSY, /* another process writes this database */
 };
 
 typedef struct store {
@@ -41,6 +42,7 @@ typedef struct store {
 	MDB_dbi  runs;     /* run -> run_rec */
 	MDB_dbi  alerts;   /* run NUL seq BE -> alert as one JSON object */
 	int      flags;
+	int      lock_fd; /* writer: holds the folder's writer.lock */
 	char     dir[1024];
 	char     err[1400];
 } store;
@@ -86,7 +88,10 @@ typedef struct run_rec {
 #define RUN_REC_SIZE 60
 
 /*
- * Open (creating unless STORE_RDONLY) the environment in dir. On failure
+ * Open (creating unless STORE_RDONLY) the environment in dir. A writer
+ * takes an exclusive lock (flock on dir/writer.lock, holding its pid)
+ * for as long as it is open: a second writer gets STORE_EBUSY naming the
+ * first, since two would each number new series on their own. On failure
  * returns a store_err and, if *out could be allocated, nothing is leaked;
  * the reason is written to err.
  */

@@ -1,6 +1,6 @@
 # Faults with real processes: a collector killed and restarted, a
 # collector that starts late, a cap exceeded, an exit with no collector,
-# malformed messages.
+# malformed messages, a second collector on the same database.
 . tests/lib.sh
 
 verify_export() {
@@ -85,5 +85,15 @@ check "malformed: healthy run complete" \
 	verify_export healthy --ranks 2 --metrics 3 --steps 5000
 check "malformed: logged with the sender" \
 	grep -q "malformed message from" "$T/vitalsd.log"
+
+# A second collector on the same database refuses to start, naming the
+# first; the first goes on serving.
+"$BIN/vitalsd" --listen "ipc://$T/second.sock" --db "$DB" \
+	>"$T/second.log" 2>&1
+rc=$?
+check "second vitalsd on the database: exit 1, naming the first's pid" \
+	sh -c "[ $rc = 1 ] && grep -q 'in use by another writer (pid $VPID)' '$T/second.log'"
+"$BIN/vitals" emit --run after-second --step 1 loss=1
+check "second vitalsd: the first still stores" [ $? = 0 ]
 check "collector stops cleanly" stop_collector
 finish
