@@ -12,6 +12,7 @@
 
 #define MAX_PENDING 8192 /* batches in one transaction */
 #define RETRY_MS 1000    /* after a disk error */
+#define COMMIT_WAIT_MAX_NS (500 * 1000000ll) /* see pace() */
 #define STATS_EVERY_NS (10 * 1000000000ll)
 #define TICK_NS (200 * 1000000ll) /* storing alerts */
 #define READER_CHECK_NS 1000000000ll /* clearing dead readers */
@@ -34,6 +35,8 @@ typedef struct srv {
 	size_t             n;
 	uint64_t           samples; /* pending */
 	int64_t            first_ns; /* when the oldest pending arrived */
+	int64_t            wait_ns;  /* how long the group may gather */
+	int                urgent;   /* a pending batch is waited for */
 	int                blocked;  /* a disk error: retry, read nothing */
 	uint64_t           malformed, malformed_logged;
 	int64_t            malformed_window;
@@ -121,6 +124,7 @@ free_pending(srv *s)
 	}
 	s->n       = 0;
 	s->samples = 0;
+	s->urgent  = 0;
 }
 
 static void
@@ -189,6 +193,26 @@ tick(srv *s)
 }
 
 /*
+ * How long the next group may gather. A commit rewrites the page of every
+ * series it touches, so with many series (64,000: tens of ms a commit)
+ * committing every commit_ms would spend most of the time rewriting the
+ * same pages for one sample each. The wait grows to 4x the last commit's
+ * duration (commits take at most about a fifth of the time), up to
+ * COMMIT_WAIT_MAX_NS; nothing is at risk meanwhile, since emitters keep
+ * every batch until it is acknowledged. A batch someone waits for (a
+ * flush or a close, flagged URGENT) is committed at once.
+ */
+static void
+pace(srv *s, int64_t took_ns)
+{
+	int64_t w = 4 * took_ns, floor = (int64_t) s->o->commit_ms * 1000000;
+
+	if (w > COMMIT_WAIT_MAX_NS)
+		w = COMMIT_WAIT_MAX_NS;
+	s->wait_ns = w > floor ? w : floor;
+}
+
+/*
  * Apply every pending batch in one transaction and commit; then, and only
  * then, acknowledge them. A full map is grown and the group applied again
  * from the messages (the caches were dropped with the aborted
@@ -200,8 +224,9 @@ tick(srv *s)
 static int
 commit_group(srv *s)
 {
-	char why[256];
-	int  rc;
+	char    why[256];
+	int     rc;
+	int64_t t0 = mono_ns();
 
 	for (;;) {
 		int64_t now = now_ns();
@@ -245,6 +270,7 @@ commit_group(srv *s)
 				"committed\n",
 		    s->n);
 	s->blocked = 0;
+	pace(s, mono_ns() - t0);
 	{
 		const char *note = ingest_notice(s->in);
 
@@ -314,6 +340,8 @@ receive_one(srv *s)
 		goto bad;
 	if (s->n == 0)
 		s->first_ns = mono_ns();
+	if (p->b.flags & WIRE_URGENT)
+		s->urgent = 1;
 	s->n++;
 	s->samples += p->b.nsamples;
 	return 1;
@@ -405,6 +433,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 	int   ret = 1;
 
 	s.o  = o;
+	s.wait_ns = (int64_t) o->commit_ms * 1000000;
 	s.st = st;
 	s.in = in;
 	s.al = al;
@@ -451,8 +480,8 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 			continue;
 		}
 		if (s.n > 0) {
-			int64_t left = s.first_ns +
-			    (int64_t) o->commit_ms * 1000000 - mono_ns();
+			int64_t left = s.urgent ? 0
+			                        : s.first_ns + s.wait_ns - mono_ns();
 			timeout = left > 0 ? left / 1000000 : 0;
 		} else {
 			timeout = 200;
@@ -464,9 +493,8 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 			got += r;
 		if (s.n > 0 &&
 		    (got == 0 || s.n >= MAX_PENDING ||
-			s.samples >= o->commit_samples ||
-			mono_ns() - s.first_ns >=
-			    (int64_t) o->commit_ms * 1000000))
+			s.samples >= o->commit_samples || s.urgent ||
+			mono_ns() - s.first_ns >= s.wait_ns))
 			commit_group(&s);
 		tick(&s);
 		reap_readers(&s);

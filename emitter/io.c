@@ -231,6 +231,13 @@ seal(vte_io *io, int64_t now)
 	bb->len = size;
 	off     = wire_put_batch_head(
 	        bb->data, w, io->next_seq, io->base, dropped);
+	/* Someone waits for it (vt_flush, vt_close): the collector commits
+	 * it without waiting to group it with others. */
+	if (atomic_load_explicit(&io->flush_pos, memory_order_acquire)
+	        > io->stg_pos
+	    || atomic_load_explicit(&io->flush_drop, memory_order_acquire)
+	        > io->last_drop)
+		wire_put_batch_flags(bb->data, WIRE_URGENT);
 	wire_put_names_count(bb->data, &off, (uint16_t) io->nnames);
 	for (uint32_t i = 0; i < io->nnames; i++)
 		wire_put_name(
@@ -318,7 +325,7 @@ drain(vte_io *io, int64_t now)
 	    && seal(io, now) == 0) {
 		batch *b = &io->win[(io->next_seq - 1) % VTE_IO_WINDOW];
 
-		wire_put_batch_flags(b->buf->data, WIRE_FINAL);
+		wire_put_batch_flags(b->buf->data, WIRE_FINAL | WIRE_URGENT);
 		b->final         = req;
 		io->final_sealed = req;
 	}

@@ -961,6 +961,20 @@ TEST(close_without_collector_is_bounded)
 	    (long long) dt);
 }
 
+/* The flags of the last stored batch. */
+static uint32_t
+last_flags(rx *r)
+{
+	uint32_t f = 0;
+
+	pthread_mutex_lock(&r->mu);
+	for (size_t i = 0; i < r->nb; i++)
+		if (r->b[i].stored)
+			f = r->b[i].flags;
+	pthread_mutex_unlock(&r->mu);
+	return f;
+}
+
 /* Stored batches flagged FINAL, and whether the last stored one is. */
 static size_t
 finals(rx *r, int *last_is_final)
@@ -995,14 +1009,39 @@ TEST(close_says_goodbye_unless_failed)
 	endpoint(ep, sizeof(ep), "final.sock");
 	REQUIRE(mock_start(&m, &r, ep, MOCK_STORE) == 0);
 
-	/* vt_close: every sample, then one empty FINAL batch, last. */
+	/* vt_close: every sample, then one empty FINAL batch, last; the
+	 * collector should commit it at once: it is flagged URGENT. A batch
+	 * sealed by the flush timer is not urgent, one a flush waits for
+	 * is. */
 	em = open_to(ep, 2000);
 	REQUIRE(em != NULL);
 	for (int i = 0; i < 100; i++)
 		CHECK_EQ_INT(vt_emit(em, "loss", (uint64_t) i, 1.0), 0);
+	for (int i = 0; i < 200 && rx_nsamples(&r) < 100; i++)
+		sleep_ms(5);
+	CHECK_EQ_INT(rx_nsamples(&r), 100);
+	CHECK_EQ_INT(last_flags(&r), 0);
 	vt_close(em);
 	CHECK_EQ_INT(rx_nsamples(&r), 100);
 	CHECK_EQ_INT(finals(&r, &last), 1);
+	CHECK(last);
+	CHECK_EQ_INT(last_flags(&r), WIRE_FINAL | WIRE_URGENT);
+	{
+		/* A flush interval no test outlasts: only the flush seals. */
+		vt_opts o;
+
+		vt_opts_init(&o);
+		o.endpoint          = ep;
+		o.run               = "test-run";
+		o.flush_interval_ms = 600000;
+		REQUIRE(vt_open(&o, &em) == 0);
+	}
+	CHECK_EQ_INT(vt_emit(em, "loss", 100, 1.0), 0);
+	CHECK_EQ_INT(vt_flush(em, 2000), 0);
+	CHECK_EQ_INT(last_flags(&r), WIRE_URGENT);
+	vt_close(em);
+	CHECK_EQ_INT(rx_nsamples(&r), 101);
+	CHECK_EQ_INT(finals(&r, &last), 2);
 	CHECK(last);
 
 	/* vt_end says it without closing; logging goes on after it. */
@@ -1010,19 +1049,19 @@ TEST(close_says_goodbye_unless_failed)
 	REQUIRE(em != NULL);
 	CHECK_EQ_INT(vt_emit(em, "loss", 1, 1.0), 0);
 	CHECK_EQ_INT(vt_end(em, 2000), 0);
-	CHECK_EQ_INT(finals(&r, &last), 2);
+	CHECK_EQ_INT(finals(&r, &last), 3);
 	CHECK(last);
 	CHECK_EQ_INT(vt_emit(em, "loss", 2, 1.0), 0);
 	CHECK_EQ_INT(vt_flush(em, 2000), 0);
-	CHECK_EQ_INT(finals(&r, &last), 2);
+	CHECK_EQ_INT(finals(&r, &last), 3);
 	CHECK(!last);
 
 	/* Marked failed: the samples still go, the goodbye does not. */
 	CHECK_EQ_INT(vt_emit(em, "loss", 3, 1.0), 0);
 	vt_mark_failed(em);
 	vt_close(em);
-	CHECK_EQ_INT(rx_nsamples(&r), 103);
-	CHECK_EQ_INT(finals(&r, &last), 2);
+	CHECK_EQ_INT(rx_nsamples(&r), 104);
+	CHECK_EQ_INT(finals(&r, &last), 3);
 	CHECK(!last);
 	CHECK_EQ_INT(vt_end(NULL, 10), VT_EINVAL);
 	mock_stop(&m);

@@ -27,9 +27,10 @@ enum wire_ack_status {
 
 /* BATCH flags (offset 4). */
 enum wire_batch_flags {
-	WIRE_FINAL = 1, /* the emitter closed normally: its last batch */
+	WIRE_FINAL  = 1, /* the emitter closed normally: its last batch */
+	WIRE_URGENT = 2, /* the emitter waits for it (a flush, a close) */
 };
-#define WIRE_FLAGS_KNOWN WIRE_FINAL
+#define WIRE_FLAGS_KNOWN (WIRE_FINAL | WIRE_URGENT)
 
 #define WIRE_BATCH_FIXED 64 /* bytes before the run name */
 #define WIRE_SAMPLE_SIZE 26 /* u16 name, u64 step, i64 time, f64 value */
