@@ -470,11 +470,10 @@ vt_get_stats(const vt_emitter *em, vt_stats *out)
 	out->pending = out->logged > done ? out->logged - done : 0;
 }
 
-int
-vt_end(vt_emitter *em, unsigned timeout_ms)
+/* Whether em can talk to its I/O thread: 0, or the error (recorded). */
+static int
+usable(vt_emitter *em)
 {
-	int rc;
-
 	if (em == NULL)
 		return VT_EINVAL;
 	if (forked(em)) {
@@ -485,6 +484,16 @@ vt_end(vt_emitter *em, unsigned timeout_ms)
 		note_err(em, VT_ECLOSED);
 		return VT_ECLOSED;
 	}
+	return 0;
+}
+
+int
+vt_end(vt_emitter *em, unsigned timeout_ms)
+{
+	int rc = usable(em);
+
+	if (rc != 0)
+		return rc;
 	rc = end(em, timeout_ms);
 	if (rc != 0)
 		note_errf(
@@ -504,18 +513,10 @@ vt_mark_failed(vt_emitter *em)
 int
 vt_flush(vt_emitter *em, unsigned timeout_ms)
 {
-	int rc;
+	int rc = usable(em);
 
-	if (em == NULL)
-		return VT_EINVAL;
-	if (forked(em)) {
-		note_err(em, VT_EFORKED);
-		return VT_EFORKED;
-	}
-	if (em->io == NULL) {
-		note_err(em, VT_ECLOSED);
-		return VT_ECLOSED;
-	}
+	if (rc != 0)
+		return rc;
 	rc = vte_io_flush(em->io, timeout_ms);
 	if (rc != 0) {
 		vt_stats st;
