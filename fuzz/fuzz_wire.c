@@ -1,7 +1,7 @@
 /*
  * Fuzz target: the wire decoder, and what vitalsd does next with a batch
  * that decodes (every name and sample read, every sample fed to the
- * built-in detectors).
+ * built-in detectors, a FINAL batch ending its rank).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +28,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	wire_ack              ack;
 	char                  err[256];
 	size_t                off = 0, len;
+	int64_t               last = 0;
 	const char           *names[256];
 	size_t                lens[256];
 
@@ -68,7 +69,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		s.time_ns = ws.time_ns;
 		s.value   = ws.value;
 		detect_feed(engine, &s, ignore, NULL);
+		last = ws.time_ns;
 	}
+	/* A goodbye: the rank ended (as vitalsd does after storing it). */
+	if (b.flags & WIRE_FINAL)
+		detect_end(engine, b.id.run, b.id.run_len, b.id.rank, last,
+		    ignore, NULL);
 	detect_tick(engine, INT64_MAX / 2, ignore, NULL);
 	return 0;
 }
