@@ -82,8 +82,8 @@ typedef struct st_slot {
 typedef struct st_group {
 	int      has;
 	uint64_t max_step, adv_n;
-	int64_t  adv_time, last_time;
-	double   thr, usual; /* run-wide: the largest of the ranks' */
+	int64_t  adv_time, last_time; /* any rank's latest advance; sample */
+	double   thr, usual;          /* run-wide: the largest of the ranks' */
 	int64_t  refreshed;
 	uint8_t  silent, progress; /* alert levels 0..2 */
 	uint8_t  ended;            /* every rank ended: the run finished */
@@ -300,7 +300,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 	st_slot           *sl = detect_slot(g, in->slot);
 	int64_t            t  = s->time_ns;
 	detect_origin      o;
-	int                lv;
+	int                lv, adv = 0; /* this sample advanced its rank */
 
 	if (!gs->has) {
 		gs->has      = 1;
@@ -326,6 +326,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		sl->max_step  = s->step;
 		sl->last_time = sl->adv_time = t;
 		sl->run_adv_at               = gs->adv_n;
+		adv                          = 1;
 	} else {
 		if (t > sl->last_time)
 			sl->last_time = t;
@@ -340,6 +341,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 				rank_advanced(c, sl, s);
 			sl->max_step = s->step;
 			sl->adv_time = t;
+			adv          = 1;
 		}
 	}
 	detect_origin_run(&o, g->run);
@@ -357,20 +359,26 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 	if (t > gs->last_time)
 		gs->last_time = t;
 	if (s->step > gs->max_step) {
+		gs->max_step = s->step;
+		gs->adv_n++;
+	}
+	/* Progress is any rank's step advancing: a rank catching up after
+	 * the others finished is progress too. */
+	if (adv) {
 		if (gs->progress) {
 			double dt = silence(t, gs->adv_time);
 
 			detect_emit(c, &o, "progress_stall",
 			    sev_of(r, gs->progress), DETECT_RESOLVED, 0,
 			    s->step, t, dt, gs->usual,
-			    "run %s advances again: step %llu after %s s",
-			    detect_name_of(o.run, o.runlen).s,
+			    "run %s advances again: rank %d at step %llu "
+			    "after "
+			    "%s s",
+			    detect_name_of(o.run, o.runlen).s, (int) s->rank,
 			    (unsigned long long) s->step, detect_fmt(dt).s);
 			gs->progress = 0;
 		}
-		gs->max_step = s->step;
 		gs->adv_time = t;
-		gs->adv_n++;
 	} else if (detect_p(r, SL_PROGRESS) != 0
 	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr))
 	        > gs->progress) {
@@ -378,12 +386,12 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
 		    DETECT_FIRING, 0, gs->max_step, t, secs(t - gs->adv_time),
 		    gs->usual,
-		    "run %s: samples arrive (rank %d) but no rank has "
-		    "advanced "
-		    "past step %llu for %s s (usual step interval %s)",
+		    "run %s: samples arrive (rank %d) but no rank's step has "
+		    "advanced for %s s (run at step %llu; usual step interval "
+		    "%s)",
 		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
-		    (unsigned long long) gs->max_step,
-		    detect_fmt(secs(t - gs->adv_time)).s, usual(gs->usual).s);
+		    detect_fmt(secs(t - gs->adv_time)).s,
+		    (unsigned long long) gs->max_step, usual(gs->usual).s);
 	}
 	if (s->step >= sl->max_step)
 		sl->run_adv_at = gs->adv_n;

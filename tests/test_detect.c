@@ -618,6 +618,33 @@ TEST(finished_run_is_not_a_stall)
 	detect_engine_free(e);
 }
 
+TEST(lagging_rank_catching_up_is_progress)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0;
+	uint64_t       st;
+
+	REQUIRE(e != NULL);
+	for (st = 0; st < 300; st++, t += 10)
+		for (int r = 0; r < 4; r++)
+			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	/* Rank 3 falls 100 steps behind, then catches up alone after the
+	 * others finished: its steps advance, so the run progresses. */
+	for (uint64_t k = 0; k < 100; k++, t += 10)
+		for (int r = 0; r < 3; r++)
+			feed(e, "job", r, "step_time", st + k, t + r * 0.01,
+			    9.9);
+	for (int r = 0; r < 3; r++)
+		detect_end(e, "job", 3, r, (int64_t) (t * 1e9), on_alert, &S);
+	for (uint64_t k = 0; k < 100; k++, t += 10)
+		feed(e, "job", 3, "step_time", st + k, t, 9.9);
+	CHECK(count("progress_stall", -1) == 0);
+	/* Its stall while it was behind fired and resolved. */
+	CHECK(count("stall", DETECT_FIRING) >= 1);
+	CHECK(count("stall", DETECT_RESOLVED) >= 1);
+	detect_engine_free(e);
+}
+
 TEST(stall_quiet_with_periodic_checkpoints)
 {
 	detect_engine *e = engine(NULL);
@@ -954,6 +981,7 @@ main(void)
 	RUN(drop_sustained_not_periodic);
 	RUN(stall_of_run_rank_and_progress);
 	RUN(finished_run_is_not_a_stall);
+	RUN(lagging_rank_catching_up_is_progress);
 	RUN(stall_quiet_with_periodic_checkpoints);
 	RUN(straggler_names_rank_and_host);
 	RUN(threshold_entropy_collapse_relative);
