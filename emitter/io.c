@@ -869,69 +869,68 @@ deadline_in(unsigned timeout_ms)
 	return d;
 }
 
+/* What a caller waits for: every sample below pos and the dropped count
+ * drop settled, and the FINAL batches numbered up to final acknowledged. */
+typedef struct goal {
+	uint64_t pos, drop, final;
+} goal;
+
 static int
-flushed(const vte_io *io, uint64_t pos, uint64_t drop)
+reached(const vte_io *io, const goal *g)
 {
 	return atomic_load_explicit(&io->settled_pos, memory_order_acquire)
-	    >= pos
+	    >= g->pos
 	    && atomic_load_explicit(&io->settled_drop, memory_order_acquire)
-	    >= drop;
+	    >= g->drop
+	    && atomic_load_explicit(&io->final_done, memory_order_acquire)
+	    >= g->final;
+}
+
+/* Wait until g is reached or timeout_ms passes: 0 or VT_ETIMEDOUT. The
+ * I/O thread broadcasts io->cond on progress while there are waiters. */
+static int
+wait_for(vte_io *io, const goal *g, unsigned timeout_ms)
+{
+	struct timespec deadline = deadline_in(timeout_ms);
+	int             rc       = 0;
+
+	pthread_mutex_lock(&io->mu);
+	io->waiters++;
+	while (!reached(io, g))
+		if (pthread_cond_timedwait(&io->cond, &io->mu, &deadline)
+		    == ETIMEDOUT) {
+			if (!reached(io, g))
+				rc = VT_ETIMEDOUT;
+			break;
+		}
+	io->waiters--;
+	pthread_mutex_unlock(&io->mu);
+	return rc;
 }
 
 int
 vte_io_flush(vte_io *io, unsigned timeout_ms)
 {
-	uint64_t        pos  = vte_ring_claimed(io->ring);
-	uint64_t        drop = vte_ring_dropped(io->ring);
-	struct timespec deadline;
-	int             rc = 0;
+	goal g = { vte_ring_claimed(io->ring), vte_ring_dropped(io->ring), 0 };
 
-	if (flushed(io, pos, drop))
+	if (reached(io, &g))
 		return 0;
-	atomic_max_u64(&io->flush_pos, pos);
-	atomic_max_u64(&io->flush_drop, drop);
+	atomic_max_u64(&io->flush_pos, g.pos);
+	atomic_max_u64(&io->flush_drop, g.drop);
 	wake(io);
-	deadline = deadline_in(timeout_ms);
-	pthread_mutex_lock(&io->mu);
-	io->waiters++;
-	while (!flushed(io, pos, drop)) {
-		if (pthread_cond_timedwait(&io->cond, &io->mu, &deadline)
-		    == ETIMEDOUT) {
-			if (!flushed(io, pos, drop))
-				rc = VT_ETIMEDOUT;
-			break;
-		}
-	}
-	io->waiters--;
-	pthread_mutex_unlock(&io->mu);
-	return rc;
+	return wait_for(io, &g, timeout_ms);
 }
 
 int
 vte_io_finish(vte_io *io, unsigned timeout_ms)
 {
-	struct timespec deadline = deadline_in(timeout_ms);
-	uint64_t        want     = atomic_fetch_add_explicit(
-	                               &io->final_req, 1, memory_order_acq_rel)
-	    + 1;
-	int rc = 0;
+	goal g = { 0, 0,
+		atomic_fetch_add_explicit(
+		    &io->final_req, 1, memory_order_acq_rel)
+		    + 1 };
 
 	wake(io);
-	pthread_mutex_lock(&io->mu);
-	io->waiters++;
-	while (
-	    atomic_load_explicit(&io->final_done, memory_order_acquire) < want)
-		if (pthread_cond_timedwait(&io->cond, &io->mu, &deadline)
-		    == ETIMEDOUT) {
-			if (atomic_load_explicit(
-			        &io->final_done, memory_order_acquire)
-			    < want)
-				rc = VT_ETIMEDOUT;
-			break;
-		}
-	io->waiters--;
-	pthread_mutex_unlock(&io->mu);
-	return rc;
+	return wait_for(io, &g, timeout_ms);
 }
 
 void

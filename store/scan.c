@@ -76,15 +76,16 @@ scan_refused_get(store *st, MDB_txn *txn, const char *run, size_t runlen,
 	return 0;
 }
 
-/* Per rank, the latest incarnation seen so far (ranks are few). */
+/* Per rank, the latest incarnation seen so far. */
+typedef struct fin_rank {
+	int32_t  rank;
+	uint64_t start;
+	int      ended;
+} fin_rank;
+
 typedef struct fin_ctx {
-	struct {
-		int32_t  rank;
-		uint64_t start;
-		int      ended;
-	} v[256];
-	size_t n;
-	int    overflow; /* more ranks than v holds: counted as open */
+	fin_rank *v;
+	size_t    n, cap;
 } fin_ctx;
 
 static int
@@ -98,14 +99,16 @@ fin_each(void *vctx, const char *run, size_t runlen, const emitter_rec *r)
 	for (i = 0; i < c->n && c->v[i].rank != r->rank; i++)
 		;
 	if (i == c->n) {
-		if (c->n == sizeof(c->v) / sizeof(c->v[0])) {
-			c->overflow |= r->ended == 0;
-			return 0;
+		if (c->n == c->cap) {
+			size_t    nc = c->cap ? c->cap * 2 : 64;
+			fin_rank *nv = realloc(c->v, nc * sizeof(*nv));
+
+			if (nv == NULL)
+				return STORE_ENOMEM;
+			c->v   = nv;
+			c->cap = nc;
 		}
-		c->n++;
-		c->v[i].rank  = r->rank;
-		c->v[i].start = 0;
-		c->v[i].ended = 0;
+		c->v[c->n++] = (fin_rank) { r->rank, 0, 0 };
 	}
 	if (r->start_ns >= c->v[i].start) {
 		c->v[i].start = r->start_ns;
@@ -117,19 +120,19 @@ fin_each(void *vctx, const char *run, size_t runlen, const emitter_rec *r)
 int
 scan_run_finished(store *st, MDB_txn *txn, const char *run, int *out)
 {
-	fin_ctx c;
+	fin_ctx c = { NULL, 0, 0 };
 	int     rc;
 
-	c.n        = 0;
-	c.overflow = 0;
-	*out       = 0;
-	if ((rc = scan_emitters(st, txn, run, fin_each, &c)) != 0)
-		return rc;
-	*out = c.n > 0 && !c.overflow;
-	for (size_t i = 0; i < c.n; i++)
-		if (!c.v[i].ended)
-			*out = 0;
-	return 0;
+	*out = 0;
+	rc   = scan_emitters(st, txn, run, fin_each, &c);
+	if (rc == 0) {
+		*out = c.n > 0;
+		for (size_t i = 0; i < c.n; i++)
+			if (!c.v[i].ended)
+				*out = 0;
+	}
+	free(c.v);
+	return rc;
 }
 
 /*

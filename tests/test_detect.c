@@ -470,6 +470,17 @@ TEST(restart_is_one_event_and_not_a_spike)
 	detect_engine_free(e);
 }
 
+/* n steps of ranks 0-3 of run "job" from *st, 10 s apart, rank r 10 ms
+ * after rank 0: a healthy run's step_time. Advances *st and *t. */
+static void
+job_steps(detect_engine *e, uint64_t *st, double *t, uint64_t n)
+{
+	for (uint64_t k = 0; k < n; k++, (*st)++, *t += 10)
+		for (int r = 0; r < 4; r++)
+			feed(e, "job", r, "step_time", *st, *t + r * 0.01,
+			    9.9);
+}
+
 static void
 tps(detect_engine *e, uint64_t a, uint64_t b, double level, int slow_every)
 {
@@ -508,13 +519,11 @@ TEST(stall_of_run_rank_and_progress)
 {
 	detect_engine *e = engine(NULL);
 	const got     *g;
-	double         t = 0;
-	uint64_t       st;
+	double         t  = 0;
+	uint64_t       st = 0;
 
 	REQUIRE(e != NULL);
-	for (st = 0; st < 300; st++, t += 10)
-		for (int r = 0; r < 4; r++)
-			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	job_steps(e, &st, &t, 300);
 	CHECK(S.n == 0);
 	/* The whole run stops for 200 s: ticks as vitalsd would send. */
 	for (double c = t; c < t + 200; c += 0.2)
@@ -561,13 +570,11 @@ TEST(finished_run_is_not_a_stall)
 {
 	detect_engine *e = engine(NULL);
 	const got     *g;
-	double         t = 0;
-	uint64_t       st;
+	double         t  = 0;
+	uint64_t       st = 0;
 
 	REQUIRE(e != NULL);
-	for (st = 0; st < 300; st++, t += 10)
-		for (int r = 0; r < 4; r++)
-			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	job_steps(e, &st, &t, 300);
 	/* Every rank closes normally; an hour of ticks raises nothing. */
 	for (int r = 0; r < 4; r++)
 		detect_end(e, "job", 3, r, (int64_t) (t * 1e9), on_alert, &S);
@@ -580,9 +587,7 @@ TEST(finished_run_is_not_a_stall)
 
 	/* Restarted: the ranks are live again, and a later silence of the
 	 * run is a stall again. */
-	for (uint64_t k = 0; k < 50; k++, st++, t += 10)
-		for (int r = 0; r < 4; r++)
-			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	job_steps(e, &st, &t, 50);
 	CHECK(S.n == 0);
 	for (double c = t; c < t + 100; c += 0.2)
 		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
@@ -594,9 +599,7 @@ TEST(finished_run_is_not_a_stall)
 	/* Three ranks end, rank 3 did not (it died): its silence is still
 	 * the run's stall, which stays firing. */
 	S.n = 0;
-	for (uint64_t k = 0; k < 50; k++, st++, t += 10)
-		for (int r = 0; r < 4; r++)
-			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	job_steps(e, &st, &t, 50);
 	CHECK(count("stall", DETECT_RESOLVED) == 1);
 	for (int r = 0; r < 3; r++)
 		detect_end(e, "job", 3, r, (int64_t) (t * 1e9), on_alert, &S);
@@ -621,13 +624,11 @@ TEST(finished_run_is_not_a_stall)
 TEST(lagging_rank_catching_up_is_progress)
 {
 	detect_engine *e = engine(NULL);
-	double         t = 0;
-	uint64_t       st;
+	double         t  = 0;
+	uint64_t       st = 0;
 
 	REQUIRE(e != NULL);
-	for (st = 0; st < 300; st++, t += 10)
-		for (int r = 0; r < 4; r++)
-			feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	job_steps(e, &st, &t, 300);
 	/* Rank 3 falls 100 steps behind, then catches up alone after the
 	 * others finished: its steps advance, so the run progresses. */
 	for (uint64_t k = 0; k < 100; k++, t += 10)

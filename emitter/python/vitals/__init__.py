@@ -278,11 +278,8 @@ def end(timeout=5.0):
     normally (it is done at normal exit anyway). Logging afterwards is
     allowed. Returns True if acknowledged within timeout seconds.
     """
-    if _funcs is None or not _default_used:
-        return False
     try:
-        h = _funcs["vt_default"]()
-        return bool(h) and _funcs["vt_end"](h, _timeout_ms(timeout)) == 0
+        return _end_default(_timeout_ms(timeout))
     except Exception as e:
         _problem("internal", "internal error: %r" % (e,))
         return False
@@ -513,6 +510,14 @@ def _after_fork_child():
         e._h = None
 
 
+def _end_default(ms):
+    # True if the default emitter's goodbye was acknowledged.
+    if _funcs is None or not _default_used:
+        return False
+    h = _funcs["vt_default"]()
+    return bool(h) and _funcs["vt_end"](h, ms) == 0
+
+
 def _end_explicit(ms):
     for e in list(_emitters):
         if e._h is not None and e._pid == os.getpid():
@@ -532,10 +537,7 @@ def _exit_end():
         ms = _timeout_ms(None)
         exc = getattr(sys, "last_value", None)
         if isinstance(exc, KeyboardInterrupt):
-            if _default_used:
-                h = _funcs["vt_default"]()
-                if h:
-                    _funcs["vt_end"](h, ms)
+            _end_default(ms)
         elif exc is not None:
             _funcs["vt_mark_failed"](None)
         _end_explicit(ms)
@@ -548,10 +550,7 @@ def _mp_child_exit():
     # destructor runs, so end here what this process logged.
     try:
         ms = _timeout_ms(None)
-        if _default_used and _funcs is not None:
-            h = _funcs["vt_default"]()
-            if h:
-                _funcs["vt_end"](h, ms)
+        _end_default(ms)
         _end_explicit(ms)
     except Exception:
         pass
