@@ -43,6 +43,10 @@ TUI_OBJ     = $(call obj,$(TUI_SRC))
 COLLECT_OBJ = $(call obj,$(COLLECT_SRC))
 CLI_OBJ     = $(call obj,$(CLI_SRC))
 
+# The library exports only what include/vitals.h marks VT_API: its
+# objects hide every other symbol (wire_*, vte_*), so the ABI is the header.
+$(LIB_OBJ): CFLAGS_ALL += -fvisibility=hidden
+
 BINS = $(B)/vitalsd $(B)/vitals $(B)/libvitals.a $(B)/libvitals.so \
        $(B)/vt-simtrainer
 

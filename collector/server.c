@@ -348,15 +348,14 @@ receive_one(srv *s)
 bad:
 	log_malformed(s, &p->body, why);
 	{
-		const uint8_t *d = zmq_msg_data(&p->body);
-		size_t         n = zmq_msg_size(&p->body);
+		uint64_t inc, seq;
 
 		/* If it names a batch, refuse it so the sender stops
 		 * resending it. */
-		if (n >= 24 && d[0] == WIRE_MAGIC0 && d[1] == WIRE_MAGIC1 &&
-		    d[3] == WIRE_BATCH)
-			send_ack(s, &p->id, wire_get64(d + 8),
-			    wire_get64(d + 16), WIRE_ACK_REJECTED);
+		if (wire_batch_peek(zmq_msg_data(&p->body),
+		        zmq_msg_size(&p->body), &inc, &seq)
+		    == 0)
+			send_ack(s, &p->id, inc, seq, WIRE_ACK_REJECTED);
 	}
 	zmq_msg_close(&p->id);
 	zmq_msg_close(&p->body);

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "store/block.h"
-#include "wire/wire.h"
+#include "wire/le.h"
 
 int
 scan_runs(store *st, MDB_txn *txn, scan_run_fn fn, void *ctx)

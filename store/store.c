@@ -10,7 +10,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "wire/wire.h"
+#include "wire/le.h"
 
 /* The map starts small and doubles when full: a short run costs little
  * address space and the growth path is exercised by every long test. */
