@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "collector/feed.h"
 #include "collector/hooks.h"
 #include "detect/detect.h"
 #include "wire/wire.h"
@@ -209,34 +210,13 @@ feed(alerting *al, const job *j)
 {
 	wire_batch b;
 	char       err[256];
-	size_t     off = 0;
 
 	/* It was validated when it arrived; decoding again only rebuilds
 	 * the view into our copy. */
 	if (wire_batch_decode(j->msg, j->len, &b, err, sizeof(err)) != 0)
 		return;
-	for (uint32_t i = 0; i < b.nnames; i++)
-		al->names[i] = wire_names_next(&b, &off, &al->lens[i]);
-	for (uint32_t i = 0; i < b.nsamples; i++) {
-		wire_sample   ws;
-		detect_sample s;
-
-		wire_batch_sample(&b, i, &ws);
-		s.run     = b.id.run;
-		s.runlen  = b.id.run_len;
-		s.metric  = al->names[ws.name];
-		s.mlen    = al->lens[ws.name];
-		s.host    = b.id.host;
-		s.hostlen = b.id.host_len;
-		s.rank    = b.id.rank;
-		s.step    = ws.step;
-		s.time_ns = ingest_quantize(ws.time_ns, al->quantum);
-		s.value   = ws.value;
-		detect_feed(al->engine, &s, on_alert, al);
-	}
-	if (b.flags & WIRE_FINAL)
-		detect_end(al->engine, b.id.run, b.id.run_len, b.id.rank,
-		    j->recv_ns, on_alert, al);
+	feed_batch(al->engine, &b, al->quantum, j->recv_ns, al->names,
+	    al->lens, on_alert, al);
 }
 
 /*
@@ -317,8 +297,8 @@ alerting_open(const char *rules_path, int64_t quantum_ns, alerting **out)
 		goto fail;
 	if ((al->hooks = hooks_new()) == NULL)
 		goto fail;
-	al->names = calloc(65536, sizeof(*al->names));
-	al->lens  = calloc(65536, sizeof(*al->lens));
+	al->names = calloc(FEED_NAMES_MAX, sizeof(*al->names));
+	al->lens  = calloc(FEED_NAMES_MAX, sizeof(*al->lens));
 	if (al->names == NULL || al->lens == NULL)
 		goto fail;
 	if ((r = load_rules(al)) == NULL)
