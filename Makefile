@@ -33,6 +33,7 @@ DETECT_SRC  = $(wildcard detect/*.c)
 TUI_SRC     = $(wildcard tui/*.c)
 COLLECT_SRC = $(filter-out collector/main.c,$(wildcard collector/*.c))
 CLI_SRC     = $(filter-out cli/main.c,$(wildcard cli/*.c))
+COMMON_SRC  = $(wildcard common/*.c)
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 
@@ -42,6 +43,7 @@ DETECT_OBJ  = $(call obj,$(DETECT_SRC))
 TUI_OBJ     = $(call obj,$(TUI_SRC))
 COLLECT_OBJ = $(call obj,$(COLLECT_SRC))
 CLI_OBJ     = $(call obj,$(CLI_SRC))
+COMMON_OBJ  = $(call obj,$(COMMON_SRC))
 
 # The library exports only what include/vitals.h marks VT_API: its
 # objects hide every other symbol (wire_*, vte_*), so the ABI is the header.
@@ -63,10 +65,10 @@ $(B)/libvitals.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libvitals.so.0 -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL)
 	ln -sf libvitals.so $(B)/libvitals.so.0
 
-$(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(call obj,$(WIRE_SRC))
+$(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(call obj,$(WIRE_SRC))
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(LDLIBS_ALL) -lm
 
-$(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(TUI_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(B)/libvitals.a
+$(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(TUI_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/vt-simtrainer: $(B)/demo/simtrainer.o $(B)/libvitals.a
@@ -79,7 +81,7 @@ TEST_SRC  = $(wildcard tests/test_*.c)
 TEST_BINS = $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HELPERS = $(patsubst tests/helpers/%.c,$(B)/tests/%,$(wildcard tests/helpers/*.c))
 
-$(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
+$(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
@@ -92,7 +94,7 @@ $(B)/tests/slowreader: $(B)/tests/helpers/slowreader.o $(STORE_OBJ) $(call obj,$
 BENCH_SRC  = $(wildcard bench/bench_*.c)
 BENCH_BINS = $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-$(B)/bench/%: $(B)/bench/%.o $(B)/bench/realistic.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
+$(B)/bench/%: $(B)/bench/%.o $(B)/bench/realistic.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
 
 # Fuzzing: libFuzzer targets in fuzz/ (clang, ASan + UBSan), run for

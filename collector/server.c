@@ -8,6 +8,7 @@
 #include <zmq.h>
 
 #include "collector/auth.h"
+#include "common/clock.h"
 #include "wire/wire.h"
 
 #define MAX_PENDING 8192 /* batches in one transaction */
@@ -56,24 +57,6 @@ server_opts_init(server_opts *o)
 	o->allow          = NULL;
 }
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t) ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static void
 send_ack(srv *s, zmq_msg_t *id, uint64_t inc, uint64_t seq, int status)
 {
@@ -97,7 +80,7 @@ static void
 log_malformed(srv *s, zmq_msg_t *body, const char *why)
 {
 	const char *peer = zmq_msg_gets(body, "Peer-Address");
-	int64_t     sec  = mono_ns() / 1000000000ll;
+	int64_t     sec  = now_mono_ns() / 1000000000ll;
 
 	s->malformed++;
 	if (sec != s->malformed_window) {
@@ -166,7 +149,7 @@ store_alerts(srv *s)
 static void
 reap_readers(srv *s)
 {
-	int64_t m = mono_ns();
+	int64_t m = now_mono_ns();
 	int     dead = 0;
 
 	if (m - s->last_reap < READER_CHECK_NS)
@@ -184,7 +167,7 @@ reap_readers(srv *s)
 static void
 tick(srv *s)
 {
-	int64_t m = mono_ns();
+	int64_t m = now_mono_ns();
 
 	if (s->al == NULL || m - s->last_tick < TICK_NS)
 		return;
@@ -226,10 +209,10 @@ commit_group(srv *s)
 {
 	char    why[256];
 	int     rc;
-	int64_t t0 = mono_ns();
+	int64_t t0 = now_mono_ns();
 
 	for (;;) {
-		int64_t now = now_ns();
+		int64_t now = now_wall_ns();
 
 		if ((rc = ingest_begin(s->in)) != 0)
 			break;
@@ -270,7 +253,7 @@ commit_group(srv *s)
 				"committed\n",
 		    s->n);
 	s->blocked = 0;
-	pace(s, mono_ns() - t0);
+	pace(s, now_mono_ns() - t0);
 	{
 		const char *note = ingest_notice(s->in);
 
@@ -286,7 +269,7 @@ commit_group(srv *s)
 	}
 	/* Detection sees each stored sample once: after its commit. */
 	if (s->al != NULL) {
-		int64_t now = now_ns();
+		int64_t now = now_wall_ns();
 
 		for (size_t i = 0; i < s->n; i++)
 			if (s->p[i].status == WIRE_ACK_STORED)
@@ -339,7 +322,7 @@ receive_one(srv *s)
 		&p->b, why, sizeof(why)) != 0)
 		goto bad;
 	if (s->n == 0)
-		s->first_ns = mono_ns();
+		s->first_ns = now_mono_ns();
 	if (p->b.flags & WIRE_URGENT)
 		s->urgent = 1;
 	s->n++;
@@ -366,7 +349,7 @@ static void
 log_stats(srv *s, int force)
 {
 	ingest_stats is;
-	int64_t      now = mono_ns();
+	int64_t      now = now_mono_ns();
 
 	if (!force && now - s->last_stats < STATS_EVERY_NS)
 		return;
@@ -451,7 +434,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 	}
 	if (open_socket(&s, ctx, au) != 0)
 		goto out;
-	s.last_stats = mono_ns();
+	s.last_stats = now_mono_ns();
 	if (au != NULL)
 		fprintf(stderr,
 		    "vitalsd: CURVE on: server public key %s, %zu client "
@@ -480,7 +463,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		}
 		if (s.n > 0) {
 			int64_t left = s.urgent ? 0
-			                        : s.first_ns + s.wait_ns - mono_ns();
+			                        : s.first_ns + s.wait_ns - now_mono_ns();
 			timeout = left > 0 ? left / 1000000 : 0;
 		} else {
 			timeout = 200;
@@ -493,7 +476,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		if (s.n > 0 &&
 		    (got == 0 || s.n >= MAX_PENDING ||
 			s.samples >= o->commit_samples || s.urgent ||
-			mono_ns() - s.first_ns >= s.wait_ns))
+			now_mono_ns() - s.first_ns >= s.wait_ns))
 			commit_group(&s);
 		tick(&s);
 		reap_readers(&s);

@@ -7,6 +7,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/clock.h"
+
 /* When reading the whole series index takes longer than this, it is read
  * again only when series are added; at other changes the series of the
  * metrics on screen are reread (one key range each), and a sweep rereads
@@ -17,22 +19,10 @@
 /* Rates are measured over this many seconds of refreshes. */
 #define TM_RATE_WINDOW 5.0
 
-static double
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 double
 model_wall_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+	return now_wall_s();
 }
 
 /* Copy a string, cut to fit. */
@@ -553,11 +543,11 @@ refresh_wanted(model *m)
 static int
 sweep(model *m)
 {
-	double t0 = mono_now();
+	double t0 = now_mono_s();
 	int    rc;
 
 	for (size_t n = 0; n < m->nmetrics && m->index_at >= 0; n++) {
-		if (mono_now() - t0 >= TM_SWEEP_BUDGET)
+		if (now_mono_s() - t0 >= TM_SWEEP_BUDGET)
 			break;
 		if (m->sweep_next >= m->nmetrics)
 			m->sweep_next = 0;
@@ -865,11 +855,11 @@ read_run(model *m, double now)
 		    || m->index_cost < TM_INDEX_CHEAP || m->index_at < 0;
 
 		if (whole) {
-			double t0 = mono_now();
+			double t0 = now_mono_s();
 
 			if ((rc = read_series(m)) != 0)
 				return rc;
-			m->index_cost = mono_now() - t0;
+			m->index_cost = now_mono_s() - t0;
 			m->index_at   = now;
 		} else {
 			m->partial = m->frame;
@@ -893,7 +883,7 @@ read_run(model *m, double now)
 int
 model_update(model *m, model_want_fn want, void *ctx)
 {
-	double t0 = mono_now();
+	double t0 = now_mono_s();
 	int    rc;
 
 	m->frame++;
@@ -924,7 +914,7 @@ model_update(model *m, model_want_fn want, void *ctx)
 	mdb_txn_abort(m->txn);
 	m->txn = NULL;
 	model_samples_evict(m);
-	m->update_ms = (mono_now() - t0) * 1e3;
+	m->update_ms = (now_mono_s() - t0) * 1e3;
 	if (rc != 0) {
 		if (rc == STORE_ENOMEM)
 			snprintf(m->err, sizeof(m->err), "out of memory");

@@ -3,19 +3,11 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "tui/crt.h"
 #include "tui/draw.h"
 #include "tui/keys.h"
 #include "tui/panel.h"
-
-static double
-mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
 
 int
 tui_update(ui *u, model *m)
@@ -69,7 +61,7 @@ loop(ui *u, model *m)
 		if (crt_signal() != 0)
 			return 0;
 		getmaxyx(stdscr, u->lines, u->cols);
-		now = mono();
+		now = now_mono_s();
 		if (force || (!u->paused && now >= next)) {
 			if (tui_update(u, m) != 0 && now - shown_err > 5) {
 				ui_message(u, m->err);
@@ -83,7 +75,7 @@ loop(ui *u, model *m)
 			tui_draw(u, m);
 			dirty = 0;
 		}
-		wait = u->paused ? 1000 : (int) ((next - mono()) * 1000) + 1;
+		wait = u->paused ? 1000 : (int) ((next - now_mono_s()) * 1000) + 1;
 		if (wait < 1)
 			wait = 1;
 		ch = crt_getkey(wait);
