@@ -32,10 +32,12 @@
 
 #include "store/scan.h"
 #include "store/store.h"
+#include "wire/wire.h"
 
 #define TM_ALL UINT64_MAX /* a span of steps: the whole history */
-#define TM_NAME_MAX 256   /* metric names are at most 255 bytes */
-#define TM_RUN_MAX 129    /* run names are at most 128 bytes */
+/* Room for a metric or run name and its NUL: the wire's limits. */
+#define TM_NAME_MAX (WIRE_NAME_MAX + 1)
+#define TM_RUN_MAX (WIRE_RUN_MAX + 1)
 
 /* The samples held for one series: steps strictly increasing (after a
  * restart the sample stored last for a step wins). */
