@@ -1,51 +1,44 @@
 /*
- * The alerts part of the model: parse each stored alert (one JSON object)
- * once, keep the transitions in order, and know for every (rule, metric,
- * rank) which transition is the latest, so that "firing" means firing
- * now.
+ * The alerts part of the model: read each stored alert (one JSON object,
+ * with detect/'s alert reader) once, keep the transitions in order, and
+ * know for every (rule, metric, rank) which transition is the latest, so
+ * that "firing" means firing now.
  */
 #include "tui/model_priv.h"
 
-#include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "detect/detect.h"
+
 /* Transitions kept; beyond, the oldest that are no longer current go. */
 #define TM_ALERTS_MAX 20000
 
 static void
-get_str(struct json_object *o, const char *key, char *dst, size_t len)
+get_str(const detect_alert_record *r, int field, char *dst, size_t len)
 {
-	struct json_object *v;
-
-	if (json_object_object_get_ex(o, key, &v)
-	    && json_object_is_type(v, json_type_string))
-		snprintf(dst, len, "%s", json_object_get_string(v));
+	if (r->f[field].type == DETECT_AT_STRING)
+		snprintf(dst, len, "%s", r->f[field].str);
 }
 
 static double
-get_num(struct json_object *o, const char *key, double dflt)
+get_num(const detect_alert_record *r, int field, double dflt)
 {
-	struct json_object *v;
+	int t = r->f[field].type;
 
-	if (!json_object_object_get_ex(o, key, &v))
-		return dflt;
-	if (json_object_is_type(v, json_type_double)
-	    || json_object_is_type(v, json_type_int))
-		return json_object_get_double(v);
-	return dflt;
+	return t == DETECT_AT_INT || t == DETECT_AT_REAL ? r->f[field].num
+	                                                 : dflt;
 }
 
 int
 model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a)
 {
-	struct json_tokener *tok;
-	struct json_object  *o;
-	char                 sev[16] = "", state[16] = "";
-	double               d;
+	detect_alert_record r;
+	char                sev[16] = "", state[16] = "";
+	double              d;
 
 	memset(a, 0, sizeof(*a));
 	a->seq      = seq;
@@ -55,44 +48,31 @@ model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a)
 	a->time     = NAN;
 	a->severity = TM_WARNING;
 	a->firing   = 1;
-	if (len > INT_MAX || (tok = json_tokener_new()) == NULL)
+	if (detect_alert_parse(json, len, &r, NULL, 0) != 0)
 		return -1;
-	o = json_tokener_parse_ex(tok, json, (int) len);
-	json_tokener_free(tok);
-	if (o == NULL)
-		return -1;
-	if (!json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		return -1;
-	}
-	get_str(o, "rule", a->rule, sizeof(a->rule));
-	get_str(o, "kind", a->kind, sizeof(a->kind));
-	get_str(o, "host", a->host, sizeof(a->host));
-	get_str(o, "metric", a->metric, sizeof(a->metric));
-	get_str(o, "message", a->message, sizeof(a->message));
-	get_str(o, "severity", sev, sizeof(sev));
-	get_str(o, "state", state, sizeof(state));
+	get_str(&r, DETECT_AF_RULE, a->rule, sizeof(a->rule));
+	get_str(&r, DETECT_AF_KIND, a->kind, sizeof(a->kind));
+	get_str(&r, DETECT_AF_HOST, a->host, sizeof(a->host));
+	get_str(&r, DETECT_AF_METRIC, a->metric, sizeof(a->metric));
+	get_str(&r, DETECT_AF_MESSAGE, a->message, sizeof(a->message));
+	get_str(&r, DETECT_AF_SEVERITY, sev, sizeof(sev));
+	get_str(&r, DETECT_AF_STATE, state, sizeof(state));
 	if (strcmp(sev, "info") == 0)
 		a->severity = TM_INFO;
 	else if (strcmp(sev, "critical") == 0)
 		a->severity = TM_CRITICAL;
 	a->firing = strcmp(state, "resolved") != 0;
-	d         = get_num(o, "rank", -1);
+	d         = get_num(&r, DETECT_AF_RANK, -1);
 	a->rank   = d >= INT32_MIN && d <= INT32_MAX ? (int32_t) d : -1;
-	d         = get_num(o, "step", 0);
+	d         = get_num(&r, DETECT_AF_STEP, 0);
 	a->step   = d > 0 && d < 1.8e19 ? (uint64_t) d : 0;
-	{
-		/* Steps beyond 2^53 are exact only as integers. */
-		struct json_object *v;
-
-		if (json_object_object_get_ex(o, "step", &v)
-		    && json_object_is_type(v, json_type_int))
-			a->step = json_object_get_uint64(v);
-	}
-	a->time     = get_num(o, "time", NAN);
-	a->value    = get_num(o, "value", NAN);
-	a->baseline = get_num(o, "baseline", NAN);
-	json_object_put(o);
+	/* Steps beyond 2^53 are exact only as integers. */
+	if (r.f[DETECT_AF_STEP].type == DETECT_AT_INT)
+		a->step = r.f[DETECT_AF_STEP].u;
+	a->time     = get_num(&r, DETECT_AF_TIME, NAN);
+	a->value    = get_num(&r, DETECT_AF_VALUE, NAN);
+	a->baseline = get_num(&r, DETECT_AF_BASELINE, NAN);
+	detect_alert_record_free(&r);
 	return 0;
 }
 
