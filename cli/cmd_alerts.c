@@ -83,7 +83,8 @@ cmd_alerts(const cli_args *a)
 		return 1;
 	if (a->format == OUT_CSV) {
 		for (int i = 0; i < DETECT_AF_COUNT; i++)
-			printf("%s%s", i ? "," : "", detect_alert_field_name(i));
+			printf(
+			    "%s%s", i ? "," : "", detect_alert_field_name(i));
 		putchar('\n');
 	}
 	rc = scan_alerts(r.st, r.txn, a->run, 0, each_alert, &c);

@@ -462,8 +462,9 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 			continue;
 		}
 		if (s.n > 0) {
-			int64_t left = s.urgent ? 0
-			                        : s.first_ns + s.wait_ns - now_mono_ns();
+			int64_t left = s.urgent
+			    ? 0
+			    : s.first_ns + s.wait_ns - now_mono_ns();
 			timeout = left > 0 ? left / 1000000 : 0;
 		} else {
 			timeout = 200;

@@ -49,8 +49,7 @@ fail:
 }
 
 int
-rules_file_load(
-    const char *path, detect_rules **out, char *err, size_t errlen)
+rules_file_load(const char *path, detect_rules **out, char *err, size_t errlen)
 {
 	char  *text;
 	size_t len = 0;
@@ -68,7 +67,7 @@ rules_file_load(
 	rc = detect_rules_parse(text, len, path, out, err, errlen);
 	free(text);
 	if (rc != 0 && rc != DETECT_EPARSE)
-		snprintf(err, errlen, "rules %s: %s", path,
-		    detect_strerror(rc));
+		snprintf(
+		    err, errlen, "rules %s: %s", path, detect_strerror(rc));
 	return rc;
 }

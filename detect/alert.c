@@ -151,8 +151,8 @@ detect_alert_json(const detect_alert *a, char *buf, size_t len)
 size_t
 detect_alert_series_limit_json(const char *run, size_t runlen,
     const char *host, size_t hostlen, const char *metric, size_t mlen,
-    uint64_t step, int64_t time_ns, const char *which, uint64_t cap,
-    char *buf, size_t len)
+    uint64_t step, int64_t time_ns, const char *which, uint64_t cap, char *buf,
+    size_t len)
 {
 	jbuf         b = { buf, len, 0 };
 	char         msg[160];
@@ -185,9 +185,9 @@ detect_alert_series_limit_json(const char *run, size_t runlen,
 
 /* ---- reading ----------------------------------------------------------- */
 
-static const char *const field_names[DETECT_AF_COUNT] = { "rule", "kind",
-	"severity", "state", "run", "rank", "host", "metric", "step", "time",
-	"value", "baseline", "message" };
+static const char *const field_names[DETECT_AF_COUNT]
+    = { "rule", "kind", "severity", "state", "run", "rank", "host", "metric",
+	      "step", "time", "value", "baseline", "message" };
 
 const char *
 detect_alert_field_name(int field)
@@ -376,11 +376,12 @@ read_string(reader *r, const char **out)
 		}
 		default:
 			r->i--;
-			return expected(r, "an escape (\\\" \\\\ / b f n r t u)");
+			return expected(
+			    r, "an escape (\\\" \\\\ / b f n r t u)");
 		}
 	}
 	r->mem[r->mo++] = 0;
-	*out = start;
+	*out            = start;
 	return 0;
 }
 
@@ -412,8 +413,7 @@ read_number(reader *r, detect_alert_value *v)
 		r->i++;
 		if (r->i >= r->len || r->p[r->i] < '0' || r->p[r->i] > '9')
 			return expected(r, "a digit after '.'");
-		while (r->i < r->len && r->p[r->i] >= '0'
-		    && r->p[r->i] <= '9')
+		while (r->i < r->len && r->p[r->i] >= '0' && r->p[r->i] <= '9')
 			r->i++;
 	}
 	if (r->i < r->len && (r->p[r->i] == 'e' || r->p[r->i] == 'E')) {
@@ -423,8 +423,7 @@ read_number(reader *r, detect_alert_value *v)
 			r->i++;
 		if (r->i >= r->len || r->p[r->i] < '0' || r->p[r->i] > '9')
 			return expected(r, "a digit in the exponent");
-		while (r->i < r->len && r->p[r->i] >= '0'
-		    && r->p[r->i] <= '9')
+		while (r->i < r->len && r->p[r->i] >= '0' && r->p[r->i] <= '9')
 			r->i++;
 	}
 	n = r->i - start;
@@ -571,7 +570,7 @@ detect_alert_parse(const char *json, size_t len, detect_alert_record *out,
 	for (;;) {
 		const char        *key;
 		detect_alert_value v;
-		size_t             mo = r.mo;
+		size_t             mo    = r.mo;
 		int                field = -1;
 
 		if ((rc = read_string(&r, &key)) != 0)

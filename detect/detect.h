@@ -199,8 +199,8 @@ size_t detect_alert_json(const detect_alert *a, char *buf, size_t len);
  */
 size_t detect_alert_series_limit_json(const char *run, size_t runlen,
     const char *host, size_t hostlen, const char *metric, size_t mlen,
-    uint64_t step, int64_t time_ns, const char *which, uint64_t cap,
-    char *buf, size_t len);
+    uint64_t step, int64_t time_ns, const char *which, uint64_t cap, char *buf,
+    size_t len);
 
 /* The fields of a written alert, in the order they are written. */
 enum detect_alert_field {

@@ -75,7 +75,8 @@ loop(ui *u, model *m)
 			tui_draw(u, m);
 			dirty = 0;
 		}
-		wait = u->paused ? 1000 : (int) ((next - now_mono_s()) * 1000) + 1;
+		wait = u->paused ? 1000
+		                 : (int) ((next - now_mono_s()) * 1000) + 1;
 		if (wait < 1)
 			wait = 1;
 		ch = crt_getkey(wait);

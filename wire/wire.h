@@ -143,8 +143,8 @@ int wire_batch_decode(
  * message is long enough and starts as a BATCH (magic, type; any
  * version), else -1 and leaves the outputs alone.
  */
-int wire_batch_peek(const void *buf, size_t len, uint64_t *incarnation,
-    uint64_t *seq);
+int wire_batch_peek(
+    const void *buf, size_t len, uint64_t *incarnation, uint64_t *seq);
 
 /* Sample i of a decoded batch (i < nsamples). */
 void wire_batch_sample(const wire_batch *b, uint32_t i, wire_sample *out);
