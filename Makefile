@@ -116,11 +116,11 @@ FUZZ_SRC_engine = $(DETECT_SRC)
 FUZZ_SRC_scrape = cli/scrape.c
 FUZZ_LIBS       = $(PCRE_LIBS) $(JSON_LIBS) -lm
 
-$(FZ)/fuzz_%: fuzz/fuzz_%.c $(WIRE_SRC) collector/feed.c $(DETECT_SRC) store/block.c cli/replay_input.c cli/scrape.c
+$(FZ)/fuzz_%: fuzz/fuzz_%.c $(WIRE_SRC) collector/feed.c collector/feed.h $(DETECT_SRC) store/block.c cli/replay_input.c cli/scrape.c
 	@mkdir -p $(FZ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) fuzz/fuzz_$*.c $(FUZZ_SRC_$*) -o $@ $(FUZZ_LIBS)
 
-$(B)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/driver.c $(WIRE_SRC) collector/feed.c $(DETECT_SRC) store/block.c cli/replay_input.c cli/scrape.c
+$(B)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/driver.c $(WIRE_SRC) collector/feed.c collector/feed.h $(DETECT_SRC) store/block.c cli/replay_input.c cli/scrape.c
 	@mkdir -p $(B)/tests
 	$(CC) $(CFLAGS_ALL) -DFUZZ_NAME='"$*"' fuzz/fuzz_$*.c fuzz/driver.c $(FUZZ_SRC_$*) -o $@ $(FUZZ_LIBS) $(LDLIBS_ALL)
 

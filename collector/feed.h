@@ -18,7 +18,9 @@
 #define FEED_NAMES_MAX 65536
 
 /* A sample time as the store keeps it: rounded down to a multiple of q
- * (q <= 1: unchanged). */
+ * (q <= 1: unchanged), or up where down would leave the int64 range (a
+ * time near INT64_MIN, which only a broken emitter sends; fuzz_wire found
+ * the overflow). */
 static inline int64_t
 feed_quantize(int64_t t, int64_t q)
 {
@@ -29,7 +31,7 @@ feed_quantize(int64_t t, int64_t q)
 	r = t % q;
 	if (r < 0)
 		r += q;
-	return t - r;
+	return t < INT64_MIN + r ? t + (q - r) : t - r;
 }
 
 /*
