@@ -7,6 +7,7 @@
 
 #include "collector/table.h"
 #include "store/block.h"
+#include "store/write.h"
 
 /* Defaults of the limits (see ingest.h). */
 #define MAX_SERIES_RUN 100000u
@@ -14,9 +15,6 @@
 #define CACHE_SERIES 131072u
 #define CACHE_ENCODERS 16384u
 #define CACHE_EMITTERS 65536u
-
-/* Meta key prefix of a run's count of refused samples; its presence means
- * the run's series_limit alert was stored. */
 
 /* A series in the cache: its record and the block being appended to. The
  * key is sized to fit, as a cache of many series is mostly keys. */
@@ -53,15 +51,11 @@ typedef struct run {
 struct ingest {
 	store      *st;
 	ingest_opts opts;
-	MDB_txn    *txn;
+	store_txn  *txn;
 	table      *series, *emitters, *runs;
 	ser        *dirty_series;
 	emi        *dirty_emitters;
 	run        *dirty_runs;
-	uint32_t    next_sid;
-	int         next_sid_dirty;
-	uint64_t    next_alert; /* 0: not loaded */
-	int         next_alert_dirty;
 	ser       **names; /* per batch: name index -> series (NULL: refused) */
 	size_t      nenc;  /* series with a loaded encoder */
 	ingest_stats stats, tentative;
@@ -105,10 +99,6 @@ drop_caches(ingest *in)
 	in->dirty_series                     = NULL;
 	in->dirty_emitters                   = NULL;
 	in->dirty_runs                       = NULL;
-	in->next_sid                         = 0;
-	in->next_sid_dirty                   = 0;
-	in->next_alert                       = 0;
-	in->next_alert_dirty                 = 0;
 	in->nenc                             = 0;
 	in->notice[0]                        = 0;
 }
@@ -156,8 +146,7 @@ ingest_close(ingest *in)
 {
 	if (in == NULL)
 		return;
-	if (in->txn != NULL)
-		mdb_txn_abort(in->txn);
+	store_abort(in->txn);
 	drop_caches(in);
 	free(in->names);
 	free(in);
@@ -170,11 +159,8 @@ ingest_begin(ingest *in)
 
 	if (in->series == NULL && (rc = make_caches(in)) != 0)
 		return rc;
-	rc = mdb_txn_begin(in->st->env, NULL, 0, &in->txn);
-	if (rc != 0) {
-		in->txn = NULL;
-		return store_fail(in->st, rc, "starting a write transaction");
-	}
+	if ((rc = store_write_begin(in->st, &in->txn)) != 0)
+		return rc;
 	memset(&in->tentative, 0, sizeof(in->tentative));
 	return 0;
 }
@@ -182,71 +168,21 @@ ingest_begin(ingest *in)
 void
 ingest_abort(ingest *in)
 {
-	if (in->txn != NULL)
-		mdb_txn_abort(in->txn);
+	store_abort(in->txn);
 	in->txn = NULL;
 	drop_caches(in);
-}
-
-/* Load the next series id from the store the first time it is needed. */
-static int
-load_sid(ingest *in)
-{
-	MDB_val k, v;
-	int     rc;
-
-	if (in->next_sid == 0) {
-		k.mv_data = (void *) (uintptr_t) "next_sid";
-		k.mv_size = 8;
-		rc        = mdb_get(in->txn, in->st->meta, &k, &v);
-		if (rc == MDB_NOTFOUND)
-			in->next_sid = 1;
-		else if (rc != 0)
-			return store_fail(in->st, rc, "reading next_sid");
-		else if (v.mv_size != 4)
-			return STORE_ECORRUPT;
-		else
-			in->next_sid = wire_get32(v.mv_data);
-	}
-	return 0;
-}
-
-static int
-alloc_sid(ingest *in, uint32_t *sid)
-{
-	int rc;
-
-	if ((rc = load_sid(in)) != 0)
-		return rc;
-	*sid                = in->next_sid++;
-	in->next_sid_dirty = 1;
-	return 0;
-}
-
-static size_t
-refused_key(uint8_t *buf, const run *r)
-{
-	return store_refused_key(buf, r->name, r->len);
 }
 
 /* Read the run's refused-sample count (absent: none refused, no alert). */
 static int
 load_refused(ingest *in, run *r)
 {
-	uint8_t key[STORE_REFUSED_KEY_MAX];
-	MDB_val k, v;
-	int     rc;
+	int rc = store_get_refused(in->txn, r->name, r->len, &r->refused);
 
-	k.mv_data = key;
-	k.mv_size = refused_key(key, r);
-	rc        = mdb_get(in->txn, in->st->meta, &k, &v);
-	if (rc == MDB_NOTFOUND)
+	if (rc == STORE_ENOTFOUND)
 		return 0;
 	if (rc != 0)
-		return store_fail(in->st, rc, "reading a refused count");
-	if (v.mv_size != 8)
-		return STORE_ECORRUPT;
-	r->refused   = wire_get64(v.mv_data);
+		return rc;
 	r->limit_hit = 1;
 	return 0;
 }
@@ -254,9 +190,8 @@ load_refused(ingest *in, run *r)
 static int
 get_run(ingest *in, const char *name, size_t len, run **out)
 {
-	run    *r = table_get(in->runs, name, len);
-	MDB_val k, v;
-	int     rc;
+	run *r = table_get(in->runs, name, len);
+	int  rc;
 
 	if (r != NULL) {
 		*out = r;
@@ -266,22 +201,15 @@ get_run(ingest *in, const char *name, size_t len, run **out)
 	if (r == NULL)
 		return STORE_ENOMEM;
 	memcpy(r->name, name, len);
-	r->len    = len;
-	k.mv_data = r->name;
-	k.mv_size = len;
-	rc        = mdb_get(in->txn, in->st->runs, &k, &v);
-	if (rc == 0) {
-		if (store_run_get(v.mv_data, v.mv_size, &r->rec) != 0) {
-			free(r);
-			return STORE_ECORRUPT;
-		}
-	} else if (rc == MDB_NOTFOUND) {
+	r->len = len;
+	rc     = store_get_run(in->txn, r->name, len, &r->rec);
+	if (rc == STORE_ENOTFOUND) {
 		r->rec.first_step = UINT64_MAX;
 		r->rec.first_time = INT64_MAX;
 		r->rec.last_time  = INT64_MIN;
-	} else {
+	} else if (rc != 0) {
 		free(r);
-		return store_fail(in->st, rc, "reading a run");
+		return rc;
 	}
 	if ((rc = load_refused(in, r)) != 0) {
 		free(r);
@@ -333,7 +261,6 @@ get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
 	size_t  kl = store_emitter_key(
             key, b->id.run, b->id.run_len, b->id.incarnation);
 	emi    *e  = table_get(in->emitters, key, kl);
-	MDB_val k, v;
 	int     rc;
 
 	*is_new = 0;
@@ -348,24 +275,17 @@ get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
 	e->used = in->stats.commits + 1;
 	memcpy(e->key, key, kl);
 	e->keylen = kl;
-	k.mv_data = e->key;
-	k.mv_size = kl;
-	rc        = mdb_get(in->txn, in->st->emitters, &k, &v);
-	if (rc == 0) {
-		if (store_emitter_get(v.mv_data, v.mv_size, &e->rec) != 0) {
-			free(e);
-			return STORE_ECORRUPT;
-		}
-	} else if (rc == MDB_NOTFOUND) {
+	rc        = store_get_emitter(in->txn, e->key, kl, &e->rec);
+	if (rc == STORE_ENOTFOUND) {
 		e->rec.incarnation = b->id.incarnation;
 		e->rec.first_seen  = now;
 		e->rec.first_step  = UINT64_MAX;
 		r->rec.emitters++;
 		mark_run(in, r);
 		*is_new = 1;
-	} else {
+	} else if (rc != 0) {
 		free(e);
-		return store_fail(in->st, rc, "reading an emitter");
+		return rc;
 	}
 	if (table_put(in->emitters, key, kl, e) != 0) {
 		free(e);
@@ -515,7 +435,6 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	size_t  kl = store_series_key(
             key, b->id.run, b->id.run_len, metric, mlen, b->id.rank);
 	ser    *s  = table_get(in->series, key, kl);
-	MDB_val k, v;
 	int     rc;
 
 	if (s != NULL) {
@@ -529,19 +448,13 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	s->used = in->stats.commits + 1;
 	memcpy(s->key, key, kl);
 	s->keylen = kl;
-	k.mv_data = s->key;
-	k.mv_size = kl;
-	rc        = mdb_get(in->txn, in->st->series, &k, &v);
-	if (rc == 0) {
-		if (store_series_get(v.mv_data, v.mv_size, &s->rec) != 0) {
-			free(s);
-			return STORE_ECORRUPT;
-		}
-	} else if (rc == MDB_NOTFOUND) {
+	rc        = store_get_series(in->txn, s->key, kl, &s->rec);
+	if (rc == STORE_ENOTFOUND) {
 		const char *which = NULL;
 		uint64_t    cap   = 0;
+		uint32_t    next;
 
-		if ((rc = load_sid(in)) != 0) {
+		if ((rc = store_next_sid(in->txn, &next)) != 0) {
 			free(s);
 			return rc;
 		}
@@ -550,7 +463,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			which = "per-run";
 			cap   = in->opts.max_series_run;
 		} else if (in->opts.max_series_total &&
-		    in->next_sid - 1 >= in->opts.max_series_total) {
+		    next - 1 >= in->opts.max_series_total) {
 			which = "total";
 			cap   = in->opts.max_series_total;
 		}
@@ -574,7 +487,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			return limit_alert(in, b, r, metric, mlen, step, now,
 			    which, cap);
 		}
-		if ((rc = alloc_sid(in, &s->rec.sid)) != 0) {
+		if ((rc = store_new_sid(in->txn, &s->rec.sid)) != 0) {
 			free(s);
 			return rc;
 		}
@@ -585,9 +498,9 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 		mark_run(in, r);
 		mark_series(in, s);
 		in->tentative.series++;
-	} else {
+	} else if (rc != 0) {
 		free(s);
-		return store_fail(in->st, rc, "reading a series");
+		return rc;
 	}
 	if (table_put(in->series, key, kl, s) != 0) {
 		free(s);
@@ -630,9 +543,7 @@ shed_encoders(ingest *in, const ser *keep)
 static int
 load_tail(ingest *in, ser *s)
 {
-	uint8_t key[16];
-	MDB_val k, v;
-	int     rc;
+	int rc;
 
 	if (in->nenc >= in->opts.cache_encoders &&
 	    (rc = shed_encoders(in, s)) != 0)
@@ -644,25 +555,11 @@ load_tail(ingest *in, ser *s)
 	in->nenc++;
 	if (s->rec.nblocks == 0)
 		return 0;
-	store_block_key(key, s->rec.sid, s->rec.tail_first_step,
-	    s->rec.tail_no);
-	k.mv_data = key;
-	k.mv_size = 16;
-	rc        = mdb_get(in->txn, in->st->blocks, &k, &v);
-	if (rc != 0) {
+	if ((rc = store_get_tail(in->txn, &s->rec, s->enc)) != 0) {
 		free(s->enc);
 		s->enc = NULL;
 		in->nenc--;
-		return store_fail(in->st, rc, "reading a tail block");
-	}
-	if (block_enc_resume(s->enc, v.mv_data, v.mv_size) != BLOCK_OK) {
-		free(s->enc);
-		s->enc = NULL;
-		in->nenc--;
-		snprintf(in->st->err, sizeof(in->st->err),
-		    "%s: tail block of series %u is corrupt", in->st->dir,
-		    s->rec.sid);
-		return STORE_ECORRUPT;
+		return rc;
 	}
 	return 0;
 }
@@ -670,23 +567,9 @@ load_tail(ingest *in, ser *s)
 static int
 put_tail(ingest *in, ser *s)
 {
-	uint8_t key[16];
-	MDB_val k, v;
-	size_t  len;
-	int     rc;
-
-	if (s->enc == NULL || s->enc->count == 0)
+	if (s->enc == NULL)
 		return 0;
-	store_block_key(key, s->rec.sid, s->rec.tail_first_step,
-	    s->rec.tail_no);
-	k.mv_data = key;
-	k.mv_size = 16;
-	v.mv_data = (void *) (uintptr_t) block_enc_data(s->enc, &len);
-	v.mv_size = len;
-	rc        = mdb_put(in->txn, in->st->blocks, &k, &v, 0);
-	if (rc != 0)
-		return store_fail(in->st, rc, "writing a block");
-	return 0;
+	return store_put_tail(in->txn, &s->rec, s->enc);
 }
 
 /*
@@ -842,117 +725,38 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 	return WIRE_ACK_STORED;
 }
 
-/* Load a u64 counter kept in the meta database (absent: 1). */
-static int
-meta_counter(ingest *in, const char *name, uint64_t *out)
-{
-	MDB_val k, v;
-	int     rc;
-
-	k.mv_data = (void *) (uintptr_t) name;
-	k.mv_size = strlen(name);
-	rc        = mdb_get(in->txn, in->st->meta, &k, &v);
-	if (rc == MDB_NOTFOUND) {
-		*out = 1;
-		return 0;
-	}
-	if (rc != 0)
-		return store_fail(in->st, rc, "reading a counter");
-	if (v.mv_size != 8)
-		return STORE_ECORRUPT;
-	*out = wire_get64(v.mv_data);
-	return 0;
-}
-
 int
 ingest_alert(ingest *in, const char *runname, size_t runlen,
     const char *json, size_t len)
 {
-	uint8_t key[STORE_KEY_MAX];
-	MDB_val k, v;
-	int     rc;
-
-	if (runlen > WIRE_RUN_MAX)
-		return STORE_ECORRUPT;
-	if (in->next_alert == 0 &&
-	    (rc = meta_counter(in, "next_alert", &in->next_alert)) != 0)
-		return rc;
-	k.mv_data = key;
-	k.mv_size = store_emitter_key(key, runname, runlen, in->next_alert);
-	v.mv_data = (void *) (uintptr_t) json;
-	v.mv_size = len;
-	if ((rc = mdb_put(in->txn, in->st->alerts, &k, &v, 0)) != 0)
-		return store_fail(in->st, rc, "writing an alert");
-	in->next_alert++;
-	in->next_alert_dirty = 1;
-	return 0;
+	return store_put_alert(in->txn, runname, runlen, json, len);
 }
 
+/* Write every record the transaction changed. Returns 0 or a
+ * store_err. */
 static int
 flush_dirty(ingest *in)
 {
-	uint8_t buf[EMITTER_REC_MAX];
-	MDB_val k, v;
-	int     rc;
+	int rc;
 
 	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty) {
-		if ((rc = put_tail(in, s)) != 0)
+		if ((rc = put_tail(in, s)) != 0 ||
+		    (rc = store_put_series(in->txn, s->key, s->keylen,
+			 &s->rec)) != 0)
 			return rc;
-		store_series_put(buf, &s->rec);
-		k.mv_data = s->key;
-		k.mv_size = s->keylen;
-		v.mv_data = buf;
-		v.mv_size = SERIES_REC_SIZE;
-		if ((rc = mdb_put(in->txn, in->st->series, &k, &v, 0)) != 0)
-			return store_fail(in->st, rc, "writing a series");
 	}
 	for (emi *e = in->dirty_emitters; e != NULL; e = e->next_dirty) {
-		k.mv_data = e->key;
-		k.mv_size = e->keylen;
-		v.mv_data = buf;
-		v.mv_size = store_emitter_put(buf, &e->rec);
-		if ((rc = mdb_put(in->txn, in->st->emitters, &k, &v, 0)) != 0)
-			return store_fail(in->st, rc, "writing an emitter");
+		rc = store_put_emitter(in->txn, e->key, e->keylen, &e->rec);
+		if (rc != 0)
+			return rc;
 	}
 	for (run *r = in->dirty_runs; r != NULL; r = r->next_dirty) {
-		store_run_put(buf, &r->rec);
-		k.mv_data = r->name;
-		k.mv_size = r->len;
-		v.mv_data = buf;
-		v.mv_size = RUN_REC_SIZE;
-		if ((rc = mdb_put(in->txn, in->st->runs, &k, &v, 0)) != 0)
-			return store_fail(in->st, rc, "writing a run");
-		if (r->limit_hit || r->refused_dirty) {
-			uint8_t rk[STORE_REFUSED_KEY_MAX];
-
-			wire_put64(buf, r->refused);
-			k.mv_data = rk;
-			k.mv_size = refused_key(rk, r);
-			v.mv_data = buf;
-			v.mv_size = 8;
-			rc        = mdb_put(in->txn, in->st->meta, &k, &v, 0);
-			if (rc != 0)
-				return store_fail(
-				    in->st, rc, "writing a refused count");
-		}
-	}
-	if (in->next_alert_dirty) {
-		wire_put64(buf, in->next_alert);
-		k.mv_data = (void *) (uintptr_t) "next_alert";
-		k.mv_size = 10;
-		v.mv_data = buf;
-		v.mv_size = 8;
-		if ((rc = mdb_put(in->txn, in->st->meta, &k, &v, 0)) != 0)
-			return store_fail(in->st, rc, "writing next_alert");
-	}
-	if (in->next_sid_dirty) {
-		wire_put32(buf, in->next_sid);
-		k.mv_data = (void *) (uintptr_t) "next_sid";
-		k.mv_size = 8;
-		v.mv_data = buf;
-		v.mv_size = 4;
-		if ((rc = mdb_put(in->txn, in->st->meta, &k, &v, 0)) != 0)
-			return store_fail(in->st, rc, "writing next_sid");
+		if ((rc = store_put_run(in->txn, r->name, r->len, &r->rec)) != 0)
+			return rc;
+		if ((r->limit_hit || r->refused_dirty) &&
+		    (rc = store_put_refused(in->txn, r->name, r->len,
+			 r->refused)) != 0)
+			return rc;
 	}
 	return 0;
 }
@@ -1097,10 +901,9 @@ ingest_commit(ingest *in)
 		ingest_abort(in);
 		return rc;
 	}
-	rc      = mdb_txn_commit(in->txn);
+	rc      = store_commit(in->txn);
 	in->txn = NULL;
 	if (rc != 0) {
-		rc = store_fail(in->st, rc, "committing");
 		drop_caches(in);
 		return rc;
 	}
@@ -1123,8 +926,6 @@ ingest_commit(ingest *in)
 	in->dirty_series   = NULL;
 	in->dirty_emitters = NULL;
 	in->dirty_runs     = NULL;
-	in->next_sid_dirty   = 0;
-	in->next_alert_dirty = 0;
 	in->stats.batches += in->tentative.batches;
 	in->stats.samples += in->tentative.samples;
 	in->stats.duplicates += in->tentative.duplicates;

@@ -149,10 +149,10 @@ static int
 read_series(const char *run, const char *metric, int32_t rank, uint64_t from,
     uint64_t to, got *g)
 {
-	store   *st;
-	MDB_txn *txn;
-	char     err[1400];
-	find_ctx f = { metric, rank, 0, { 0 } };
+	store     *st;
+	store_txn *txn;
+	char       err[1400];
+	find_ctx   f = { metric, rank, 0, { 0 } };
 	int      rc;
 
 	memset(g, 0, sizeof(*g));
@@ -165,8 +165,8 @@ read_series(const char *run, const char *metric, int32_t rank, uint64_t from,
 	scan_series_of(st, txn, run, find_series, &f);
 	rc = f.sid ? scan_samples(st, txn, f.sid, from, to, collect, g) : -2;
 	if (rc != 0 && rc != -2)
-		printf("  scan: %d %s\n", rc, st->err);
-	mdb_txn_abort(txn);
+		printf("  scan: %d %s\n", rc, store_errmsg(st));
+	store_read_end(txn);
 	store_close(st);
 	return rc;
 }
@@ -204,10 +204,10 @@ TEST(store_and_read_back)
 	{
 		/* The run's record follows every commit, not only the
 		 * first. */
-		store   *rs;
-		MDB_txn *txn;
-		run_rec  rr;
-		char     err[1400];
+		store     *rs;
+		store_txn *txn;
+		run_rec    rr;
+		char       err[1400];
 
 		REQUIRE(store_open(dir, STORE_RDONLY, &rs, err, sizeof(err)) ==
 		    0);
@@ -217,7 +217,7 @@ TEST(store_and_read_back)
 		CHECK_EQ_INT(rr.last_step, 3999);
 		CHECK_EQ_INT(rr.series, 1);
 		CHECK_EQ_INT(rr.emitters, 1);
-		mdb_txn_abort(txn);
+		store_read_end(txn);
 		store_close(rs);
 	}
 	for (uint64_t i = 0; i < 4000 && i < g.n; i++) {
@@ -317,7 +317,6 @@ TEST(map_grows)
 {
 	store      *st;
 	ingest     *in;
-	MDB_envinfo info;
 	got         g;
 	spec        s = { "big", 5, 1, 1, 0, 0, "noise", 0, 20000, val_noise };
 
@@ -347,8 +346,7 @@ TEST(map_grows)
 		}
 		REQUIRE(rc == 0);
 	}
-	mdb_env_info(st->env, &info);
-	CHECK(info.me_mapsize > (16u << 20));
+	CHECK(store_map_size(st) > (16u << 20));
 	ingest_close(in);
 	store_close(st);
 	REQUIRE(read_series("big", "noise", 0, 2399990, UINT64_MAX, &g) == 0);
@@ -410,7 +408,7 @@ TEST(alerts_in_order_per_run)
 {
 	store      *st;
 	ingest     *in;
-	MDB_txn    *txn;
+	store_txn  *txn;
 	alerts_seen a = { 0 };
 
 	fresh_dir();
@@ -439,7 +437,7 @@ TEST(alerts_in_order_per_run)
 	memset(&a, 0, sizeof(a));
 	CHECK(scan_alerts(st, txn, NULL, 0, each_alert, &a) == 0);
 	CHECK_EQ_INT(a.n, 3);
-	mdb_txn_abort(txn);
+	store_read_end(txn);
 	store_close(st);
 }
 

@@ -77,7 +77,7 @@ typedef struct tm_metric {
 
 typedef struct tm_rank {
 	int32_t  rank;
-	char     host[64];
+	char     host[WIRE_HOST_MAX + 1]; /* of its latest incarnation */
 	uint32_t incarnations;
 	uint64_t lost_steps; /* rolled back by its restarts */
 	uint64_t dropped;
@@ -117,8 +117,8 @@ typedef struct tm_run {
 } tm_run;
 
 typedef struct model {
-	store   *st;
-	MDB_txn *txn; /* open only inside model_update */
+	store     *st;
+	store_txn *txn; /* open only inside model_update */
 	char     err[1400];
 	unsigned frame;
 	unsigned index_changed; /* frame the series or ranks were reread */
