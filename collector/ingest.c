@@ -1,3 +1,11 @@
+/*
+ * ingest: the batch path of the collector. Each batch is checked against
+ * its emitter's dedup window, its samples appended to the tail blocks of
+ * their series (new series past a cap are refused and raise the run's
+ * series_limit alert), and the run and emitter records updated, all in
+ * the store's write transaction (store/write.h). The caches that hold
+ * those records between commits are collector/cache.c.
+ */
 #include "collector/ingest.h"
 
 #include <stdarg.h>
@@ -5,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/table.h"
-#include "store/block.h"
-#include "store/write.h"
+#include "collector/ingest_int.h"
 
 /* Defaults of the limits (see ingest.h). */
 #define MAX_SERIES_RUN 100000u
@@ -16,51 +22,7 @@
 #define CACHE_ENCODERS 16384u
 #define CACHE_EMITTERS 65536u
 
-/* A series in the cache: its record and the block being appended to. The
- * key is sized to fit, as a cache of many series is mostly keys. */
-typedef struct ser {
-	series_rec rec;
-	size_t     keylen;
-	block_enc *enc;  /* NULL until the tail is loaded */
-	uint64_t   used; /* number of the last commit that touched it */
-	int        dirty;
-	struct ser *next_dirty;
-	uint8_t    key[];
-} ser;
-
-typedef struct emi {
-	emitter_rec rec;
-	uint8_t     key[STORE_KEY_MAX];
-	size_t      keylen;
-	uint64_t    used;
-	int         dirty;
-	struct emi *next_dirty;
-} emi;
-
-typedef struct run {
-	run_rec     rec;
-	char        name[WIRE_RUN_MAX + 1];
-	size_t      len;
-	int         dirty;
-	struct run *next_dirty;
-	uint64_t    refused;     /* samples refused by a series cap */
-	int         limit_hit;   /* its series_limit alert is stored */
-	int         refused_dirty;
-} run;
-
-struct ingest {
-	store      *st;
-	ingest_opts opts;
-	store_txn  *txn;
-	table      *series, *emitters, *runs;
-	ser        *dirty_series;
-	emi        *dirty_emitters;
-	run        *dirty_runs;
-	ser       **names; /* per batch: name index -> series (NULL: refused) */
-	size_t      nenc;  /* series with a loaded encoder */
-	ingest_stats stats, tentative;
-	char        notice[512], notice_out[512];
-};
+/* ---- the handle and its transaction ---------------------------------- */
 
 void
 ingest_opts_init(ingest_opts *o)
@@ -71,49 +33,6 @@ ingest_opts_init(ingest_opts *o)
 	o->cache_series     = CACHE_SERIES;
 	o->cache_encoders   = CACHE_ENCODERS;
 	o->cache_emitters   = CACHE_EMITTERS;
-}
-
-static void
-drop_caches(ingest *in)
-{
-	size_t pos = 0;
-	void  *v;
-
-	if (in->series != NULL) {
-		while ((v = table_next(in->series, &pos)) != NULL) {
-			free(((ser *) v)->enc);
-			free(v);
-		}
-	}
-	pos = 0;
-	while (in->emitters != NULL &&
-	    (v = table_next(in->emitters, &pos)) != NULL)
-		free(v);
-	pos = 0;
-	while (in->runs != NULL && (v = table_next(in->runs, &pos)) != NULL)
-		free(v);
-	table_free(in->series);
-	table_free(in->emitters);
-	table_free(in->runs);
-	in->series = in->emitters = in->runs = NULL;
-	in->dirty_series                     = NULL;
-	in->dirty_emitters                   = NULL;
-	in->dirty_runs                       = NULL;
-	in->nenc                             = 0;
-	in->notice[0]                        = 0;
-}
-
-static int
-make_caches(ingest *in)
-{
-	in->series   = table_new();
-	in->emitters = table_new();
-	in->runs     = table_new();
-	if (in->series == NULL || in->emitters == NULL || in->runs == NULL) {
-		drop_caches(in);
-		return STORE_ENOMEM;
-	}
-	return 0;
 }
 
 int
@@ -132,7 +51,7 @@ ingest_open(store *st, const ingest_opts *o, ingest **out)
 	if (in->opts.time_quantum_ns < 1)
 		in->opts.time_quantum_ns = 1;
 	in->names = calloc(65536, sizeof(ser *));
-	if (in->names == NULL || make_caches(in) != 0) {
+	if (in->names == NULL || cache_make(in) != 0) {
 		free(in->names);
 		free(in);
 		return STORE_ENOMEM;
@@ -147,7 +66,7 @@ ingest_close(ingest *in)
 	if (in == NULL)
 		return;
 	store_abort(in->txn);
-	drop_caches(in);
+	cache_drop(in);
 	free(in->names);
 	free(in);
 }
@@ -157,7 +76,7 @@ ingest_begin(ingest *in)
 {
 	int rc;
 
-	if (in->series == NULL && (rc = make_caches(in)) != 0)
+	if (in->series == NULL && (rc = cache_make(in)) != 0)
 		return rc;
 	if ((rc = store_write_begin(in->st, &in->txn)) != 0)
 		return rc;
@@ -170,8 +89,10 @@ ingest_abort(ingest *in)
 {
 	store_abort(in->txn);
 	in->txn = NULL;
-	drop_caches(in);
+	cache_drop(in);
 }
+
+/* ---- runs and emitters ----------------------------------------------- */
 
 /* Read the run's refused-sample count (absent: none refused, no alert). */
 static int
@@ -223,36 +144,6 @@ get_run(ingest *in, const char *name, size_t len, run **out)
 	return 0;
 }
 
-static void
-mark_run(ingest *in, run *r)
-{
-	if (!r->dirty) {
-		r->dirty       = 1;
-		r->next_dirty  = in->dirty_runs;
-		in->dirty_runs = r;
-	}
-}
-
-static void
-mark_emitter(ingest *in, emi *e)
-{
-	if (!e->dirty) {
-		e->dirty           = 1;
-		e->next_dirty      = in->dirty_emitters;
-		in->dirty_emitters = e;
-	}
-}
-
-static void
-mark_series(ingest *in, ser *s)
-{
-	if (!s->dirty) {
-		s->dirty         = 1;
-		s->next_dirty    = in->dirty_series;
-		in->dirty_series = s;
-	}
-}
-
 static int
 get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
     int *is_new)
@@ -281,7 +172,7 @@ get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
 		e->rec.first_seen  = now;
 		e->rec.first_step  = UINT64_MAX;
 		r->rec.emitters++;
-		mark_run(in, r);
+		cache_mark_run(in, r);
 		*is_new = 1;
 	} else if (rc != 0) {
 		free(e);
@@ -294,6 +185,8 @@ get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
 	*out = e;
 	return 0;
 }
+
+/* ---- deduplication --------------------------------------------------- */
 
 /*
  * The dedup window: every seq below floor is settled; bit i of window says
@@ -336,6 +229,8 @@ window_take(emitter_rec *r, uint64_t floor, uint64_t seq)
 	r->window[bit / 64] |= (uint64_t) 1 << (bit % 64);
 	return 1;
 }
+
+/* ---- the series_limit alert ------------------------------------------ */
 
 /*
  * Write the JSON string of n bytes of p (UTF-8 without control characters,
@@ -422,6 +317,8 @@ limit_alert(ingest *in, const wire_batch *b, run *r, const char *metric,
 	return 0;
 }
 
+/* ---- series and their tail blocks ------------------------------------ */
+
 /*
  * Find or create the series of a metric of this batch's rank. A new series
  * past a series cap is not created: *out is set to NULL and the first such
@@ -495,8 +392,8 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 		s->rec.first_time = INT64_MAX;
 		s->rec.last_time  = INT64_MIN;
 		r->rec.series++;
-		mark_run(in, r);
-		mark_series(in, s);
+		cache_mark_run(in, r);
+		cache_mark_series(in, s);
 		in->tentative.series++;
 	} else if (rc != 0) {
 		free(s);
@@ -510,35 +407,6 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	return 0;
 }
 
-static int put_tail(ingest *in, ser *s);
-
-/*
- * Inside a transaction that touches more series than the encoder bound
- * (a trainer logging a new name every step): write the tails of the other
- * loaded series into the transaction and free their encoders; append()
- * resumes them from the transaction when they come back. Returns 0 or a
- * store_err.
- */
-static int
-shed_encoders(ingest *in, const ser *keep)
-{
-	size_t pos = 0;
-	ser   *s;
-	int    rc;
-
-	while ((s = table_next(in->series, &pos)) != NULL) {
-		if (s->enc == NULL || s == keep)
-			continue;
-		if (s->dirty && (rc = put_tail(in, s)) != 0)
-			return rc;
-		free(s->enc);
-		s->enc = NULL;
-		in->nenc--;
-		in->stats.evictions++;
-	}
-	return 0;
-}
-
 /* Load the tail block of a series into its encoder (new series: empty). */
 static int
 load_tail(ingest *in, ser *s)
@@ -546,7 +414,7 @@ load_tail(ingest *in, ser *s)
 	int rc;
 
 	if (in->nenc >= in->opts.cache_encoders &&
-	    (rc = shed_encoders(in, s)) != 0)
+	    (rc = cache_shed_encoders(in, s)) != 0)
 		return rc;
 	s->enc = malloc(sizeof(*s->enc));
 	if (s->enc == NULL)
@@ -606,9 +474,11 @@ append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
 		s->rec.last_value = value;
 	}
 	s->rec.samples++;
-	mark_series(in, s);
+	cache_mark_series(in, s);
 	return 0;
 }
+
+/* ---- the batch ------------------------------------------------------- */
 
 int64_t
 ingest_quantize(int64_t t, int64_t q)
@@ -640,7 +510,7 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		return -rc;
 
 	take = window_take(&e->rec, b->floor, b->seq);
-	mark_emitter(in, e);
+	cache_mark_emitter(in, e);
 	if (take < 0) {
 		snprintf(why, whylen,
 		    "batch %llu beyond the dedup window (floor %llu, %d "
@@ -717,13 +587,15 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		r->refused_dirty = 1;
 		in->tentative.refused += refused;
 	}
-	mark_run(in, r);
+	cache_mark_run(in, r);
 	in->tentative.batches++;
 	in->tentative.samples += b->nsamples - refused;
 	if (*is_new)
 		in->tentative.emitters_new++;
 	return WIRE_ACK_STORED;
 }
+
+/* ---- alerts and the commit ------------------------------------------- */
 
 int
 ingest_alert(ingest *in, const char *runname, size_t runlen,
@@ -761,135 +633,6 @@ flush_dirty(ingest *in)
 	return 0;
 }
 
-/* Free the encoders of series not touched by the last commit; all of them
- * if that is not enough. Their tails are stored: load_tail() resumes. */
-static void
-evict_encoders(ingest *in)
-{
-	size_t pos = 0;
-	ser   *s;
-
-	for (int pass = 0; pass < 2 && in->nenc > in->opts.cache_encoders;
-	    pass++) {
-		pos = 0;
-		while ((s = table_next(in->series, &pos)) != NULL) {
-			if (s->enc == NULL ||
-			    (pass == 0 && s->used == in->stats.commits))
-				continue;
-			free(s->enc);
-			s->enc = NULL;
-			in->nenc--;
-			in->stats.evictions++;
-		}
-	}
-}
-
-/* How evict_table reads and frees the entries of one cache. */
-typedef struct cache_kind {
-	uint64_t (*used)(const void *entry);
-	const uint8_t *(*key)(const void *entry, size_t *len);
-	void (*drop)(ingest *in, void *entry);
-} cache_kind;
-
-static uint64_t
-ser_used(const void *v)
-{
-	return ((const ser *) v)->used;
-}
-
-static const uint8_t *
-ser_key(const void *v, size_t *len)
-{
-	*len = ((const ser *) v)->keylen;
-	return ((const ser *) v)->key;
-}
-
-static void
-ser_drop(ingest *in, void *v)
-{
-	ser *s = v;
-
-	if (s->enc != NULL)
-		in->nenc--;
-	free(s->enc);
-	free(s);
-}
-
-static uint64_t
-emi_used(const void *v)
-{
-	return ((const emi *) v)->used;
-}
-
-static const uint8_t *
-emi_key(const void *v, size_t *len)
-{
-	*len = ((const emi *) v)->keylen;
-	return ((const emi *) v)->key;
-}
-
-static void
-emi_drop(ingest *in, void *v)
-{
-	(void) in;
-	free(v);
-}
-
-static const cache_kind series_kind   = { ser_used, ser_key, ser_drop };
-static const cache_kind emitters_kind = { emi_used, emi_key, emi_drop };
-
-/*
- * Past its bound, rebuild a cache with only what the last commit touched
- * (or empty it, if that is itself more than half the bound), so eviction
- * costs O(1) amortised per entry. Everything in the caches is clean here
- * (just committed). Returns 0, or -1 when out of memory (the caller then
- * drops the caches, which is always safe).
- */
-static int
-evict_table(ingest *in, table **t, size_t bound, const cache_kind *k)
-{
-	size_t   pos = 0, keep = 0;
-	uint64_t now = in->stats.commits;
-	table   *nt;
-	void    *v;
-
-	if (table_count(*t) <= bound)
-		return 0;
-	while ((v = table_next(*t, &pos)) != NULL)
-		keep += k->used(v) == now;
-	if (keep > bound / 2)
-		keep = 0;
-	if ((nt = table_new()) == NULL)
-		return -1;
-	pos = 0;
-	while ((v = table_next(*t, &pos)) != NULL) {
-		size_t         len;
-		const uint8_t *key = k->key(v, &len);
-
-		if (keep > 0 && k->used(v) == now &&
-		    table_put(nt, key, len, v) == 0)
-			continue;
-		k->drop(in, v);
-		in->stats.evictions++;
-	}
-	table_free(*t);
-	*t = nt;
-	return 0;
-}
-
-static void
-evict(ingest *in)
-{
-	if (in->series == NULL)
-		return;
-	evict_encoders(in);
-	if (evict_table(in, &in->series, in->opts.cache_series,
-		&series_kind) != 0 ||
-	    evict_table(in, &in->emitters, in->opts.cache_emitters,
-		&emitters_kind) != 0)
-		drop_caches(in);
-}
-
 int
 ingest_commit(ingest *in)
 {
@@ -904,28 +647,10 @@ ingest_commit(ingest *in)
 	rc      = store_commit(in->txn);
 	in->txn = NULL;
 	if (rc != 0) {
-		drop_caches(in);
+		cache_drop(in);
 		return rc;
 	}
-	for (ser *s = in->dirty_series, *n; s != NULL; s = n) {
-		n             = s->next_dirty;
-		s->dirty      = 0;
-		s->next_dirty = NULL;
-	}
-	for (emi *e = in->dirty_emitters, *n; e != NULL; e = n) {
-		n             = e->next_dirty;
-		e->dirty      = 0;
-		e->next_dirty = NULL;
-	}
-	for (run *r = in->dirty_runs, *n; r != NULL; r = n) {
-		n                = r->next_dirty;
-		r->dirty         = 0;
-		r->refused_dirty = 0;
-		r->next_dirty    = NULL;
-	}
-	in->dirty_series   = NULL;
-	in->dirty_emitters = NULL;
-	in->dirty_runs     = NULL;
+	cache_settle(in);
 	in->stats.batches += in->tentative.batches;
 	in->stats.samples += in->tentative.samples;
 	in->stats.duplicates += in->tentative.duplicates;
@@ -936,7 +661,7 @@ ingest_commit(ingest *in)
 	in->stats.limit_alerts += in->tentative.limit_alerts;
 	in->stats.commits++;
 	memset(&in->tentative, 0, sizeof(in->tentative));
-	evict(in);
+	cache_evict(in);
 	return 0;
 }
 
