@@ -26,8 +26,8 @@ cache_drop(ingest *in)
 		}
 	}
 	pos = 0;
-	while (in->emitters != NULL &&
-	    (v = table_next(in->emitters, &pos)) != NULL)
+	while (in->emitters != NULL
+	    && (v = table_next(in->emitters, &pos)) != NULL)
 		free(v);
 	pos = 0;
 	while (in->runs != NULL && (v = table_next(in->runs, &pos)) != NULL)
@@ -131,8 +131,8 @@ cache_shed_encoders(ingest *in, const ser *keep)
 	while ((s = table_next(in->series, &pos)) != NULL) {
 		if (s->enc == NULL || s == keep)
 			continue;
-		if (s->dirty &&
-		    (rc = store_put_tail(in->txn, &s->rec, s->enc)) != 0)
+		if (s->dirty
+		    && (rc = store_put_tail(in->txn, &s->rec, s->enc)) != 0)
 			return rc;
 		free(s->enc);
 		s->enc = NULL;
@@ -151,11 +151,11 @@ evict_encoders(ingest *in)
 	ser   *s;
 
 	for (int pass = 0; pass < 2 && in->nenc > in->opts.cache_encoders;
-	    pass++) {
+	     pass++) {
 		pos = 0;
 		while ((s = table_next(in->series, &pos)) != NULL) {
-			if (s->enc == NULL ||
-			    (pass == 0 && s->used == in->stats.commits))
+			if (s->enc == NULL
+			    || (pass == 0 && s->used == in->stats.commits))
 				continue;
 			free(s->enc);
 			s->enc = NULL;
@@ -247,8 +247,8 @@ evict_table(ingest *in, table **t, size_t bound, const cache_kind *k)
 		size_t         len;
 		const uint8_t *key = k->key(v, &len);
 
-		if (keep > 0 && k->used(v) == now &&
-		    table_put(nt, key, len, v) == 0)
+		if (keep > 0 && k->used(v) == now
+		    && table_put(nt, key, len, v) == 0)
 			continue;
 		k->drop(in, v);
 		in->stats.evictions++;
@@ -264,10 +264,10 @@ cache_evict(ingest *in)
 	if (in->series == NULL)
 		return;
 	evict_encoders(in);
-	if (evict_table(in, &in->series, in->opts.cache_series,
-		&series_kind) != 0 ||
-	    evict_table(in, &in->emitters, in->opts.cache_emitters,
-		&emitters_kind) != 0)
+	if (evict_table(in, &in->series, in->opts.cache_series, &series_kind)
+	        != 0
+	    || evict_table(
+	           in, &in->emitters, in->opts.cache_emitters, &emitters_kind)
+	        != 0)
 		cache_drop(in);
 }
-

@@ -14,13 +14,13 @@
 /* A series in the cache: its record and the block being appended to. The
  * key is sized to fit, as a cache of many series is mostly keys. */
 typedef struct ser {
-	series_rec rec;
-	size_t     keylen;
-	block_enc *enc;  /* NULL until the tail is loaded */
-	uint64_t   used; /* number of the last commit that touched it */
-	int        dirty;
+	series_rec  rec;
+	size_t      keylen;
+	block_enc  *enc;  /* NULL until the tail is loaded */
+	uint64_t    used; /* number of the last commit that touched it */
+	int         dirty;
 	struct ser *next_dirty;
-	uint8_t    key[];
+	uint8_t     key[];
 } ser;
 
 typedef struct emi {
@@ -38,8 +38,8 @@ typedef struct run {
 	size_t      len;
 	int         dirty;
 	struct run *next_dirty;
-	uint64_t    refused;     /* samples refused by a series cap */
-	int         limit_hit;   /* its series_limit alert is stored */
+	uint64_t    refused;   /* samples refused by a series cap */
+	int         limit_hit; /* its series_limit alert is stored */
 	int         refused_dirty;
 } run;
 
@@ -51,15 +51,15 @@ struct ingest {
 	ser        *dirty_series;
 	emi        *dirty_emitters;
 	run        *dirty_runs;
-	ser       **names; /* per batch: name index -> series (NULL: refused) */
-	size_t      nenc;  /* series with a loaded encoder */
+	ser  **names; /* per batch: name index -> series (NULL: refused) */
+	size_t nenc;  /* series with a loaded encoder */
 	ingest_stats stats, tentative;
-	char        notice[512], notice_out[512];
+	char         notice[512], notice_out[512];
 };
 
 /* Create the three tables (after cache_drop()). Returns 0 or
  * STORE_ENOMEM (then none is left). */
-int  cache_make(ingest *in);
+int cache_make(ingest *in);
 /* Free every entry and the tables; always safe (what is dropped is
  * reloaded from the store). */
 void cache_drop(ingest *in);

@@ -13,15 +13,15 @@
 
 struct store {
 	MDB_env *env;
-	MDB_dbi  meta;     /* "format" -> u32; "next_sid" -> u32;
-	                    * "next_alert" -> u64; "refused:" run -> u64 */
-	MDB_dbi  series;   /* series key -> series record */
-	MDB_dbi  blocks;   /* sid BE, first step BE, block no BE -> block */
-	MDB_dbi  emitters; /* run NUL incarnation BE -> emitter record */
-	MDB_dbi  runs;     /* run -> run record */
-	MDB_dbi  alerts;   /* run NUL seq BE -> alert as one JSON object */
-	int      flags;
-	int      lock_fd; /* writer: holds the folder's writer.lock */
+	MDB_dbi  meta;    /* "format" -> u32; "next_sid" -> u32;
+	                   * "next_alert" -> u64; "refused:" run -> u64 */
+	MDB_dbi series;   /* series key -> series record */
+	MDB_dbi blocks;   /* sid BE, first step BE, block no BE -> block */
+	MDB_dbi emitters; /* run NUL incarnation BE -> emitter record */
+	MDB_dbi runs;     /* run -> run record */
+	MDB_dbi alerts;   /* run NUL seq BE -> alert as one JSON object */
+	int     flags;
+	int     lock_fd; /* writer: holds the folder's writer.lock */
 	/*
 	 * Writer only: the meta counters as the open write transaction
 	 * sees them. Loaded on first use (0: not loaded), kept across
@@ -53,8 +53,8 @@ int store_fail(store *st, int rc, const char *what);
 #define EMITTER_REC_FIXED (8 * 11 + 4 * 4 + 8 * 16 + 2)
 #define EMITTER_REC_MAX (EMITTER_REC_FIXED + WIRE_HOST_MAX + 8)
 
-void store_series_encode(uint8_t buf[SERIES_REC_SIZE], const series_rec *r);
-int  store_series_decode(const void *buf, size_t len, series_rec *r);
+void   store_series_encode(uint8_t buf[SERIES_REC_SIZE], const series_rec *r);
+int    store_series_decode(const void *buf, size_t len, series_rec *r);
 size_t store_emitter_encode(uint8_t *buf, const emitter_rec *r);
 int    store_emitter_decode(const void *buf, size_t len, emitter_rec *r);
 void   store_run_encode(uint8_t buf[RUN_REC_SIZE], const run_rec *r);
@@ -68,9 +68,9 @@ size_t store_refused_key(uint8_t *buf, const char *run, size_t runlen);
  * An unsigned counter of width 4 or 8 bytes in the meta database. get:
  * 0, STORE_ENOTFOUND (absent) or a store_err; put: 0 or a store_err.
  */
-int store_meta_get(store_txn *t, const char *key, size_t klen, size_t width,
-    uint64_t *out);
-int store_meta_put(store_txn *t, const char *key, size_t klen, size_t width,
-    uint64_t v);
+int store_meta_get(
+    store_txn *t, const char *key, size_t klen, size_t width, uint64_t *out);
+int store_meta_put(
+    store_txn *t, const char *key, size_t klen, size_t width, uint64_t v);
 
 #endif /* STORE_STORE_INT_H */

@@ -29,8 +29,8 @@ store_write_begin(store *st, store_txn **out)
 
 	*out = NULL;
 	if (t == NULL) {
-		snprintf(st->err, sizeof(st->err), "%s: out of memory",
-		    st->dir);
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
 		return STORE_ENOMEM;
 	}
 	if ((rc = mdb_txn_begin(st->env, NULL, 0, &t->txn)) != 0) {
@@ -97,8 +97,8 @@ get(store_txn *t, MDB_dbi dbi, const void *key, size_t klen, MDB_val *v,
 }
 
 static int
-put(store_txn *t, MDB_dbi dbi, const void *key, size_t klen,
-    const void *val, size_t vlen, const char *what)
+put(store_txn *t, MDB_dbi dbi, const void *key, size_t klen, const void *val,
+    size_t vlen, const char *what)
 {
 	MDB_val k, v;
 	int     rc;
@@ -121,8 +121,8 @@ corrupt(store_txn *t, const char *what)
 }
 
 int
-store_get_series(store_txn *t, const uint8_t *key, size_t klen,
-    series_rec *out)
+store_get_series(
+    store_txn *t, const uint8_t *key, size_t klen, series_rec *out)
 {
 	MDB_val v;
 	int     rc = get(t, t->st->series, key, klen, &v, "reading a series");
@@ -135,19 +135,19 @@ store_get_series(store_txn *t, const uint8_t *key, size_t klen,
 }
 
 int
-store_put_series(store_txn *t, const uint8_t *key, size_t klen,
-    const series_rec *r)
+store_put_series(
+    store_txn *t, const uint8_t *key, size_t klen, const series_rec *r)
 {
 	uint8_t buf[SERIES_REC_SIZE];
 
 	store_series_encode(buf, r);
-	return put(t, t->st->series, key, klen, buf, sizeof(buf),
-	    "writing a series");
+	return put(
+	    t, t->st->series, key, klen, buf, sizeof(buf), "writing a series");
 }
 
 int
-store_get_emitter(store_txn *t, const uint8_t *key, size_t klen,
-    emitter_rec *out)
+store_get_emitter(
+    store_txn *t, const uint8_t *key, size_t klen, emitter_rec *out)
 {
 	MDB_val v;
 	int rc = get(t, t->st->emitters, key, klen, &v, "reading an emitter");
@@ -160,14 +160,14 @@ store_get_emitter(store_txn *t, const uint8_t *key, size_t klen,
 }
 
 int
-store_put_emitter(store_txn *t, const uint8_t *key, size_t klen,
-    const emitter_rec *r)
+store_put_emitter(
+    store_txn *t, const uint8_t *key, size_t klen, const emitter_rec *r)
 {
 	uint8_t buf[EMITTER_REC_MAX];
 	size_t  n = store_emitter_encode(buf, r);
 
-	return put(t, t->st->emitters, key, klen, buf, n,
-	    "writing an emitter");
+	return put(
+	    t, t->st->emitters, key, klen, buf, n, "writing an emitter");
 }
 
 int
@@ -184,19 +184,17 @@ store_get_run(store_txn *t, const char *run, size_t runlen, run_rec *out)
 }
 
 int
-store_put_run(store_txn *t, const char *run, size_t runlen,
-    const run_rec *r)
+store_put_run(store_txn *t, const char *run, size_t runlen, const run_rec *r)
 {
 	uint8_t buf[RUN_REC_SIZE];
 
 	store_run_encode(buf, r);
-	return put(t, t->st->runs, run, runlen, buf, sizeof(buf),
-	    "writing a run");
+	return put(
+	    t, t->st->runs, run, runlen, buf, sizeof(buf), "writing a run");
 }
 
 int
-store_get_refused(store_txn *t, const char *run, size_t runlen,
-    uint64_t *out)
+store_get_refused(store_txn *t, const char *run, size_t runlen, uint64_t *out)
 {
 	uint8_t key[STORE_REFUSED_KEY_MAX];
 
@@ -213,8 +211,8 @@ store_put_refused(store_txn *t, const char *run, size_t runlen, uint64_t n)
 
 	if (runlen > WIRE_RUN_MAX)
 		return corrupt(t, "a run name");
-	return store_meta_put(t, (const char *) key,
-	    store_refused_key(key, run, runlen), 8, n);
+	return store_meta_put(
+	    t, (const char *) key, store_refused_key(key, run, runlen), 8, n);
 }
 
 int
@@ -249,8 +247,8 @@ store_put_tail(store_txn *t, const series_rec *r, block_enc *enc)
 		return 0;
 	store_block_key(key, r->sid, r->tail_first_step, r->tail_no);
 	data = block_enc_data(enc, &len);
-	return put(t, t->st->blocks, key, sizeof(key), data, len,
-	    "writing a block");
+	return put(
+	    t, t->st->blocks, key, sizeof(key), data, len, "writing a block");
 }
 
 /* Load next_sid the first time it is needed (absent: 1). */
@@ -294,8 +292,8 @@ store_new_sid(store_txn *t, uint32_t *sid)
 }
 
 int
-store_put_alert(store_txn *t, const char *run, size_t runlen,
-    const char *json, size_t len)
+store_put_alert(
+    store_txn *t, const char *run, size_t runlen, const char *json, size_t len)
 {
 	store  *st = t->st;
 	uint8_t key[STORE_KEY_MAX];

@@ -44,25 +44,24 @@ void store_abort(store_txn *t);
  * STORE_ENOTFOUND, or a store_err (STORE_ECORRUPT when the record does
  * not parse). put: 0 or a store_err.
  */
-int store_get_series(store_txn *t, const uint8_t *key, size_t klen,
-    series_rec *out);
-int store_put_series(store_txn *t, const uint8_t *key, size_t klen,
-    const series_rec *r);
-int store_get_emitter(store_txn *t, const uint8_t *key, size_t klen,
-    emitter_rec *out);
-int store_put_emitter(store_txn *t, const uint8_t *key, size_t klen,
-    const emitter_rec *r);
-int store_get_run(store_txn *t, const char *run, size_t runlen,
-    run_rec *out);
-int store_put_run(store_txn *t, const char *run, size_t runlen,
-    const run_rec *r);
+int store_get_series(
+    store_txn *t, const uint8_t *key, size_t klen, series_rec *out);
+int store_put_series(
+    store_txn *t, const uint8_t *key, size_t klen, const series_rec *r);
+int store_get_emitter(
+    store_txn *t, const uint8_t *key, size_t klen, emitter_rec *out);
+int store_put_emitter(
+    store_txn *t, const uint8_t *key, size_t klen, const emitter_rec *r);
+int store_get_run(store_txn *t, const char *run, size_t runlen, run_rec *out);
+int store_put_run(
+    store_txn *t, const char *run, size_t runlen, const run_rec *r);
 
 /* The samples of a run refused by a series cap (meta "refused:" run).
  * Absent (STORE_ENOTFOUND from get) until the run's first refusal. */
-int store_get_refused(store_txn *t, const char *run, size_t runlen,
-    uint64_t *out);
-int store_put_refused(store_txn *t, const char *run, size_t runlen,
-    uint64_t n);
+int store_get_refused(
+    store_txn *t, const char *run, size_t runlen, uint64_t *out);
+int store_put_refused(
+    store_txn *t, const char *run, size_t runlen, uint64_t n);
 
 /*
  * The tail block of series r (the one at r->tail_first_step,
