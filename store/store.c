@@ -591,6 +591,11 @@ store_series_decode(const void *buf, size_t len, series_rec *r)
 	return 0;
 }
 
+/* Emitter and alert keys (run NUL u64) use the same buffers as series
+ * keys. */
+_Static_assert(WIRE_RUN_MAX + 1 + 8 <= STORE_KEY_MAX,
+    "an emitter or alert key fits STORE_KEY_MAX");
+
 /* Emitter records: a fixed part, the dedup window, then the host name. */
 _Static_assert(sizeof(((emitter_rec *) 0)->host) == WIRE_HOST_MAX + 1,
     "an emitter record holds any host the wire carries");

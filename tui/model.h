@@ -1,7 +1,7 @@
 /*
  * model: what `vitals top` shows, read from the store incrementally.
  *
- * Each refresh is one short read transaction (begun, read, aborted):
+ * Each refresh is one short read transaction (begun, read, ended):
  *
  *  1. the runs and the watched run's record; when the record is as it was
  *     at the last refresh nothing else of the run is read;
