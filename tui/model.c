@@ -587,8 +587,6 @@ model_rank_find(const model *m, int32_t rank)
 _Static_assert(sizeof(((tm_rank *) 0)->host) ==
 	sizeof(((emitter_rec *) 0)->host),
     "a rank shows its host whole");
-_Static_assert(TM_NAME_MAX == WIRE_NAME_MAX + 1, "a metric name fits");
-_Static_assert(TM_RUN_MAX == WIRE_RUN_MAX + 1, "a run name fits");
 
 /* The ranks being read: one tm_rank per rank with an emitter. */
 typedef struct ranks_ctx {

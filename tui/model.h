@@ -34,8 +34,8 @@
 #include "store/store.h"
 
 #define TM_ALL UINT64_MAX /* a span of steps: the whole history */
-#define TM_NAME_MAX 256   /* metric names are at most 255 bytes */
-#define TM_RUN_MAX 129    /* run names are at most 128 bytes */
+#define TM_NAME_MAX (WIRE_NAME_MAX + 1) /* a metric name and its NUL */
+#define TM_RUN_MAX (WIRE_RUN_MAX + 1)   /* a run name and its NUL */
 
 /* The samples held for one series: steps strictly increasing (after a
  * restart the sample stored last for a step wins). */
