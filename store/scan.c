@@ -58,9 +58,9 @@ scan_refused_get(store *st, store_txn *txn, const char *run, size_t runlen,
 
 /* The emitters of a run, to be grouped by rank. */
 typedef struct ranks_ctx {
-	emitter_rec  *v;
-	const emitter_rec **by;
-	size_t        n, cap;
+	emitter_rec        *v;  /* in key order */
+	const emitter_rec **by; /* sorted by ranks_cmp */
+	size_t              n, cap;
 } ranks_ctx;
 
 static int

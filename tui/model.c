@@ -588,11 +588,14 @@ _Static_assert(sizeof(((tm_rank *) 0)->host) ==
 	sizeof(((emitter_rec *) 0)->host),
     "a rank shows its host whole");
 
-/* The ranks being read: one tm_rank per rank with an emitter. */
+/* The ranks being read: one tm_rank per rank with an emitter, and the
+ * run's figures over them (set on the model once all is read). */
 typedef struct ranks_ctx {
-	model   *m;
 	tm_rank *v;
 	size_t   n, cap;
+	uint32_t restarts;
+	uint64_t lost_steps, dropped, step;
+	int64_t  last_seen;
 } ranks_ctx;
 
 /*
@@ -605,7 +608,6 @@ static int
 on_rank(void *vctx, const scan_rank *sr)
 {
 	ranks_ctx *c        = vctx;
-	model     *m        = c->m;
 	uint64_t   furthest = 0;
 	int        any      = 0;
 	tm_rank   *r;
@@ -643,15 +645,15 @@ on_rank(void *vctx, const scan_rank *sr)
 	memcpy(r->host, sr->inc[sr->n - 1]->host, sizeof(r->host));
 	r->ended = sr->inc[sr->n - 1]->ended != 0;
 	/* A job restart restarts every rank: count it once. */
-	if (r->incarnations - 1 > m->restarts)
-		m->restarts = r->incarnations - 1;
-	if (r->lost_steps > m->lost_steps)
-		m->lost_steps = r->lost_steps;
-	m->dropped += r->dropped;
-	if (r->last_seen > m->last_seen)
-		m->last_seen = r->last_seen;
-	if (r->step > m->step)
-		m->step = r->step;
+	if (r->incarnations - 1 > c->restarts)
+		c->restarts = r->incarnations - 1;
+	if (r->lost_steps > c->lost_steps)
+		c->lost_steps = r->lost_steps;
+	c->dropped += r->dropped;
+	if (r->last_seen > c->last_seen)
+		c->last_seen = r->last_seen;
+	if (r->step > c->step)
+		c->step = r->step;
 	return 0;
 }
 
@@ -663,19 +665,14 @@ on_rank(void *vctx, const scan_rank *sr)
 static int
 read_ranks(model *m, int with_series)
 {
-	ranks_ctx c = { m, NULL, 0, 0 };
+	ranks_ctx c = { 0 };
 	tm_rank  *nr;
 	size_t    n, extra = 0;
-	int       rc;
+	int       rc, finished = 0;
 
-	m->restarts   = 0;
-	m->lost_steps = 0;
-	m->dropped    = 0;
-	m->last_seen  = 0;
-	m->step       = 0;
-	rc            = scan_ranks(m->st, m->txn, m->run, on_rank, &c);
+	rc = scan_ranks(m->st, m->txn, m->run, on_rank, &c);
 	if (rc == 0)
-		rc = scan_run_finished(m->st, m->txn, m->run, &m->finished);
+		rc = scan_run_finished(m->st, m->txn, m->run, &finished);
 	if (rc != 0) {
 		free(c.v);
 		return rc;
@@ -693,6 +690,12 @@ read_ranks(model *m, int with_series)
 		memcpy(nr, c.v, c.n * sizeof(*nr));
 	n = c.n;
 	free(c.v);
+	m->finished   = finished;
+	m->restarts   = c.restarts;
+	m->lost_steps = c.lost_steps;
+	m->dropped    = c.dropped;
+	m->last_seen  = c.last_seen;
+	m->step       = c.step;
 	if (!with_series) {
 		/* Newest samples as last read with the whole index. */
 		for (size_t i = 0; i < n; i++) {
