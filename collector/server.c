@@ -137,7 +137,8 @@ store_alerts(srv *s)
 			break;
 	}
 	if (rc != 0 && rc != STORE_EMAPFULL)
-		fprintf(stderr, "vitalsd: storing alerts: %s\n", s->st->err);
+		fprintf(stderr, "vitalsd: storing alerts: %s\n",
+		    store_errmsg(s->st));
 }
 
 /*
@@ -155,7 +156,7 @@ reap_readers(srv *s)
 	if (m - s->last_reap < READER_CHECK_NS)
 		return;
 	s->last_reap = m;
-	if (mdb_reader_check(s->st->env, &dead) == 0 && dead > 0 &&
+	if (store_reader_check(s->st, &dead) == 0 && dead > 0 &&
 	    !s->o->quiet)
 		fprintf(stderr,
 		    "vitalsd: cleared %d read transaction(s) of exited "
@@ -244,7 +245,7 @@ commit_group(srv *s)
 			fprintf(stderr,
 			    "vitalsd: %s; holding %zu batches "
 			    "unacknowledged, retrying every %d ms\n",
-			    s->st->err, s->n, RETRY_MS);
+			    store_errmsg(s->st), s->n, RETRY_MS);
 		s->blocked = 1;
 		return rc;
 	}
@@ -441,7 +442,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		    "keys allowed by %s\n",
 		    auth_public_key(au), auth_allowed(au), o->allow);
 	fprintf(stderr, "vitalsd: listening on %s, storing in %s\n",
-	    o->listen, st->dir);
+	    o->listen, store_dir(st));
 
 	while (!*stop) {
 		zmq_pollitem_t item = { s.sock, 0, ZMQ_POLLIN, 0 };

@@ -25,16 +25,6 @@ model_wall_now(void)
 	return now_wall_s();
 }
 
-/* Copy a string, cut to fit. */
-static void
-copy_str(char *dst, size_t len, const char *src)
-{
-	size_t n = strnlen(src, len - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = 0;
-}
-
 static void
 series_free(model *m)
 {
@@ -118,8 +108,7 @@ model_close(model *m)
 {
 	if (m == NULL)
 		return;
-	if (m->txn != NULL)
-		mdb_txn_abort(m->txn);
+	store_read_end(m->txn);
 	run_reset(m);
 	free(m->runs);
 	free(m->scratch);
@@ -559,58 +548,6 @@ sweep(model *m)
 
 /* ---- emitters and ranks ---------------------------------------------- */
 
-typedef struct emi {
-	int32_t  rank;
-	uint64_t start, first_step, last_step, dropped, samples;
-	int64_t  last_seen, ended;
-	char     host[64];
-} emi;
-
-typedef struct emi_ctx {
-	emi   *v;
-	size_t n, cap;
-} emi_ctx;
-
-static int
-on_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *r)
-{
-	emi_ctx *c = vctx;
-	emi     *e;
-
-	(void) run;
-	(void) runlen;
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 64;
-		emi   *ne = realloc(c->v, nc * sizeof(*ne));
-
-		if (ne == NULL)
-			return STORE_ENOMEM;
-		c->v   = ne;
-		c->cap = nc;
-	}
-	e             = &c->v[c->n++];
-	e->rank       = r->rank;
-	e->start      = r->start_ns;
-	e->first_step = r->first_step;
-	e->last_step  = r->last_step;
-	e->dropped    = r->dropped;
-	e->samples    = r->samples;
-	e->last_seen  = r->last_seen;
-	e->ended      = r->ended;
-	copy_str(e->host, sizeof(e->host), r->host);
-	return 0;
-}
-
-static int
-emi_cmp(const void *a, const void *b)
-{
-	const emi *x = a, *y = b;
-
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
 static int
 rank_cmp(const void *a, const void *b)
 {
@@ -637,28 +574,99 @@ model_rank_find(const model *m, int32_t rank)
 	return -1;
 }
 
+_Static_assert(sizeof(((tm_rank *) 0)->host) ==
+	sizeof(((emitter_rec *) 0)->host),
+    "a rank shows its host whole");
+
+/* The ranks being read: one tm_rank per rank with an emitter, and the
+ * run's figures over them (set on the model once all is read). */
+typedef struct ranks_ctx {
+	tm_rank *v;
+	size_t   n, cap;
+	uint32_t restarts;
+	uint64_t lost_steps, dropped, step;
+	int64_t  last_seen;
+} ranks_ctx;
+
 /*
- * Ranks from the emitters (an incarnation per process start), their
- * newest sample from the series (with_series; else as last read). A
- * rank's restarts are its incarnations beyond the first, its lost steps
- * those each incarnation redid, from where it started up to the furthest
- * step reached before. The run's figures are the largest over ranks, as
- * a job restart restarts every rank at once.
+ * A rank's restarts are its incarnations beyond the first, its lost
+ * steps those each incarnation redid, from where it started up to the
+ * furthest step reached before. The run's figures are the largest over
+ * ranks, as a job restart restarts every rank at once.
+ */
+static int
+on_rank(void *vctx, const scan_rank *sr)
+{
+	ranks_ctx *c        = vctx;
+	uint64_t   furthest = 0;
+	int        any      = 0;
+	tm_rank   *r;
+
+	if (c->n == c->cap) {
+		size_t   nc = c->cap ? c->cap * 2 : 64;
+		tm_rank *nv = realloc(c->v, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return STORE_ENOMEM;
+		c->v   = nv;
+		c->cap = nc;
+	}
+	r = &c->v[c->n++];
+	memset(r, 0, sizeof(*r));
+	r->rank      = sr->rank;
+	r->alert_sev = -1;
+	for (size_t j = 0; j < sr->n; j++) {
+		const emitter_rec *e = sr->inc[j];
+
+		r->incarnations++;
+		r->dropped += e->dropped;
+		if (e->last_seen > r->last_seen)
+			r->last_seen = e->last_seen;
+		if (e->samples == 0)
+			continue;
+		if (any && e->first_step <= furthest)
+			r->lost_steps += furthest - e->first_step + 1;
+		if (!any || e->last_step > furthest)
+			furthest = e->last_step;
+		any     = 1;
+		r->step = e->last_step;
+	}
+	/* The latest incarnation is the rank now. */
+	memcpy(r->host, sr->inc[sr->n - 1]->host, sizeof(r->host));
+	r->ended = sr->inc[sr->n - 1]->ended != 0;
+	/* A job restart restarts every rank: count it once. */
+	if (r->incarnations - 1 > c->restarts)
+		c->restarts = r->incarnations - 1;
+	if (r->lost_steps > c->lost_steps)
+		c->lost_steps = r->lost_steps;
+	c->dropped += r->dropped;
+	if (r->last_seen > c->last_seen)
+		c->last_seen = r->last_seen;
+	if (r->step > c->step)
+		c->step = r->step;
+	return 0;
+}
+
+/*
+ * Ranks from the emitters (scan_ranks: an incarnation per process
+ * start), their newest sample from the series (with_series; else as last
+ * read).
  */
 static int
 read_ranks(model *m, int with_series)
 {
-	emi_ctx  c = { 0 };
-	tm_rank *nr;
-	size_t   n = 0, extra = 0;
-	int      rc;
+	ranks_ctx c = { 0 };
+	tm_rank  *nr;
+	size_t    n, extra = 0;
+	int       rc, finished = 0;
 
-	rc = scan_emitters(m->st, m->txn, m->run, on_emitter, &c);
+	rc = scan_ranks(m->st, m->txn, m->run, on_rank, &c);
+	if (rc == 0)
+		rc = scan_run_finished(m->st, m->txn, m->run, &finished);
 	if (rc != 0) {
 		free(c.v);
 		return rc;
 	}
-	qsort(c.v, c.n, sizeof(*c.v), emi_cmp);
 	/* Ranks seen only in series (no emitter record) are kept too. */
 	for (size_t i = 0; i < m->nseries; i++)
 		if (i == 0 || m->series[i].rank != m->series[i - 1].rank)
@@ -668,54 +676,16 @@ read_ranks(model *m, int with_series)
 		free(c.v);
 		return STORE_ENOMEM;
 	}
-	m->restarts   = 0;
-	m->lost_steps = 0;
-	m->dropped    = 0;
-	m->last_seen  = 0;
-	m->step       = 0;
-	m->finished   = c.n > 0;
-	for (size_t i = 0; i < c.n;) {
-		tm_rank *r        = &nr[n++];
-		uint64_t furthest = 0;
-		int      any      = 0;
-		size_t   j        = i;
-
-		r->rank      = c.v[i].rank;
-		r->alert_sev = -1;
-		for (; j < c.n && c.v[j].rank == r->rank; j++) {
-			const emi *e = &c.v[j];
-
-			r->incarnations++;
-			r->dropped += e->dropped;
-			if (e->last_seen > r->last_seen)
-				r->last_seen = e->last_seen;
-			copy_str(r->host, sizeof(r->host), e->host);
-			if (e->samples == 0)
-				continue;
-			if (any && e->first_step <= furthest)
-				r->lost_steps += furthest - e->first_step + 1;
-			if (!any || e->last_step > furthest)
-				furthest = e->last_step;
-			any     = 1;
-			r->step = e->last_step;
-		}
-		/* Its incarnations are in start order: the last is now. */
-		r->ended = c.v[j - 1].ended != 0;
-		if (!r->ended)
-			m->finished = 0;
-		/* A job restart restarts every rank: count it once. */
-		if (r->incarnations - 1 > m->restarts)
-			m->restarts = r->incarnations - 1;
-		if (r->lost_steps > m->lost_steps)
-			m->lost_steps = r->lost_steps;
-		m->dropped += r->dropped;
-		if (r->last_seen > m->last_seen)
-			m->last_seen = r->last_seen;
-		if (r->step > m->step)
-			m->step = r->step;
-		i = j;
-	}
+	if (c.n > 0)
+		memcpy(nr, c.v, c.n * sizeof(*nr));
+	n = c.n;
 	free(c.v);
+	m->finished   = finished;
+	m->restarts   = c.restarts;
+	m->lost_steps = c.lost_steps;
+	m->dropped    = c.dropped;
+	m->last_seen  = c.last_seen;
+	m->step       = c.step;
 	if (!with_series) {
 		/* Newest samples as last read with the whole index. */
 		for (size_t i = 0; i < n; i++) {
@@ -889,7 +859,7 @@ model_update(model *m, model_want_fn want, void *ctx)
 	m->frame++;
 	m->read_series = 0;
 	if ((rc = store_read_begin(m->st, &m->txn)) != 0) {
-		snprintf(m->err, sizeof(m->err), "%s", m->st->err);
+		snprintf(m->err, sizeof(m->err), "%s", store_errmsg(m->st));
 		return -1;
 	}
 	rc = read_runs(m);
@@ -911,7 +881,7 @@ model_update(model *m, model_want_fn want, void *ctx)
 		if (rc == 0)
 			rc = model_samples_read(m);
 	}
-	mdb_txn_abort(m->txn);
+	store_read_end(m->txn);
 	m->txn = NULL;
 	model_samples_evict(m);
 	m->update_ms = (now_mono_s() - t0) * 1e3;
@@ -919,7 +889,8 @@ model_update(model *m, model_want_fn want, void *ctx)
 		if (rc == STORE_ENOMEM)
 			snprintf(m->err, sizeof(m->err), "out of memory");
 		else
-			snprintf(m->err, sizeof(m->err), "%s", m->st->err);
+			snprintf(m->err, sizeof(m->err), "%s",
+			    store_errmsg(m->st));
 		return -1;
 	}
 	return 0;

@@ -1,7 +1,7 @@
 /*
  * model: what `vitals top` shows, read from the store incrementally.
  *
- * Each refresh is one short read transaction (begun, read, aborted):
+ * Each refresh is one short read transaction (begun, read, ended):
  *
  *  1. the runs and the watched run's record; when the record is as it was
  *     at the last refresh nothing else of the run is read;
@@ -35,9 +35,8 @@
 #include "wire/wire.h"
 
 #define TM_ALL UINT64_MAX /* a span of steps: the whole history */
-/* Room for a metric or run name and its NUL: the wire's limits. */
-#define TM_NAME_MAX (WIRE_NAME_MAX + 1)
-#define TM_RUN_MAX (WIRE_RUN_MAX + 1)
+#define TM_NAME_MAX (WIRE_NAME_MAX + 1) /* a metric name and its NUL */
+#define TM_RUN_MAX (WIRE_RUN_MAX + 1)   /* a run name and its NUL */
 
 /* The samples held for one series: steps strictly increasing (after a
  * restart the sample stored last for a step wins). */
@@ -79,7 +78,7 @@ typedef struct tm_metric {
 
 typedef struct tm_rank {
 	int32_t  rank;
-	char     host[64];
+	char     host[WIRE_HOST_MAX + 1]; /* of its latest incarnation */
 	uint32_t incarnations;
 	uint64_t lost_steps; /* rolled back by its restarts */
 	uint64_t dropped;
@@ -119,8 +118,8 @@ typedef struct tm_run {
 } tm_run;
 
 typedef struct model {
-	store   *st;
-	MDB_txn *txn; /* open only inside model_update */
+	store     *st;
+	store_txn *txn; /* open only inside model_update */
 	char     err[1400];
 	unsigned frame;
 	unsigned index_changed; /* frame the series or ranks were reread */
