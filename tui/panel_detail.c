@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tui/chart.h"
+#include "tui/canvas.h"
 #include "tui/draw.h"
 #include "tui/fmt.h"
 #include "tui/panel.h"
