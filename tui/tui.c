@@ -1,4 +1,4 @@
-#include "tui/top.h"
+#include "tui/tui.h"
 
 #include <stdio.h>
 #include <time.h>
