@@ -88,7 +88,7 @@ panel_alerts_key(ui *u, model *m, int ch)
 
 	if (ch != ' '
 	    && panel_move(ch, &u->alert_sel, u->nalist, page_rows(u))) {
-		panel_scroll(
+		ui_scroll(
 		    u->alert_sel, &u->alert_top, u->nalist, page_rows(u));
 		if (u->nalist)
 			u->alert_sel_seq

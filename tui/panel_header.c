@@ -237,31 +237,13 @@ panel_header_draw(const ui *u, const model *m)
 	line_alert(u, m);
 }
 
+/* The view's keys; a hint without arrows serves both glyph sets. */
 static const char *
 hints(const ui *u)
 {
-	int uni = crt_utf8();
+	const panel *p = panel_of(u->view);
 
-	switch (u->view) {
-	case UI_DETAIL:
-		return uni
-		    ? "\u2191\u2193 metric  \u2190\u2192 rank  l log  "
-		      "z zoom  +/- steps  Enter ranks  Esc back  ? help"
-		      "  q quit"
-		    : "up/dn metric  left/right rank  l log  z zoom  "
-		      "+/- steps  Enter ranks  Esc back  ? help  q quit";
-	case UI_RANKS:
-		return uni ? "\u2191\u2193 rank  \u2190\u2192 metric  Enter "
-		             "chart  z/+/- span  Esc back  ? help  q quit"
-		           : "up/dn rank  left/right metric  Enter chart  "
-		             "z/+/- span  Esc back  ? help  q quit";
-	case UI_ALERTS:
-		return "a acknowledge  A all  Enter chart  Esc back  ? help  "
-		       "q quit";
-	default:
-		return "Enter chart  Tab/1-4 view  / filter  r run  z span  "
-		       "p pause  ? help  q quit";
-	}
+	return crt_utf8() || p->hint_ascii == NULL ? p->hint : p->hint_ascii;
 }
 
 void

@@ -321,7 +321,7 @@ panel_ranks_key(ui *u, model *m, int ch)
 	if (mi < 0)
 		return 0;
 	if (panel_move(ch, &u->rank_sel, m->metrics[mi].n, page_rows(u))) {
-		panel_scroll(
+		ui_scroll(
 		    u->rank_sel, &u->rank_top, m->metrics[mi].n, page_rows(u));
 		return UI_HANDLED | UI_REDRAW;
 	}
@@ -333,7 +333,7 @@ panel_ranks_key(ui *u, model *m, int ch)
 		mi = ui_metric(u, m);
 		if (u->rank_sel >= m->metrics[mi].n)
 			u->rank_sel = m->metrics[mi].n - 1;
-		panel_scroll(
+		ui_scroll(
 		    u->rank_sel, &u->rank_top, m->metrics[mi].n, page_rows(u));
 		return UI_HANDLED | UI_REDRAW | UI_REFRESH;
 	case '\n':

@@ -17,10 +17,23 @@ mono(void)
 	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
+/* Between reading the index and the samples (model_want_fn): the ui
+ * follows the fresh index, then the view marks the series it draws. */
+static void
+want(void *ctx, model *m)
+{
+	ui          *u = ctx;
+	const panel *p = panel_of(u->view);
+
+	ui_sync(u, m);
+	if (p->want != NULL)
+		p->want(u, m);
+}
+
 int
 tui_update(ui *u, model *m)
 {
-	int rc = model_update(m, ui_want, u);
+	int rc = model_update(m, want, u);
 
 	ui_sync(u, m);
 	return rc;
@@ -43,14 +56,8 @@ tui_draw(const ui *u, const model *m)
 		panel_help_draw(u, y, h, u->cols);
 	else if (u->picker)
 		panel_runs_draw(u, m, y, h, u->cols);
-	else if (u->view == UI_DETAIL)
-		panel_detail_draw(u, m, y, h, u->cols);
-	else if (u->view == UI_RANKS)
-		panel_ranks_draw(u, m, y, h, u->cols);
-	else if (u->view == UI_ALERTS)
-		panel_alerts_draw(u, m, y, h, u->cols);
 	else
-		panel_overview_draw(u, m, y, h, u->cols);
+		panel_of(u->view)->draw(u, m, y, h, u->cols);
 	panel_status_draw(u, m);
 	refresh();
 }

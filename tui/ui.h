@@ -103,7 +103,7 @@ void ui_message(ui *u, const char *text);
 /* Rows of body between the header and the status line. */
 int ui_body_lines(const ui *u);
 
-/* Mark the series the current view draws (model_want_fn). */
-void ui_want(void *ctx, model *m);
+/* Keep sel visible in a window of page rows starting at *top. */
+void ui_scroll(size_t sel, size_t *top, size_t n, int page);
 
 #endif /* TUI_UI_H */
