@@ -20,7 +20,7 @@ enum store_flags {
 	STORE_NOSYNC = 1 << 1, /* survive a process crash, not power loss */
 };
 
-/* Error codes of this module; details in store_errmsg(). */
+/* Error codes of this module; the text is in st->err (store_open: err). */
 enum store_err {
 	STORE_OK = 0,
 	STORE_EIO,       /* the file system failed */
