@@ -104,9 +104,9 @@ model_open(
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (run != NULL && strlen(run) >= TM_RUN_MAX) {
+	if (run != NULL && strlen(run) >= MODEL_RUN_MAX) {
 		snprintf(err, errlen, "--run: a run name has at most %d bytes",
-		    TM_RUN_MAX - 1);
+		    MODEL_RUN_MAX - 1);
 		free(m);
 		return -1;
 	}
@@ -154,11 +154,11 @@ on_run(void *ctx, const char *run, size_t runlen, const run_rec *r)
 {
 	model *m = ctx;
 
-	if (runlen >= TM_RUN_MAX)
+	if (runlen >= MODEL_RUN_MAX)
 		return 0;
 	if (m->nruns == m->runs_cap) {
-		size_t  nc = m->runs_cap ? m->runs_cap * 2 : 16;
-		tm_run *nr = realloc(m->runs, nc * sizeof(*nr));
+		size_t     nc = m->runs_cap ? m->runs_cap * 2 : 16;
+		model_run *nr = realloc(m->runs, nc * sizeof(*nr));
 
 		if (nr == NULL)
 			return STORE_ENOMEM;
@@ -183,7 +183,7 @@ read_runs(model *m)
 static void
 choose_run(model *m)
 {
-	const tm_run *best = NULL;
+	const model_run *best = NULL;
 
 	for (size_t i = 0; i < m->nruns; i++)
 		if (m->runs[i].rec.samples > 0
@@ -211,30 +211,31 @@ lower_is_worse(const char *name)
 }
 
 typedef struct build_ctx {
-	model     *m;
-	tm_series *series;
-	size_t     n, cap;
-	tm_metric *metrics;
-	size_t     nm, mcap;
-	uint32_t   max_sid;
-	int        oom;
+	model        *m;
+	model_series *series;
+	size_t        n, cap;
+	model_metric *metrics;
+	size_t        nm, mcap;
+	uint32_t      max_sid;
+	int           oom;
 } build_ctx;
 
 static int
 on_series_build(void *vctx, const scan_series *s)
 {
-	build_ctx *c = vctx;
-	tm_series *x;
+	build_ctx    *c = vctx;
+	model_series *x;
 
-	if (s->mlen >= TM_NAME_MAX)
+	if (s->mlen >= MODEL_NAME_MAX)
 		return 0;
 	if (c->nm == 0 || strlen(c->metrics[c->nm - 1].name) != s->mlen
 	    || memcmp(c->metrics[c->nm - 1].name, s->metric, s->mlen) != 0) {
-		tm_metric *mt;
+		model_metric *mt;
 
 		if (c->nm == c->mcap) {
-			size_t     nc = c->mcap ? c->mcap * 2 : 32;
-			tm_metric *nm = realloc(c->metrics, nc * sizeof(*nm));
+			size_t        nc = c->mcap ? c->mcap * 2 : 32;
+			model_metric *nm
+			    = realloc(c->metrics, nc * sizeof(*nm));
 
 			if (nm == NULL)
 				goto oom;
@@ -250,8 +251,8 @@ on_series_build(void *vctx, const scan_series *s)
 		mt->alert_sev     = -1;
 	}
 	if (c->n == c->cap) {
-		size_t     nc = c->cap ? c->cap * 2 : 64;
-		tm_series *ns = realloc(c->series, nc * sizeof(*ns));
+		size_t        nc = c->cap ? c->cap * 2 : 64;
+		model_series *ns = realloc(c->series, nc * sizeof(*ns));
 
 		if (ns == NULL)
 			goto oom;
@@ -297,12 +298,12 @@ series_rebuild(model *m)
 		return rc;
 	}
 	for (size_t i = 0; i < c.n; i++) {
-		tm_series *x = &c.series[i];
+		model_series *x = &c.series[i];
 
 		by[x->sid] = (uint32_t) i + 1;
 		x->changed = m->frame;
 		if (x->sid < m->nby_sid && m->by_sid[x->sid] != 0) {
-			tm_series *o = &m->series[m->by_sid[x->sid] - 1];
+			model_series *o = &m->series[m->by_sid[x->sid] - 1];
 
 			x->cache = o->cache;
 			o->cache = NULL;
@@ -330,9 +331,9 @@ typedef struct inc_ctx {
 static int
 on_series_inc(void *vctx, const scan_series *s)
 {
-	inc_ctx   *c = vctx;
-	model     *m = c->m;
-	tm_series *x;
+	inc_ctx      *c = vctx;
+	model        *m = c->m;
+	model_series *x;
 
 	if (c->i >= m->nseries || m->series[c->i].sid != s->rec.sid) {
 		c->mismatch = 1;
@@ -385,7 +386,7 @@ nth(double *v, size_t n, size_t k)
 /* Latest value over ranks: min, median, max, and the worst rank (a
  * non-finite one first, else the extreme in the bad direction). */
 static int
-fold(model *m, tm_metric *mt)
+fold(model *m, model_metric *mt)
 {
 	size_t nf = 0;
 
@@ -407,8 +408,8 @@ fold(model *m, tm_metric *mt)
 	mt->last_step  = 0;
 	mt->last_time  = 0;
 	for (size_t i = 0; i < mt->n; i++) {
-		const tm_series *s = &m->series[mt->first + i];
-		double           v = s->rec.last_value;
+		const model_series *s = &m->series[mt->first + i];
+		double              v = s->rec.last_value;
 
 		if (s->rec.last_step > mt->last_step)
 			mt->last_step = s->rec.last_step;
@@ -475,18 +476,18 @@ read_series(model *m)
 
 /* State of one metric_refresh: the next of the metric's series. */
 typedef struct refresh_ctx {
-	model     *m;
-	tm_metric *mt;
-	size_t     i;
+	model        *m;
+	model_metric *mt;
+	size_t        i;
 } refresh_ctx;
 
 static int
 refresh_one(void *vctx, const scan_series *s)
 {
-	refresh_ctx *c = vctx;
-	model       *m = c->m;
-	tm_metric   *mt = c->mt;
-	tm_series   *x;
+	refresh_ctx  *c  = vctx;
+	model        *m  = c->m;
+	model_metric *mt = c->mt;
+	model_series *x;
 
 	/* A series we do not hold (a new rank): stop, read it all. */
 	if (c->i >= mt->n || m->series[mt->first + c->i].sid != s->rec.sid)
@@ -537,7 +538,7 @@ refresh_wanted(model *m)
 	int  rc;
 
 	for (size_t i = 0; i < m->nseries; i++) {
-		const tm_series *s = &m->series[i];
+		const model_series *s = &m->series[i];
 
 		if (s->want == 0 || (long) s->metric == last)
 			continue;
@@ -624,7 +625,7 @@ emi_cmp(const void *a, const void *b)
 static int
 rank_cmp(const void *a, const void *b)
 {
-	const tm_rank *x = a, *y = b;
+	const model_rank *x = a, *y = b;
 
 	return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
@@ -658,10 +659,10 @@ model_rank_find(const model *m, int32_t rank)
 static int
 read_ranks(model *m, int with_series)
 {
-	emi_ctx  c = { 0 };
-	tm_rank *nr;
-	size_t   n = 0, extra = 0;
-	int      rc;
+	emi_ctx     c = { 0 };
+	model_rank *nr;
+	size_t      n = 0, extra = 0;
+	int         rc;
 
 	rc = scan_emitters(m->st, m->txn, m->run, on_emitter, &c);
 	if (rc != 0) {
@@ -685,10 +686,10 @@ read_ranks(model *m, int with_series)
 	m->step       = 0;
 	m->finished   = c.n > 0;
 	for (size_t i = 0; i < c.n;) {
-		tm_rank *r        = &nr[n++];
-		uint64_t furthest = 0;
-		int      any      = 0;
-		size_t   j        = i;
+		model_rank *r        = &nr[n++];
+		uint64_t    furthest = 0;
+		int         any      = 0;
+		size_t      j        = i;
 
 		r->rank      = c.v[i].rank;
 		r->alert_sev = -1;
@@ -736,9 +737,9 @@ read_ranks(model *m, int with_series)
 		}
 	}
 	for (size_t i = 0; with_series && i < m->nseries; i++) {
-		const tm_series *s   = &m->series[i];
-		tm_rank          key = { .rank = s->rank };
-		tm_rank *r = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
+		const model_series *s   = &m->series[i];
+		model_rank          key = { .rank = s->rank };
+		model_rank *r = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
 
 		if (r == NULL) {
 			r            = &nr[n++];
@@ -772,7 +773,7 @@ mark_stalls(model *m)
 	if (th < 2.0)
 		th = 2.0;
 	for (size_t i = 0; i < m->nranks; i++) {
-		tm_rank *r = &m->ranks[i];
+		model_rank *r = &m->ranks[i];
 
 		r->lag_s   = r->last_time > 0
 		      ? (double) (m->rec.last_time - r->last_time) / 1e9
@@ -957,7 +958,7 @@ model_metric_find(const model *m, const char *name)
 long
 model_series_of(const model *m, size_t mi, int32_t rank)
 {
-	const tm_metric *mt;
+	const model_metric *mt;
 
 	if (mi >= m->nmetrics)
 		return -1;

@@ -46,11 +46,11 @@ enum crt_role
 panel_sev_role(int severity)
 {
 	switch (severity) {
-	case TM_CRITICAL:
+	case MODEL_CRITICAL:
 		return CRT_CRIT;
-	case TM_WARNING:
+	case MODEL_WARNING:
 		return CRT_WARN;
-	case TM_INFO:
+	case MODEL_INFO:
 		return CRT_INFO;
 	default:
 		return CRT_NORMAL;
@@ -61,11 +61,11 @@ const char *
 panel_sev_name(int severity)
 {
 	switch (severity) {
-	case TM_CRITICAL:
+	case MODEL_CRITICAL:
 		return "CRIT";
-	case TM_WARNING:
+	case MODEL_WARNING:
 		return "WARN";
-	case TM_INFO:
+	case MODEL_INFO:
 		return "INFO";
 	default:
 		return "";

@@ -150,7 +150,7 @@ ui_scroll(size_t sel, size_t *top, size_t n, int page)
 static int
 alert_order(const model *m, size_t a, size_t b)
 {
-	const tm_alert *x = &m->alerts[a], *y = &m->alerts[b];
+	const model_alert *x = &m->alerts[a], *y = &m->alerts[b];
 
 	if (x->firing != y->firing)
 		return x->firing ? -1 : 1;

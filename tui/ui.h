@@ -49,7 +49,7 @@ typedef struct ui {
 	size_t *rows;
 	size_t  nrows, rows_cap;
 	size_t  sel, top;
-	char    metric[TM_NAME_MAX];
+	char    metric[MODEL_NAME_MAX];
 
 	/* Overview: sparkline span. */
 	uint64_t spark_span;
