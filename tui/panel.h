@@ -9,10 +9,10 @@
  *   _key(u, m, ch)  handles a key of its view; returns enum ui_flag
  *                   bits (0: not its key).
  *
- * The panel of each view is found in one table (panel_of), so a view is
- * added in panel.c and its own file, not in every caller. The header,
- * the status line, the help screen and the run picker are drawn over
- * or around the view and are called by name.
+ * The panel of each view is found in one table (panel_of): a view is
+ * added to enum ui_view, the table in panel.c and a file of its own, not
+ * to every caller. The header, the status line, the help screen and the
+ * run picker are drawn over or around the view and are called by name.
  */
 #ifndef TUI_PANEL_H
 #define TUI_PANEL_H
@@ -26,7 +26,8 @@ typedef struct panel {
 	void (*want)(const ui *u, model *m);
 	void (*draw)(const ui *u, const model *m, int y, int h, int w);
 	int (*key)(ui *u, model *m, int ch);
-	/* The keys the status line shows, with and without Unicode. */
+	/* The keys the status line shows; hint_ascii, if not NULL, is
+	 * shown instead on a terminal without Unicode. */
 	const char *hint, *hint_ascii;
 } panel;
 
