@@ -84,9 +84,9 @@ model_open(
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (run != NULL && strlen(run) >= TM_RUN_MAX) {
+	if (run != NULL && strlen(run) >= MODEL_RUN_MAX) {
 		snprintf(err, errlen, "--run: a run name has at most %d bytes",
-		    TM_RUN_MAX - 1);
+		    MODEL_RUN_MAX - 1);
 		free(m);
 		return -1;
 	}
@@ -133,11 +133,11 @@ on_run(void *ctx, const char *run, size_t runlen, const run_rec *r)
 {
 	model *m = ctx;
 
-	if (runlen >= TM_RUN_MAX)
+	if (runlen >= MODEL_RUN_MAX)
 		return 0;
 	if (m->nruns == m->runs_cap) {
 		size_t  nc = m->runs_cap ? m->runs_cap * 2 : 16;
-		tm_run *nr = realloc(m->runs, nc * sizeof(*nr));
+		model_run *nr = realloc(m->runs, nc * sizeof(*nr));
 
 		if (nr == NULL)
 			return STORE_ENOMEM;
@@ -162,7 +162,7 @@ read_runs(model *m)
 static void
 choose_run(model *m)
 {
-	const tm_run *best = NULL;
+	const model_run *best = NULL;
 
 	for (size_t i = 0; i < m->nruns; i++)
 		if (m->runs[i].rec.samples > 0
@@ -191,9 +191,9 @@ lower_is_worse(const char *name)
 
 typedef struct build_ctx {
 	model     *m;
-	tm_series *series;
+	model_series *series;
 	size_t     n, cap;
-	tm_metric *metrics;
+	model_metric *metrics;
 	size_t     nm, mcap;
 	uint32_t   max_sid;
 	int        oom;
@@ -203,17 +203,17 @@ static int
 on_series_build(void *vctx, const scan_series *s)
 {
 	build_ctx *c = vctx;
-	tm_series *x;
+	model_series *x;
 
-	if (s->mlen >= TM_NAME_MAX)
+	if (s->mlen >= MODEL_NAME_MAX)
 		return 0;
 	if (c->nm == 0 || strlen(c->metrics[c->nm - 1].name) != s->mlen
 	    || memcmp(c->metrics[c->nm - 1].name, s->metric, s->mlen) != 0) {
-		tm_metric *mt;
+		model_metric *mt;
 
 		if (c->nm == c->mcap) {
 			size_t     nc = c->mcap ? c->mcap * 2 : 32;
-			tm_metric *nm = realloc(c->metrics, nc * sizeof(*nm));
+			model_metric *nm = realloc(c->metrics, nc * sizeof(*nm));
 
 			if (nm == NULL)
 				goto oom;
@@ -230,7 +230,7 @@ on_series_build(void *vctx, const scan_series *s)
 	}
 	if (c->n == c->cap) {
 		size_t     nc = c->cap ? c->cap * 2 : 64;
-		tm_series *ns = realloc(c->series, nc * sizeof(*ns));
+		model_series *ns = realloc(c->series, nc * sizeof(*ns));
 
 		if (ns == NULL)
 			goto oom;
@@ -276,12 +276,12 @@ series_rebuild(model *m)
 		return rc;
 	}
 	for (size_t i = 0; i < c.n; i++) {
-		tm_series *x = &c.series[i];
+		model_series *x = &c.series[i];
 
 		by[x->sid] = (uint32_t) i + 1;
 		x->changed = m->frame;
 		if (x->sid < m->nby_sid && m->by_sid[x->sid] != 0) {
-			tm_series *o = &m->series[m->by_sid[x->sid] - 1];
+			model_series *o = &m->series[m->by_sid[x->sid] - 1];
 
 			x->cache = o->cache;
 			o->cache = NULL;
@@ -311,7 +311,7 @@ on_series_inc(void *vctx, const scan_series *s)
 {
 	inc_ctx   *c = vctx;
 	model     *m = c->m;
-	tm_series *x;
+	model_series *x;
 
 	if (c->i >= m->nseries || m->series[c->i].sid != s->rec.sid) {
 		c->mismatch = 1;
@@ -364,7 +364,7 @@ nth(double *v, size_t n, size_t k)
 /* Latest value over ranks: min, median, max, and the worst rank (a
  * non-finite one first, else the extreme in the bad direction). */
 static int
-fold(model *m, tm_metric *mt)
+fold(model *m, model_metric *mt)
 {
 	size_t nf = 0;
 
@@ -386,7 +386,7 @@ fold(model *m, tm_metric *mt)
 	mt->last_step  = 0;
 	mt->last_time  = 0;
 	for (size_t i = 0; i < mt->n; i++) {
-		const tm_series *s = &m->series[mt->first + i];
+		const model_series *s = &m->series[mt->first + i];
 		double           v = s->rec.last_value;
 
 		if (s->rec.last_step > mt->last_step)
@@ -455,7 +455,7 @@ read_series(model *m)
 /* State of one metric_refresh: the next of the metric's series. */
 typedef struct refresh_ctx {
 	model     *m;
-	tm_metric *mt;
+	model_metric *mt;
 	size_t     i;
 } refresh_ctx;
 
@@ -464,8 +464,8 @@ refresh_one(void *vctx, const scan_series *s)
 {
 	refresh_ctx *c = vctx;
 	model       *m = c->m;
-	tm_metric   *mt = c->mt;
-	tm_series   *x;
+	model_metric   *mt = c->mt;
+	model_series   *x;
 
 	/* A series we do not hold (a new rank): stop, read it all. */
 	if (c->i >= mt->n || m->series[mt->first + c->i].sid != s->rec.sid)
@@ -516,7 +516,7 @@ refresh_wanted(model *m)
 	int  rc;
 
 	for (size_t i = 0; i < m->nseries; i++) {
-		const tm_series *s = &m->series[i];
+		const model_series *s = &m->series[i];
 
 		if (s->want == 0 || (long) s->metric == last)
 			continue;
@@ -551,7 +551,7 @@ sweep(model *m)
 static int
 rank_cmp(const void *a, const void *b)
 {
-	const tm_rank *x = a, *y = b;
+	const model_rank *x = a, *y = b;
 
 	return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
@@ -574,14 +574,14 @@ model_rank_find(const model *m, int32_t rank)
 	return -1;
 }
 
-_Static_assert(sizeof(((tm_rank *) 0)->host) ==
+_Static_assert(sizeof(((model_rank *) 0)->host) ==
 	sizeof(((emitter_rec *) 0)->host),
     "a rank shows its host whole");
 
-/* The ranks being read: one tm_rank per rank with an emitter, and the
+/* The ranks being read: one model_rank per rank with an emitter, and the
  * run's figures over them (set on the model once all is read). */
 typedef struct ranks_ctx {
-	tm_rank *v;
+	model_rank *v;
 	size_t   n, cap;
 	uint32_t restarts;
 	uint64_t lost_steps, dropped, step;
@@ -600,11 +600,11 @@ on_rank(void *vctx, const scan_rank *sr)
 	ranks_ctx *c        = vctx;
 	uint64_t   furthest = 0;
 	int        any      = 0;
-	tm_rank   *r;
+	model_rank   *r;
 
 	if (c->n == c->cap) {
 		size_t   nc = c->cap ? c->cap * 2 : 64;
-		tm_rank *nv = realloc(c->v, nc * sizeof(*nv));
+		model_rank *nv = realloc(c->v, nc * sizeof(*nv));
 
 		if (nv == NULL)
 			return STORE_ENOMEM;
@@ -656,7 +656,7 @@ static int
 read_ranks(model *m, int with_series)
 {
 	ranks_ctx c = { 0 };
-	tm_rank  *nr;
+	model_rank  *nr;
 	size_t    n, extra = 0;
 	int       rc, finished = 0;
 
@@ -696,9 +696,9 @@ read_ranks(model *m, int with_series)
 		}
 	}
 	for (size_t i = 0; with_series && i < m->nseries; i++) {
-		const tm_series *s   = &m->series[i];
-		tm_rank          key = { .rank = s->rank };
-		tm_rank *r = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
+		const model_series *s   = &m->series[i];
+		model_rank          key = { .rank = s->rank };
+		model_rank *r = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
 
 		if (r == NULL) {
 			r            = &nr[n++];
@@ -732,7 +732,7 @@ mark_stalls(model *m)
 	if (th < 2.0)
 		th = 2.0;
 	for (size_t i = 0; i < m->nranks; i++) {
-		tm_rank *r = &m->ranks[i];
+		model_rank *r = &m->ranks[i];
 
 		r->lag_s   = r->last_time > 0
 		      ? (double) (m->rec.last_time - r->last_time) / 1e9
@@ -918,7 +918,7 @@ model_metric_find(const model *m, const char *name)
 long
 model_series_of(const model *m, size_t mi, int32_t rank)
 {
-	const tm_metric *mt;
+	const model_metric *mt;
 
 	if (mi >= m->nmetrics)
 		return -1;

@@ -34,7 +34,7 @@ get_num(const detect_alert_record *r, int field, double dflt)
 }
 
 int
-model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a)
+model_alert_parse(const char *json, size_t len, uint64_t seq, model_alert *a)
 {
 	detect_alert_record r;
 	char                sev[16] = "", state[16] = "";
@@ -46,7 +46,7 @@ model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a)
 	a->value    = NAN;
 	a->baseline = NAN;
 	a->time     = NAN;
-	a->severity = TM_WARNING;
+	a->severity = MODEL_WARNING;
 	a->firing   = 1;
 	if (detect_alert_parse(json, len, &r, NULL, 0) != 0)
 		return -1;
@@ -58,9 +58,9 @@ model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a)
 	get_str(&r, DETECT_AF_SEVERITY, sev, sizeof(sev));
 	get_str(&r, DETECT_AF_STATE, state, sizeof(state));
 	if (strcmp(sev, "info") == 0)
-		a->severity = TM_INFO;
+		a->severity = MODEL_INFO;
 	else if (strcmp(sev, "critical") == 0)
-		a->severity = TM_CRITICAL;
+		a->severity = MODEL_CRITICAL;
 	a->firing = strcmp(state, "resolved") != 0;
 	d         = get_num(&r, DETECT_AF_RANK, -1);
 	a->rank   = d >= INT32_MIN && d <= INT32_MAX ? (int32_t) d : -1;
@@ -77,7 +77,7 @@ model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a)
 }
 
 static uint64_t
-alert_hash(const tm_alert *a)
+alert_hash(const model_alert *a)
 {
 	uint64_t h = 1469598103934665603ull;
 
@@ -91,7 +91,7 @@ alert_hash(const tm_alert *a)
 }
 
 static int
-same_key(const tm_alert *a, const tm_alert *b)
+same_key(const model_alert *a, const model_alert *b)
 {
 	return a->rank == b->rank && strcmp(a->rule, b->rule) == 0
 	    && strcmp(a->metric, b->metric) == 0;
@@ -102,8 +102,8 @@ same_key(const tm_alert *a, const tm_alert *b)
 static long
 keys_put(model *m, size_t idx)
 {
-	const tm_alert *a    = &m->alerts[idx];
-	size_t          mask = m->akeys_cap - 1;
+	const model_alert *a    = &m->alerts[idx];
+	size_t             mask = m->akeys_cap - 1;
 
 	for (size_t i = (size_t) alert_hash(a) & mask;; i = (i + 1) & mask) {
 		uint32_t v = m->akeys[i];
@@ -161,18 +161,18 @@ static int
 on_alert(void *ctx, const char *run, size_t runlen, uint64_t seq,
     const char *json, size_t len)
 {
-	model    *m = ctx;
-	tm_alert *a;
-	long      prev;
-	int       rc;
+	model       *m = ctx;
+	model_alert *a;
+	long         prev;
+	int          rc;
 
 	(void) run;
 	(void) runlen;
 	if (m->nalerts >= TM_ALERTS_MAX && (rc = compact(m)) != 0)
 		return rc;
 	if (m->nalerts == m->alerts_cap) {
-		size_t    nc = m->alerts_cap ? m->alerts_cap * 2 : 64;
-		tm_alert *na = realloc(m->alerts, nc * sizeof(*na));
+		size_t       nc = m->alerts_cap ? m->alerts_cap * 2 : 64;
+		model_alert *na = realloc(m->alerts, nc * sizeof(*na));
 
 		if (na == NULL)
 			return STORE_ENOMEM;
@@ -186,7 +186,7 @@ on_alert(void *ctx, const char *run, size_t runlen, uint64_t seq,
 		snprintf(a->message, sizeof(a->message),
 		    "alert %llu is not a JSON object",
 		    (unsigned long long) seq);
-		a->severity = TM_WARNING;
+		a->severity = MODEL_WARNING;
 		a->firing   = 0;
 	}
 	a->current = 1;
@@ -221,8 +221,8 @@ model_alerts_apply(model *m)
 	for (size_t i = 0; i < m->nranks; i++)
 		m->ranks[i].alert_sev = -1;
 	for (size_t i = 0; i < m->nalerts; i++) {
-		tm_alert *a = &m->alerts[i];
-		long      mi, ri;
+		model_alert *a = &m->alerts[i];
+		long         mi, ri;
 
 		if (a->mgen != m->metrics_gen + 1) {
 			a->mi   = model_metric_find(m, a->metric);
@@ -231,7 +231,7 @@ model_alerts_apply(model *m)
 		mi = a->mi;
 
 		if (mi >= 0) {
-			tm_metric *mt = &m->metrics[mi];
+			model_metric *mt = &m->metrics[mi];
 
 			mt->alert_seq = a->seq;
 			/* The kind shown: the worst firing, else the latest.

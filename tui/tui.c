@@ -1,4 +1,4 @@
-#include "tui/top.h"
+#include "tui/tui.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -9,10 +9,23 @@
 #include "tui/keys.h"
 #include "tui/panel.h"
 
+/* Between reading the index and the samples (model_want_fn): the ui
+ * follows the fresh index, then the view marks the series it draws. */
+static void
+want(void *ctx, model *m)
+{
+	ui          *u = ctx;
+	const panel *p = panel_of(u->view);
+
+	ui_sync(u, m);
+	if (p->want != NULL)
+		p->want(u, m);
+}
+
 int
 tui_update(ui *u, model *m)
 {
-	int rc = model_update(m, ui_want, u);
+	int rc = model_update(m, want, u);
 
 	ui_sync(u, m);
 	return rc;
@@ -35,14 +48,8 @@ tui_draw(const ui *u, const model *m)
 		panel_help_draw(u, y, h, u->cols);
 	else if (u->picker)
 		panel_runs_draw(u, m, y, h, u->cols);
-	else if (u->view == UI_DETAIL)
-		panel_detail_draw(u, m, y, h, u->cols);
-	else if (u->view == UI_RANKS)
-		panel_ranks_draw(u, m, y, h, u->cols);
-	else if (u->view == UI_ALERTS)
-		panel_alerts_draw(u, m, y, h, u->cols);
 	else
-		panel_overview_draw(u, m, y, h, u->cols);
+		panel_of(u->view)->draw(u, m, y, h, u->cols);
 	panel_status_draw(u, m);
 	refresh();
 }
