@@ -114,24 +114,6 @@ each_metric(void *vctx, const scan_series *s)
 	return 0;
 }
 
-static int
-require_run(cli_reader *r, const cli_args *a)
-{
-	run_rec rr;
-	int     rc = scan_run_get(r->st, r->txn, a->run, &rr);
-
-	if (rc == STORE_ENOTFOUND) {
-		fprintf(stderr, "vitals: no run '%s' in %s (see vitals runs)\n",
-		    a->run, store_dir(r->st));
-		return -1;
-	}
-	if (rc != 0) {
-		fprintf(stderr, "vitals: %s\n", store_errmsg(r->st));
-		return -1;
-	}
-	return 0;
-}
-
 int
 cmd_metrics(const cli_args *a)
 {
@@ -143,7 +125,7 @@ cmd_metrics(const cli_args *a)
 	}
 	if (cli_reader_open(a, &r) != 0)
 		return 1;
-	if (require_run(&r, a) != 0) {
+	if (cli_reader_require_run(&r, a->run) != 0) {
 		cli_reader_close(&r);
 		return 1;
 	}
@@ -154,10 +136,10 @@ cmd_metrics(const cli_args *a)
 				  each_metric, (void *) (uintptr_t) a));
 }
 
-static int
-each_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
+static void
+put_emitter(const cli_args *a, const char *run, size_t runlen,
+    const emitter_rec *e)
 {
-	const cli_args *a = vctx;
 	char            t0[40], t1[40], te[40];
 
 	out_time(t0, sizeof(t0), e->first_seen);
@@ -174,7 +156,7 @@ each_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
 		    e->pid, e->rank, e->local_rank, e->world_size, t0, t1,
 		    e->batches, e->samples, e->duplicates, e->dropped,
 		    e->ended ? te : "");
-		return 0;
+		return;
 	}
 	fputs("{\"run\":", stdout);
 	out_json_str(stdout, run, runlen);
@@ -186,22 +168,78 @@ each_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
 	       ",\"dropped\":%" PRIu64 ",\"ended\":%s}\n",
 	    e->pid, e->rank, e->local_rank, e->world_size, t0, t1, e->batches,
 	    e->samples, e->duplicates, e->dropped, e->ended ? te : "null");
+}
+
+/* The emitters, gathered to be printed in the order first seen (the
+ * store keeps them by incarnation id, which is random). */
+typedef struct seen_emitter {
+	emitter_rec e;
+	char        run[WIRE_RUN_MAX + 1];
+	size_t      runlen;
+} seen_emitter;
+
+typedef struct ctx_emitters {
+	seen_emitter *v;
+	size_t        n, cap;
+} ctx_emitters;
+
+static int
+each_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
+{
+	ctx_emitters *c = vctx;
+	seen_emitter *nv;
+
+	if (runlen > WIRE_RUN_MAX)
+		return STORE_ECORRUPT;
+	if (c->n == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 64;
+		if ((nv = realloc(c->v, c->cap * sizeof(*nv))) == NULL)
+			return STORE_ENOMEM;
+		c->v = nv;
+	}
+	c->v[c->n].e = *e;
+	memcpy(c->v[c->n].run, run, runlen);
+	c->v[c->n].runlen = runlen;
+	c->n++;
 	return 0;
+}
+
+static int
+by_first_seen(const void *pa, const void *pb)
+{
+	const seen_emitter *a = pa, *b = pb;
+
+	if (a->e.first_seen != b->e.first_seen)
+		return a->e.first_seen < b->e.first_seen ? -1 : 1;
+	return a->e.incarnation < b->e.incarnation ? -1 :
+						     a->e.incarnation > b->e.incarnation;
 }
 
 int
 cmd_emitters(const cli_args *a)
 {
-	cli_reader r;
+	cli_reader   r;
+	ctx_emitters c = { NULL, 0, 0 };
+	int          rc;
 
 	if (cli_reader_open(a, &r) != 0)
 		return 1;
-	if (a->format == OUT_CSV)
-		puts("run,incarnation,host,pid,rank,local_rank,world_size,"
-		     "first_seen,last_seen,batches,samples,duplicates,dropped,"
-		     "ended");
-	return cli_reader_done(&r, scan_emitters(r.st, r.txn, a->run, each_emitter,
-				  (void *) (uintptr_t) a));
+	if (a->run != NULL && cli_reader_require_run(&r, a->run) != 0) {
+		cli_reader_close(&r);
+		return 1;
+	}
+	rc = scan_emitters(r.st, r.txn, a->run, each_emitter, &c);
+	if (rc == 0) {
+		qsort(c.v, c.n, sizeof(*c.v), by_first_seen);
+		if (a->format == OUT_CSV)
+			puts("run,incarnation,host,pid,rank,local_rank,"
+			     "world_size,first_seen,last_seen,batches,samples,"
+			     "duplicates,dropped,ended");
+		for (size_t i = 0; i < c.n; i++)
+			put_emitter(a, c.v[i].run, c.v[i].runlen, &c.v[i].e);
+	}
+	free(c.v);
+	return cli_reader_done(&r, rc);
 }
 
 /*
@@ -292,7 +330,8 @@ each_series(void *vctx, const scan_series *s)
 		return 0;
 	if (c->a->has_rank && c->a->rank != s->rank)
 		return 0;
-	c->matched++;
+	if (c->matched++ == 0 && c->a->metric != NULL)
+		out_sample_header(stdout, c->a->format);
 	cs.host = host_of(c->hosts, c->r->st, c->r->txn, s);
 	rc      = scan_samples(c->r->st, c->r->txn, s->rec.sid, c->a->step_from,
 	    c->a->step_to, each_sample, &cs);
@@ -314,7 +353,7 @@ write_samples(const cli_args *a, uint64_t *matched)
 	*matched = 0;
 	if (cli_reader_open(a, &r) != 0)
 		return 1;
-	if (a->run != NULL && require_run(&r, a) != 0) {
+	if (a->run != NULL && cli_reader_require_run(&r, a->run) != 0) {
 		cli_reader_close(&r);
 		return 1;
 	}
@@ -322,7 +361,10 @@ write_samples(const cli_args *a, uint64_t *matched)
 		cli_reader_close(&r);
 		return 1;
 	}
-	out_sample_header(stdout, a->format);
+	/* query prints its header with the first series it finds, so that
+	 * an unknown metric leaves stdout empty. */
+	if (a->metric == NULL)
+		out_sample_header(stdout, a->format);
 	/* One metric of one run is one key range of the series. */
 	if (a->run != NULL && a->metric != NULL)
 		rc = scan_series_metric(

@@ -4,8 +4,10 @@
  */
 #include <locale.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/reader.h"
 #include "store/paths.h"
 #include "tui/tui.h"
 
@@ -30,6 +32,23 @@ cmd_top(const cli_args *a)
 			return 1;
 		}
 		db = dbbuf;
+	}
+	/* An unknown run is said before the screen is taken, with the runs
+	 * there are; a database not created yet is waited for as before. */
+	if (a->run != NULL) {
+		cli_args   ra = *a;
+		cli_reader r;
+		char       mdb[1100];
+		int        rc;
+
+		ra.db = db;
+		snprintf(mdb, sizeof(mdb), "%s/data.mdb", db);
+		if (access(mdb, F_OK) == 0 && cli_reader_open(&ra, &r) == 0) {
+			rc = cli_reader_require_run(&r, a->run);
+			cli_reader_close(&r);
+			if (rc != 0)
+				return 1;
+		}
 	}
 	setlocale(LC_ALL, "");
 	return tui_top(db, a->run);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "store/paths.h"
+#include "store/scan.h"
 
 int
 cli_reader_open(const cli_args *a, cli_reader *r)
@@ -49,4 +50,44 @@ cli_reader_done(cli_reader *r, int rc)
 		fprintf(stderr, "vitals: %s\n", store_errmsg(r->st));
 	cli_reader_close(r);
 	return rc != 0;
+}
+
+typedef struct known_runs {
+	size_t n;
+} known_runs;
+
+/* The known runs after the message, up to a screenful. */
+static int
+each_known(void *vctx, const char *run, size_t runlen, const run_rec *rr)
+{
+	known_runs *k = vctx;
+
+	(void) rr;
+	if (k->n++ < 20)
+		fprintf(stderr, "%s%.*s", k->n > 1 ? ", " : "", (int) runlen,
+		    run);
+	else if (k->n == 21)
+		fputs(", ...", stderr);
+	return 0;
+}
+
+int
+cli_reader_require_run(cli_reader *r, const char *run)
+{
+	run_rec    rr;
+	known_runs k  = { 0 };
+	int        rc = scan_run_get(r->st, r->txn, run, &rr);
+
+	if (rc == 0)
+		return 0;
+	if (rc != STORE_ENOTFOUND) {
+		fprintf(stderr, "vitals: %s\n", store_errmsg(r->st));
+		return -1;
+	}
+	fprintf(stderr, "vitals: no run '%s' in %s; known runs: ", run,
+	    store_dir(r->st));
+	if (scan_runs(r->st, r->txn, each_known, &k) != 0 || k.n == 0)
+		fputs(k.n == 0 ? "none yet" : "(could not list them)", stderr);
+	fputc('\n', stderr);
+	return -1;
 }

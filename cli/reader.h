@@ -23,4 +23,8 @@ void cli_reader_close(cli_reader *r);
  * status: 0 or 1. */
 int cli_reader_done(cli_reader *r, int rc);
 
+/* 0 if the run is in the store; else -1 after printing, the same for
+ * every command, that it is not, with the known runs. */
+int cli_reader_require_run(cli_reader *r, const char *run);
+
 #endif /* CLI_READER_H */
