@@ -5,10 +5,12 @@
  *	vitalsd [--listen ENDPOINT] [--db DIR] [--rules FILE] ...
  */
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zmq.h>
 
 #include "collector/alerting.h"
 #include "collector/auth.h"
@@ -40,6 +42,9 @@ usage(FILE *f)
 	    "               [--commit-ms N] [--time-quantum-ns N] [--nosync] "
 	    "[--quiet]\n"
 	    "\n"
+	    "Options take their value as --opt VALUE or --opt=VALUE.\n"
+	    "  -h, --help         print this and exit\n"
+	    "  --version          print the version and exit\n"
 	    "  --listen ENDPOINT  ZeroMQ endpoint (default %s)\n"
 	    "  --db DIR           database folder (default $VITALS_DB, else\n"
 	    "                     ~/.local/share/vitals)\n"
@@ -68,6 +73,78 @@ usage(FILE *f)
 	    "                     bounds of the write caches (defaults\n"
 	    "                     131072, 16384 (4 KB each), 65536)\n",
 	    VT_DEFAULT_ENDPOINT);
+}
+
+/* The options (getopt_long: --opt VALUE or --opt=VALUE). To add one:
+ * an OPT_ value, a row, a case in main's loop and a line of usage. */
+enum {
+	OPT_LISTEN = 256,
+	OPT_DB,
+	OPT_RULES,
+	OPT_NO_DETECT,
+	OPT_COMMIT_MS,
+	OPT_TIME_QUANTUM,
+	OPT_NOSYNC,
+	OPT_QUIET,
+	OPT_CURVE_SECRET,
+	OPT_ALLOW,
+	OPT_INSECURE,
+	OPT_MAX_SERIES_RUN,
+	OPT_MAX_SERIES,
+	OPT_CACHE_SERIES,
+	OPT_CACHE_ENCODERS,
+	OPT_CACHE_EMITTERS,
+};
+
+static const struct option longopts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "db", required_argument, NULL, OPT_DB },
+	{ "rules", required_argument, NULL, OPT_RULES },
+	{ "no-detect", no_argument, NULL, OPT_NO_DETECT },
+	{ "commit-ms", required_argument, NULL, OPT_COMMIT_MS },
+	{ "time-quantum-ns", required_argument, NULL, OPT_TIME_QUANTUM },
+	{ "nosync", no_argument, NULL, OPT_NOSYNC },
+	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "curve-secret", required_argument, NULL, OPT_CURVE_SECRET },
+	{ "allow", required_argument, NULL, OPT_ALLOW },
+	{ "insecure", no_argument, NULL, OPT_INSECURE },
+	{ "max-series-per-run", required_argument, NULL, OPT_MAX_SERIES_RUN },
+	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
+	{ "cache-series", required_argument, NULL, OPT_CACHE_SERIES },
+	{ "cache-encoders", required_argument, NULL, OPT_CACHE_ENCODERS },
+	{ "cache-emitters", required_argument, NULL, OPT_CACHE_EMITTERS },
+	{ NULL, 0, NULL, 0 },
+};
+
+/*
+ * Bind the endpoint once and let it go, so that an endpoint vitalsd
+ * cannot listen on is reported before --db is created or touched
+ * (server_run binds it for good later; a race with another process
+ * taking it meanwhile is reported there).
+ */
+static int
+can_listen(const char *endpoint)
+{
+	void *ctx = zmq_ctx_new(), *sock = NULL;
+	int   rc = -1, linger = 0;
+
+	if (ctx == NULL || (sock = zmq_socket(ctx, ZMQ_ROUTER)) == NULL)
+		goto done;
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	if (zmq_bind(sock, endpoint) != 0) {
+		fprintf(stderr, "vitalsd: cannot listen on %s: %s\n",
+		    endpoint, zmq_strerror(zmq_errno()));
+		goto done;
+	}
+	rc = 0;
+done:
+	if (sock != NULL)
+		zmq_close(sock);
+	if (ctx != NULL)
+		zmq_ctx_term(ctx);
+	return rc;
 }
 
 static int
@@ -102,45 +179,43 @@ main(int argc, char **argv)
 	ingest          *in    = NULL;
 	struct sigaction sa;
 	long             v;
+	int              ch;
 
 	server_opts_init(&so);
 	ingest_opts_init(&io);
 	io.time_quantum_ns = 1000000;
 	so.listen          = VT_DEFAULT_ENDPOINT;
-	for (int i = 1; i < argc; i++) {
-		const char *a    = argv[i];
-		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
+		const char *next = optarg;
+		const char *a    = argv[optind - 1];
 
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+		switch (ch) {
+		case 'h':
 			usage(stdout);
 			return 0;
-		} else if (strcmp(a, "--version") == 0) {
+		case 'V':
 			printf("vitalsd %s\n", VT_VERSION_STR);
 			return 0;
-		} else if (strcmp(a, "--nosync") == 0) {
+		case OPT_NOSYNC:
 			flags |= STORE_NOSYNC;
-			continue;
-		} else if (strcmp(a, "--no-detect") == 0) {
+			break;
+		case OPT_NO_DETECT:
 			detect = 0;
-			continue;
-		} else if (strcmp(a, "--quiet") == 0) {
+			break;
+		case OPT_QUIET:
 			so.quiet = 1;
-			continue;
-		} else if (strcmp(a, "--insecure") == 0) {
+			break;
+		case OPT_INSECURE:
 			insecure = 1;
-			continue;
-		}
-		if (next == NULL) {
-			fprintf(stderr, "vitalsd: %s needs a value (see "
-					"--help)\n",
-			    a);
-			return 2;
-		}
-		if (strcmp(a, "--listen") == 0)
+			break;
+		case OPT_LISTEN:
 			so.listen = next;
-		else if (strcmp(a, "--db") == 0)
+			break;
+		case OPT_DB:
 			db = next;
-		else if (strcmp(a, "--rules") == 0) {
+			break;
+		case OPT_RULES:
 			/* The shared loader reads "-" as stdin, but a daemon
 			 * reads its rules again on SIGHUP: a file only. */
 			if (strcmp(next, "-") == 0) {
@@ -150,45 +225,71 @@ main(int argc, char **argv)
 				return 2;
 			}
 			rules = next;
-		} else if (strcmp(a, "--curve-secret") == 0)
+			break;
+		case OPT_CURVE_SECRET:
 			so.curve_secret = next;
-		else if (strcmp(a, "--allow") == 0)
+			break;
+		case OPT_ALLOW:
 			so.allow = next;
-		else if (strcmp(a, "--commit-ms") == 0) {
-			if (parse_long(a, next, 0, 60000, &v) != 0)
+			break;
+		case OPT_COMMIT_MS:
+			if (parse_long("--commit-ms", next, 0, 60000, &v) != 0)
 				return 2;
 			so.commit_ms = (int) v;
-		} else if (strcmp(a, "--max-series-per-run") == 0) {
-			if (parse_long(a, next, 0, 1000000000, &v) != 0)
+			break;
+		case OPT_MAX_SERIES_RUN:
+			if (parse_long("--max-series-per-run", next, 0,
+				1000000000, &v) != 0)
 				return 2;
 			io.max_series_run = (uint64_t) v;
-		} else if (strcmp(a, "--max-series") == 0) {
-			if (parse_long(a, next, 0, 1000000000, &v) != 0)
+			break;
+		case OPT_MAX_SERIES:
+			if (parse_long("--max-series", next, 0, 1000000000,
+				&v) != 0)
 				return 2;
 			io.max_series_total = (uint64_t) v;
-		} else if (strcmp(a, "--cache-series") == 0) {
-			if (parse_long(a, next, 16, 100000000, &v) != 0)
+			break;
+		case OPT_CACHE_SERIES:
+			if (parse_long("--cache-series", next, 16, 100000000,
+				&v) != 0)
 				return 2;
 			io.cache_series = (size_t) v;
-		} else if (strcmp(a, "--cache-encoders") == 0) {
-			if (parse_long(a, next, 16, 100000000, &v) != 0)
+			break;
+		case OPT_CACHE_ENCODERS:
+			if (parse_long("--cache-encoders", next, 16, 100000000,
+				&v) != 0)
 				return 2;
 			io.cache_encoders = (size_t) v;
-		} else if (strcmp(a, "--cache-emitters") == 0) {
-			if (parse_long(a, next, 16, 100000000, &v) != 0)
+			break;
+		case OPT_CACHE_EMITTERS:
+			if (parse_long("--cache-emitters", next, 16, 100000000,
+				&v) != 0)
 				return 2;
 			io.cache_emitters = (size_t) v;
-		} else if (strcmp(a, "--time-quantum-ns") == 0) {
-			if (parse_long(a, next, 1, 1000000000, &v) != 0)
+			break;
+		case OPT_TIME_QUANTUM:
+			if (parse_long("--time-quantum-ns", next, 1,
+				1000000000, &v) != 0)
 				return 2;
 			io.time_quantum_ns = v;
-		} else {
+			break;
+		case ':':
+			fprintf(stderr, "vitalsd: %s needs a value (see "
+					"--help)\n",
+			    a);
+			return 2;
+		default:
 			fprintf(stderr, "vitalsd: unknown option %s (see "
 					"--help)\n",
 			    a);
 			return 2;
 		}
-		i++;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vitalsd: unexpected argument '%s' (see "
+				"--help)\n",
+		    argv[optind]);
+		return 2;
 	}
 	if ((so.curve_secret == NULL) != (so.allow == NULL)) {
 		fprintf(stderr, "vitalsd: --curve-secret and --allow go "
@@ -216,6 +317,10 @@ main(int argc, char **argv)
 	}
 	if (detect && alerting_open(rules, io.time_quantum_ns, &al) != 0)
 		return 1;
+	if (can_listen(so.listen) != 0) {
+		alerting_close(al);
+		return 1;
+	}
 
 	if ((rc = store_open(db, flags, &st, err, sizeof(err))) != 0) {
 		fprintf(stderr, "vitalsd: %s\n", err);
