@@ -120,8 +120,8 @@ cmd_alerts(const cli_args *a)
 	}
 	rc = scan_alerts(r.st, r.txn, a->run, 0, each_alert, &c);
 	if (c.bad > 0)
-		fprintf(stderr, "vitals: %llu stored alerts did not parse as "
-				"JSON\n",
-		    (unsigned long long) c.bad);
+		fprintf(stderr, "vitals: %llu stored alert%s did not parse "
+				"as JSON\n",
+		    (unsigned long long) c.bad, c.bad == 1 ? "" : "s");
 	return cli_reader_done(&r, rc) || c.bad != 0;
 }

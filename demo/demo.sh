@@ -46,7 +46,15 @@ fi
 
 echo
 echo "== vitals alerts --run $VITALS_RUN (rule,kind,severity,state,rank,metric,step,message)"
-"$B/vitals" alerts --db "$DB" --run "$VITALS_RUN" | cut -d, -f1-4,6,8,9,13
+# From JSON Lines: a message may hold commas, which cut would split.
+"$B/vitals" alerts --db "$DB" --run "$VITALS_RUN" --format jsonl | python3 -c '
+import json, sys
+for line in sys.stdin:
+    a = json.loads(line)
+    f = [a.get(k) for k in ("rule", "kind", "severity", "state", "rank",
+         "metric", "step", "message")]
+    print(",".join("" if v is None else str(v) for v in f))
+'
 echo
 echo "== vitals runs"
 "$B/vitals" runs --db "$DB"

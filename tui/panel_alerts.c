@@ -19,6 +19,13 @@ page_rows(const ui *u)
 	return h > 0 ? h : 1;
 }
 
+/* The columns before RULE, the narrowest RULE and METRIC, and the
+ * message's share when names are widened. */
+#define FIXED_W 42
+#define RULE_W 14
+#define METRIC_W 16
+#define MSG_MIN 30
+
 void
 panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
 {
@@ -26,6 +33,7 @@ panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
 	size_t top = u->alert_top, nf = 0;
 	int    page = h - 2;
 	char   b[700], clk[16];
+	int    rw = RULE_W, mw = METRIC_W;
 
 	if (h <= 0)
 		return;
@@ -37,9 +45,31 @@ panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
 	    "%zu resolved",
 	    m->run[0] ? m->run : "-", nf, m->firing[MODEL_CRITICAL],
 	    m->firing[MODEL_WARNING], m->firing[MODEL_INFO], u->nalist - nf);
-	snprintf(b, sizeof(b), " %-4s %-8s %-3s %-8s %8s %4s %-14s %-16s %s",
-	    "SEV", "STATE", "ACK", "TIME", "STEP", "RANK", "RULE", "METRIC",
-	    "MESSAGE");
+	/* RULE and METRIC as wide as their longest names where the screen
+	 * has room, keeping MSG_MIN columns for the message. */
+	for (size_t i = 0; i < u->nalist; i++) {
+		const model_alert *a = &m->alerts[u->alist[i]];
+		int                n = (int) strlen(a->rule[0] ? a->rule : a->kind);
+
+		rw = n > rw ? n : rw;
+		n  = (int) strlen(a->metric);
+		mw = n > mw ? n : mw;
+	}
+	if (FIXED_W + rw + mw + 2 + MSG_MIN > w) {
+		int room = w - FIXED_W - 2 - MSG_MIN, want = rw + mw;
+
+		if (room < RULE_W + METRIC_W) {
+			rw = RULE_W;
+			mw = METRIC_W;
+		} else {
+			rw = room * rw / want;
+			rw = rw < RULE_W ? RULE_W : rw;
+			mw = room - rw < METRIC_W ? METRIC_W : room - rw;
+		}
+	}
+	snprintf(b, sizeof(b), " %-4s %-8s %-3s %-8s %8s %4s %-*s %-*s %s",
+	    "SEV", "STATE", "ACK", "TIME", "STEP", "RANK", rw, "RULE", mw,
+	    "METRIC", "MESSAGE");
 	draw_str(y + 1, 0, w, t, b);
 	if (u->nalist == 0) {
 		draw_str(y + 3, 2, w - 2, crt_attr(CRT_DIM),
@@ -68,12 +98,13 @@ panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
 		else
 			at = crt_attr(CRT_DIM);
 		snprintf(b, sizeof(b),
-		    " %-4s %-8s %-3s %-8s %8llu %4s %-14.14s %-16.16s %s",
+		    " %-4s %-8s %-3s %-8s %8llu %4s %-*.*s %-*.*s %s",
 		    panel_sev_name(a->severity),
 		    a->firing ? "firing" : "resolved", a->acked ? "ack" : "",
 		    fmt_clock(clk, sizeof(clk), a->time),
-		    (unsigned long long) a->step, rk,
-		    a->rule[0] ? a->rule : a->kind, a->metric, a->message);
+		    (unsigned long long) a->step, rk, rw, rw,
+		    a->rule[0] ? a->rule : a->kind, mw, mw, a->metric,
+		    a->message);
 		if (k == u->alert_sel)
 			draw_fill(y + 2 + i, 0, w, at);
 		draw_str(y + 2 + i, 0, w, at, b);

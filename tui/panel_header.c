@@ -158,8 +158,9 @@ line_health(const ui *u, const model *m)
 	seg(1, &x, w, stalled ? crt_attr(CRT_CRIT) : A_NORMAL, b);
 	sep(1, &x, w, A_NORMAL);
 	if (m->lost_steps > 0)
-		snprintf(b, sizeof(b), "restarts %u (%llu steps redone)",
-		    m->restarts, (unsigned long long) m->lost_steps);
+		snprintf(b, sizeof(b), "restarts %u (%llu step%s redone)",
+		    m->restarts, (unsigned long long) m->lost_steps,
+		    m->lost_steps == 1 ? "" : "s");
 	else
 		snprintf(b, sizeof(b), "restarts %u", m->restarts);
 	if (!seg(1, &x, w, m->restarts ? crt_attr(CRT_WARN) : A_NORMAL, b))

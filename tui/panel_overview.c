@@ -282,8 +282,9 @@ panel_overview_draw(const ui *u, const model *m, int y, int h, int w)
 	if (u->spark_all)
 		snprintf(b, sizeof(b), "TREND (all steps)");
 	else if (c.trend >= 24)
-		snprintf(b, sizeof(b), "TREND (last %llu steps)",
-		    (unsigned long long) u->spark_span);
+		snprintf(b, sizeof(b), "TREND (last %llu step%s)",
+		    (unsigned long long) u->spark_span,
+		    u->spark_span == 1 ? "" : "s");
 	else
 		snprintf(b, sizeof(b), "TREND %llu",
 		    (unsigned long long) u->spark_span);

@@ -1,6 +1,7 @@
 #include "tui/tui.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/clock.h"
@@ -31,6 +32,36 @@ tui_update(ui *u, model *m)
 	return rc;
 }
 
+/* The too-small message, wrapped at spaces to any width (a word wider
+ * than the screen is cut). */
+static void
+draw_too_small(const ui *u)
+{
+	static const char msg[]
+	    = "vitals top: the terminal is too small (40x10 at least)";
+	const char *p = msg;
+	int         y = 0;
+
+	while (*p != 0 && y < u->lines && u->cols > 0) {
+		int n = (int) strlen(p), cut = n;
+
+		if (n > u->cols) {
+			cut = u->cols;
+			while (cut > 0 && p[cut] != ' ')
+				cut--;
+			if (cut == 0)
+				cut = u->cols;
+		}
+		char line[sizeof(msg)];
+
+		snprintf(line, sizeof(line), "%.*s", cut, p);
+		draw_str(y++, 0, u->cols, A_BOLD, line);
+		p += cut;
+		while (*p == ' ')
+			p++;
+	}
+}
+
 void
 tui_draw(const ui *u, const model *m)
 {
@@ -38,8 +69,7 @@ tui_draw(const ui *u, const model *m)
 
 	erase();
 	if (u->lines < 10 || u->cols < 40) {
-		draw_str(0, 0, u->cols, A_BOLD,
-		    "vitals top: the terminal is too small (40x10 at least)");
+		draw_too_small(u);
 		refresh();
 		return;
 	}
