@@ -49,7 +49,7 @@ panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
 	 * has room, keeping MSG_MIN columns for the message. */
 	for (size_t i = 0; i < u->nalist; i++) {
 		const model_alert *a = &m->alerts[u->alist[i]];
-		int                n = (int) strlen(a->rule[0] ? a->rule : a->kind);
+		int n = (int) strlen(a->rule[0] ? a->rule : a->kind);
 
 		rw = n > rw ? n : rw;
 		n  = (int) strlen(a->metric);

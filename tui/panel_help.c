@@ -11,9 +11,11 @@ static const char *const help_lines[] = {
 	"capital)",
 	" r         switch run      p  pause refreshing      Ctrl-L  repaint",
 	"Overview   VALUE median over ranks, MIN, MAX, WORST rank; TREND the",
-	"           lowest rank over recent steps (worst per cell, ! NaN/inf);",
+	"           lowest rank over recent steps (worst per cell, ! "
+	"NaN/inf);",
 	"           CHANGE last against first value of TREND's span, in %;",
-	"           ALERT kind of the metric's worst firing alert (row colour)",
+	"           ALERT kind of the metric's worst firing alert (row "
+	"colour)",
 	" up/down   select   Enter  chart   z  all steps / last N   + -  N",
 	"Chart      one metric of one rank; ^ under the axis where alerts "
 	"fired",
@@ -22,10 +24,12 @@ static const char *const help_lines[] = {
 	"Ranks      shade: distance from the median rank (1, 2.5, 5, 10%),",
 	"           red worse, blue better; a dot: no sample, others logged",
 	"           STEP VALUE latest, SEEN age of the last sample, STATE ok,",
-	"           STALLED alert NaN/inf ended restarted, DEV mean distance",
+	"           STALLED alert NaN/inf ended restarted; DEV its mean",
+	"           distance from the median rank",
 	" up/down   rank   left/right  metric   Enter  its chart   z + -  "
 	"span",
-	"Alerts     firing first, then resolved; SEV severity, ACK muted here,",
+	"Alerts     firing first, then resolved; SEV severity, ACK muted "
+	"here,",
 	"           TIME STEP RANK where it fired, RULE that raised it",
 	" up/down   select   a or space  acknowledge (mutes it here)   A  all",
 	" Enter     chart of the alert's metric and rank",
