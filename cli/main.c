@@ -169,7 +169,10 @@ cmd_usage(FILE *f, const struct cmd_def *c)
 			continue;
 		snprintf(left, sizeof(left), "--%s %s", opts[o].name,
 		    opts[o].metavar);
-		fprintf(f, "  %-22s %s\n", left, opts[o].help);
+		fprintf(f, "  %-22s %s", left, opts[o].help);
+		if (opts[o].complete == C_WORDS && o != O_FORMAT)
+			fprintf(f, ": %s", opts[o].words);
+		fputc('\n', f);
 	}
 	fprintf(f, "  %-22s %s\n", "-h, --help", "print this and exit");
 }

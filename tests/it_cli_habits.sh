@@ -83,6 +83,39 @@ done
 check "emitters: ordered by first seen" \
 	sh -c "grep -o '\"rank\":[0-9]*' '$T/em' | tr -d '\"rank:' | tr '\n' ' ' | grep -qx '1 2 3 4 5 6 '"
 
+# vitals top in tmux (a private server): "1 step", every column in the
+# help, and the too-small message whole at any width.
+if command -v tmux >/dev/null 2>&1; then
+	tm() { tmux -S "$T/tmux.sock" "$@"; }
+	trap 'tm kill-server 2>/dev/null; cleanup' EXIT
+	wait_pane() {
+		end=$(($(now_ms) + 10000))
+		while [ "$(now_ms)" -lt "$end" ]; do
+			tm capture-pane -p -t "$1" | grep -Eq -- "$2" && return 0
+			sleep 0.1
+		done
+		tm capture-pane -p -t "$1"
+		return 1
+	}
+	"$BIN/vitals" emit --run twice --step 5 loss=1
+	"$BIN/vitals" emit --run twice --step 5 loss=2
+	tm new-session -d -s big -x 120 -y 40 \
+		"LANG=C.UTF-8 '$BIN/vitals' top --db '$DB' --run twice; sleep 600"
+	check "top: one step redone reads \"1 step\"" \
+		wait_pane big 'restarts 1 \(1 step redone\)'
+	tm send-keys -t big '?'
+	check "top: the help explains CHANGE, ALERT, DEV and ACK" \
+		sh -c "$(command -v tmux) -S '$T/tmux.sock' capture-pane -p -t big >'$T/help.txt';
+		       sleep 1; $(command -v tmux) -S '$T/tmux.sock' capture-pane -p -t big >'$T/help.txt';
+		       grep -q CHANGE '$T/help.txt' && grep -q 'ALERT kind' '$T/help.txt' &&
+		       grep -q 'DEV its' '$T/help.txt' && grep -q 'ACK muted' '$T/help.txt'"
+	tm new-session -d -s small -x 20 -y 8 \
+		"LANG=C.UTF-8 '$BIN/vitals' top --db '$DB' --run twice; sleep 600"
+	check "top: the too-small message whole in 20 columns" \
+		wait_pane small 'least\)'
+	tm kill-server 2>/dev/null
+fi
+
 # Completion: generated from the parser's table, so it knows --format's
 # values and every command.
 "$BIN/vitals" completion bash >"$T/comp.bash"
