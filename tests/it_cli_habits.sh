@@ -115,6 +115,29 @@ if command -v tmux >/dev/null 2>&1; then
 		wait_pane small 'least\)'
 	tm kill-server 2>/dev/null
 fi
+stop_collector
+
+# A long rule name is shown whole in the alerts view at 120 columns.
+if command -v tmux >/dev/null 2>&1; then
+	"$BIN/vitals" rules default |
+		sed 's/^rule nonfinite {/rule loss_became_not_a_finite_number_here {/' >"$T/long.rules"
+	start_collector --rules "$T/long.rules"
+	"$BIN/vitals" emit --run longrule --step 1 loss=1
+	"$BIN/vitals" emit --run longrule --step 2 loss=nan
+	i=0
+	until "$BIN/vitals" alerts --db "$DB" --run longrule 2>/dev/null | grep -q longrule; do
+		[ $i -lt 100 ] || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	tm new-session -d -s rules -x 120 -y 30 \
+		"LANG=C.UTF-8 '$BIN/vitals' top --db '$DB' --run longrule; sleep 600"
+	wait_pane rules 'longrule' >/dev/null
+	tm send-keys -t rules '4'
+	check "top: a 39-character rule name whole at 120 columns" \
+		wait_pane rules 'firing .* loss_became_not_a_finite_number_here '
+	tm kill-server 2>/dev/null
+fi
 
 # Completion: generated from the parser's table, so it knows --format's
 # values and every command.

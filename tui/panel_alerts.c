@@ -24,7 +24,7 @@ page_rows(const ui *u)
 #define FIXED_W 42
 #define RULE_W 14
 #define METRIC_W 16
-#define MSG_MIN 30
+#define MSG_MIN 16
 
 void
 panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
@@ -56,15 +56,15 @@ panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
 		mw = n > mw ? n : mw;
 	}
 	if (FIXED_W + rw + mw + 2 + MSG_MIN > w) {
-		int room = w - FIXED_W - 2 - MSG_MIN, want = rw + mw;
+		int room = w - FIXED_W - 2 - MSG_MIN;
 
+		/* The rule first (it names what fired), then the metric. */
 		if (room < RULE_W + METRIC_W) {
 			rw = RULE_W;
 			mw = METRIC_W;
 		} else {
-			rw = room * rw / want;
-			rw = rw < RULE_W ? RULE_W : rw;
-			mw = room - rw < METRIC_W ? METRIC_W : room - rw;
+			rw = rw < room - METRIC_W ? rw : room - METRIC_W;
+			mw = mw < room - rw ? mw : room - rw;
 		}
 	}
 	snprintf(b, sizeof(b), " %-4s %-8s %-3s %-8s %8s %4s %-*s %-*s %s",
