@@ -154,6 +154,61 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 	cat "$T/verify.out"
 fi
 
+# The Python package is self-contained: pip-installed into a venv,
+# offline, from a copy of the source tree that is then deleted, it logs
+# with the libvitals.so it bundles. From a copy of emitter/python alone,
+# it uses the library installed above through the system loader.
+PY=${PYTHON:-python3}
+pyrun() {
+	(cd "$T" && env -u PYTHONPATH -u VITALS_LIB -u LD_LIBRARY_PATH -u LD_PRELOAD \
+		"$@" "$T/venv/bin/python" -c '
+import sys, vitals
+print(vitals.library_path)
+for s in range(50):
+    vitals.log(s, loss=1.0 / (s + 1), lr=3e-4)
+print("available" if vitals.available() else "unavailable")
+')
+}
+rows() { "$P/bin/vitals" query --db "$DB" --run "$1" --metric loss | tail -n +2 | grep -c ''; }
+if ! "$PY" -m venv "$T/venv" >"$T/venv.out" 2>&1; then
+	cat "$T/venv.out"
+	fail "python3 -m venv (Debian: apt-get install python3-venv)"
+else
+	BIN=$P/bin
+	start_collector
+	mkdir "$T/src"
+	tar --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C "$T/src"
+	"$T/venv/bin/pip" install --no-index --no-cache-dir -q "$T/src/emitter/python" >"$T/pip.out" 2>&1
+	check "pip install from a copy of the tree into a venv, offline" [ $? = 0 ]
+	cat "$T/pip.out"
+	rm -rf "$T/src"
+	VITALS_RUN=venv pyrun >"$T/py.out" 2>&1
+	cat "$T/py.out"
+	check "venv: the tree gone, the package loads the library it bundles" \
+		sh -c "sed -n 1p '$T/py.out' | grep -q '^$T/venv/lib/python.*/site-packages/vitals/libvitals.so$' &&
+		       grep -qx available '$T/py.out'"
+	n=$(rows venv)
+	check "venv: its samples are stored, exact ($n of 50)" \
+		sh -c "[ $n = 50 ] &&
+		       '$P/bin/vitals' query --db '$DB' --run venv --metric loss --steps 3 | grep -q ',3,0,loss,0.25,venv,'"
+
+	cp -r emitter/python "$T/pyonly"
+	"$T/venv/bin/pip" install --no-index --no-cache-dir -q --force-reinstall "$T/pyonly" >"$T/pip.out" 2>&1
+	check "pip install from a copy of emitter/python alone" [ $? = 0 ]
+	rm -rf "$T/pyonly"
+	check "no tree: nothing bundled" sh -c "! ls '$T'/venv/lib/python*/site-packages/vitals | grep -q '\\.so'"
+	VITALS_RUN=venv-sys pyrun LD_LIBRARY_PATH="$P/lib" >"$T/py.out" 2>&1
+	cat "$T/py.out"
+	n=$(rows venv-sys)
+	check "no tree: the installed libvitals.so.0 through the system loader ($n of 50)" \
+		sh -c "sed -n 1p '$T/py.out' | grep -qx libvitals.so.0 && grep -qx available '$T/py.out' &&
+		       [ $n = 50 ]"
+	VITALS_RUN=venv-nolib pyrun >"$T/py.out" 2>&1
+	check "no tree, no library: logging is a no-op, one warning" \
+		sh -c "grep -qx unavailable '$T/py.out' && [ \$(grep -c VITALS_LIB '$T/py.out') = 1 ]"
+	stop_collector
+fi
+
 # DESTDIR stages: files under it, paths inside them without it.
 mk install DESTDIR="$T/stage" PREFIX=/opt/vt >>"$T/install.out" 2>&1
 check "make install DESTDIR=... PREFIX=/opt/vt stages under DESTDIR" \
