@@ -43,5 +43,6 @@ int cmd_replay(const cli_args *a);
 int cmd_rules(const cli_args *a);
 int cmd_tail(const cli_args *a);
 int cmd_keygen(const cli_args *a);
+int cmd_spool(const cli_args *a);
 
 #endif /* CLI_CLI_H */
