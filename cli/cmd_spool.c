@@ -2,7 +2,7 @@
  * vitals spool: samples emitters could not deliver before their close
  * timeout, spooled to disk (emitter/spool.h), and sent later.
  *
- *	vitals spool [list] [DIR]
+ *	vitals spool [list [DIR]]
  *	vitals spool send [DIR] [--endpoint E] [--timeout-ms N]
  *
  * send sends each file's batches, unchanged, to the collector and waits
@@ -196,12 +196,12 @@ out:
 /* A DEALER socket to the collector, with CURVE from the environment as
  * for any emitter. Returns it, or NULL after printing why. */
 static void *
-connect_to(void *ctx, const char *ep)
+connect_to(void *ctx, const char *ep, long timeout_ms)
 {
 	vte_curve c;
 	char      err[300];
 	void     *s;
-	int       zero = 0;
+	int       zero = 0, hwm = 4 * 1024, tmo = (int) timeout_ms;
 
 	if (vte_curve_load(NULL, NULL, &c, err, sizeof(err)) != 0) {
 		fprintf(stderr, "vitals spool: %s\n", err);
@@ -210,7 +210,11 @@ connect_to(void *ctx, const char *ep)
 	s = zmq_socket(ctx, ZMQ_DEALER);
 	if (s == NULL)
 		goto fail;
+	/* A file holds at most 1025 batches: they all fit in the queue, and
+	 * a send never waits longer than the timeout. */
 	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(s, ZMQ_SNDTIMEO, &tmo, sizeof(tmo));
 	if (c.on
 	    && (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, c.server, 32) != 0
 	        || zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, c.pub, 32) != 0
@@ -242,7 +246,7 @@ cmd_spool(const cli_args *a)
 	send = strcmp(verb, "send") == 0;
 	if ((!send && strcmp(verb, "list") != 0) || a->npos > 2) {
 		fprintf(stderr,
-		    "usage: vitals spool [list] [DIR]\n"
+		    "usage: vitals spool [list [DIR]]\n"
 		    "       vitals spool send [DIR] [--endpoint E] "
 		    "[--timeout-ms N]\n");
 		return 2;
@@ -269,7 +273,8 @@ cmd_spool(const cli_args *a)
 		     ? getenv("VITALS_ENDPOINT")
 		     : VT_DEFAULT_ENDPOINT;
 		ctx = zmq_ctx_new();
-		if (ctx == NULL || (sock = connect_to(ctx, ep)) == NULL) {
+		if (ctx == NULL
+		    || (sock = connect_to(ctx, ep, a->timeout_ms)) == NULL) {
 			rc = 1;
 			goto out;
 		}

@@ -54,7 +54,7 @@ usage(FILE *f)
 	    "  keygen    [--out PREFIX]   (default PREFIX: vitals)\n"
 	    "            a CURVE key pair: PREFIX.key (secret, 0600) and "
 	    "PREFIX.pub\n"
-	    "  spool     [list] [DIR] | send [DIR] [--endpoint E] "
+	    "  spool     list [DIR] | send [DIR] [--endpoint E] "
 	    "[--timeout-ms N]\n"
 	    "            samples emitters spooled when vitalsd was away; "
 	    "send them\n"

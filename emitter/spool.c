@@ -195,6 +195,15 @@ vte_spool_save(const wire_ident *id, const char *endpoint,
 	    "close timeout",
 	    samples, samples == 1 ? "" : "s", endpoint);
 	are = samples == 1 ? "is" : "are";
+	if (n == 0) {
+		fprintf(stderr,
+		    "vitals: %" PRIu64
+		    " samples not acknowledged by %s within "
+		    "the close timeout are lost: out of memory to spool "
+		    "them\n",
+		    lost, endpoint);
+		return -1;
+	}
 	if (lost > 0)
 		snprintf(more, sizeof(more),
 		    "; %" PRIu64 " more did not fit in the window and %s lost",

@@ -17,7 +17,10 @@ t1=$(now_ms)
 cat "$T/tr.err"
 echo "exit without a collector took $((t1 - t0)) ms"
 check "no collector: the trainer ends on its own (status 3: not acknowledged)" [ $rc = 3 ]
-check "no collector: within the close timeout (< 3 s)" [ $((t1 - t0)) -lt 3000 ]
+# Each rank waits 100 ms (its flush) and 300 ms (the close timeout), in
+# parallel, plus process start and exit: the bound only tells a bounded
+# exit from a hang, on however loaded a machine.
+check "no collector: exits on its own, without hanging (< 20 s)" [ $((t1 - t0)) -lt 20000 ]
 check "one spool line per rank: 2000 samples, the endpoint, the file" \
 	sh -c "[ \$(grep -c '^vitals: 2000 samples not acknowledged by $EP within the close timeout: spooled to $T/spool/[0-9a-f]*\\.vtspool' '$T/tr.err') = 2 ]"
 check "two spool files, private" \
@@ -40,6 +43,9 @@ check "spool send: the files are gone" sh -c "! ls '$T/spool' | grep -q vtspool"
 q spooled >"$T/q1.csv"
 check "every sample stored exactly once, bit-exact" \
 	sh -c "'$TR' verify --ranks 2 --steps 500 --metrics 4 <'$T/q1.csv'"
+"$BIN/vitals" emitters --db "$DB" --run spooled >"$T/em.csv"
+check "the goodbye was spooled too: both ranks ended normally" \
+	sh -c "[ \$(tail -n +2 '$T/em.csv' | grep -c ',[0-9][0-9.]*\$') = 2 ]"
 "$BIN/vitals" spool send >"$T/send2.out" 2>&1
 check "a second send has nothing to send" \
 	sh -c "[ $? = 0 ] && grep -q 'nothing in $T/spool' '$T/send2.out'"
