@@ -130,8 +130,12 @@ write_all(int fd, const void *p, size_t len)
 }
 
 /*
- * Write the items to tmp, fsync it and rename it to path. On failure
- * returns -1 with errno set, and tmp is removed.
+ * Write the items to tmp and rename it to path. On failure returns -1
+ * with errno set, and tmp is removed. No fsync: this runs while the
+ * process exits, which must stay bounded, and an fsync on a loaded or
+ * network file system can take seconds; the file outlives the process
+ * (what the spool is for), not a crash of the machine, and a file left
+ * short by one is refused whole by `vitals spool send`.
  */
 static int
 write_file(
@@ -151,8 +155,6 @@ write_file(
 		    || write_all(fd, items[i].data, items[i].len) != 0)
 			goto fail;
 	}
-	if (fsync(fd) != 0)
-		goto fail;
 	if (close(fd) != 0) {
 		fd = -1;
 		goto fail;
