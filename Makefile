@@ -181,3 +181,70 @@ clean:
 
 # Keep objects of pattern-built programs (tests, benches) between runs.
 .SECONDARY:
+
+# ---- Install ---------------------------------------------------------------
+# `make install` / `make uninstall`, with PREFIX (default /usr/local) and
+# DESTDIR (staging, as packagers use it). The shared library is installed
+# under its full version, libvitals.so.MAJOR.MINOR.PATCH, with the soname
+# link libvitals.so.0 (what programs load) and the dev link libvitals.so
+# (what -lvitals finds). Run ldconfig after installing into a system
+# folder. The version comes from include/vitals.h, the one place it lives.
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+PKGCONFIGDIR   ?= $(LIBDIR)/pkgconfig
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+INSTALL    ?= install
+
+VT_VERSION := $(shell sed -n 's/^\#define VT_VERSION_STR "\(.*\)"/\1/p' include/vitals.h)
+VT_SOMAJOR := $(firstword $(subst ., ,$(VT_VERSION)))
+VT_SONAME   = libvitals.so.$(VT_SOMAJOR)
+VT_SOFILE   = libvitals.so.$(VT_VERSION)
+
+# Files generated from a template with the install folders filled in.
+$(B)/vitals.pc: vitals.pc.in include/vitals.h
+	@mkdir -p $(B)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VT_VERSION)|g' \
+	    vitals.pc.in >$@
+
+$(B)/vitalsd.service: packaging/systemd/vitalsd.service.in
+	@mkdir -p $(B)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' $< >$@
+
+# The generated files depend on PREFIX and friends: always regenerate.
+.PHONY: install uninstall $(B)/vitals.pc $(B)/vitalsd.service
+
+install: $(B)/vitals $(B)/vitalsd $(B)/libvitals.so $(B)/libvitals.a \
+	 $(B)/vitals.pc $(B)/vitalsd.service
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR)
+	$(INSTALL) -m 755 $(B)/vitals $(B)/vitalsd $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 644 include/vitals.h $(DESTDIR)$(INCLUDEDIR)/vitals.h
+	$(INSTALL) -m 755 $(B)/libvitals.so $(DESTDIR)$(LIBDIR)/$(VT_SOFILE)
+	ln -sf $(VT_SOFILE) $(DESTDIR)$(LIBDIR)/$(VT_SONAME)
+	ln -sf $(VT_SONAME) $(DESTDIR)$(LIBDIR)/libvitals.so
+	$(INSTALL) -m 644 $(B)/libvitals.a $(DESTDIR)$(LIBDIR)/libvitals.a
+	$(INSTALL) -m 644 $(B)/vitals.pc $(DESTDIR)$(PKGCONFIGDIR)/vitals.pc
+	$(INSTALL) -m 644 man/vitals.1 $(DESTDIR)$(MANDIR)/man1/vitals.1
+	$(INSTALL) -m 644 man/libvitals.3 $(DESTDIR)$(MANDIR)/man3/libvitals.3
+	$(INSTALL) -m 644 man/vitalsd.8 $(DESTDIR)$(MANDIR)/man8/vitalsd.8
+	$(INSTALL) -m 644 $(B)/vitalsd.service \
+	    $(DESTDIR)$(SYSTEMDUNITDIR)/vitalsd.service
+
+# Removes exactly what install put there (the folders may be shared).
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/vitals $(DESTDIR)$(BINDIR)/vitalsd \
+	    $(DESTDIR)$(INCLUDEDIR)/vitals.h \
+	    $(DESTDIR)$(LIBDIR)/$(VT_SOFILE) $(DESTDIR)$(LIBDIR)/$(VT_SONAME) \
+	    $(DESTDIR)$(LIBDIR)/libvitals.so $(DESTDIR)$(LIBDIR)/libvitals.a \
+	    $(DESTDIR)$(PKGCONFIGDIR)/vitals.pc \
+	    $(DESTDIR)$(MANDIR)/man1/vitals.1 \
+	    $(DESTDIR)$(MANDIR)/man3/libvitals.3 \
+	    $(DESTDIR)$(MANDIR)/man8/vitalsd.8 \
+	    $(DESTDIR)$(SYSTEMDUNITDIR)/vitalsd.service

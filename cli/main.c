@@ -54,6 +54,10 @@ usage(FILE *f)
 	    "  keygen    [--out PREFIX]   (default PREFIX: vitals)\n"
 	    "            a CURVE key pair: PREFIX.key (secret, 0600) and "
 	    "PREFIX.pub\n"
+	    "  spool     list [DIR] | send [DIR] [--endpoint E] "
+	    "[--timeout-ms N]\n"
+	    "            samples emitters spooled when vitalsd was away; "
+	    "send them\n"
 	    "  version\n"
 	    "\n"
 	    "--db defaults to $VITALS_DB, else ~/.local/share/vitals.\n");
@@ -209,6 +213,7 @@ main(int argc, char **argv)
 		{ "rules", cmd_rules },
 		{ "tail", cmd_tail },
 		{ "keygen", cmd_keygen },
+		{ "spool", cmd_spool },
 	};
 	cli_args a = { 0 };
 	int      rc;

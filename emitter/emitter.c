@@ -412,12 +412,17 @@ end(vt_emitter *em, unsigned timeout_ms)
 	int64_t t0 = vte_clock_mono_ns(), spent_ms;
 	int     rc = vte_io_flush(em->io, timeout_ms);
 
-	if (rc != 0 || em->fork_gen != 0 || atomic_load(&em->failed)
+	if (em->fork_gen != 0 || atomic_load(&em->failed)
 	    || atomic_load(&vt_proc.failed))
 		return rc;
 	spent_ms = (vte_clock_mono_ns() - t0) / 1000000;
-	if (spent_ms >= (int64_t) timeout_ms)
+	/* Out of time (the collector is away): the goodbye is asked for all
+	 * the same, without waiting. It follows every sample, so it goes
+	 * when the collector is back, or into the spool at close. */
+	if (rc != 0 || spent_ms >= (int64_t) timeout_ms) {
+		vte_io_finish(em->io, 0);
 		return VT_ETIMEDOUT;
+	}
 	return vte_io_finish(em->io, timeout_ms - (unsigned) spent_ms);
 }
 
