@@ -346,6 +346,9 @@ TEST(nonfinite_first_sample_then_resolves)
 	feed(e, "r", 0, "loss", 100, 1200, NAN);
 	feed(e, "r", 0, "loss", 101, 1202, INFINITY);
 	feed(e, "r", 0, "loss", 102, 1204, 2.5);
+	/* The resolution is held for the rule's hold (20 steps). */
+	CHECK(count("nonfinite", DETECT_RESOLVED) == 0);
+	healthy(e, "r", 103, 125, 1206, 0, 0);
 	g = first("nonfinite", DETECT_FIRING);
 	REQUIRE(g != NULL);
 	CHECK(g->step == 100 && g->rank == 0);
@@ -477,8 +480,8 @@ job_steps(detect_engine *e, uint64_t *st, double *t, uint64_t n)
 {
 	for (uint64_t k = 0; k < n; k++, (*st)++, *t += 10)
 		for (int r = 0; r < 4; r++)
-			feed(e, "job", r, "step_time", *st, *t + r * 0.01,
-			    9.9);
+			feed(
+			    e, "job", r, "step_time", *st, *t + r * 0.01, 9.9);
 }
 
 static void
@@ -538,6 +541,8 @@ TEST(stall_of_run_rank_and_progress)
 	CHECK(S.v[1].severity == DETECT_CRITICAL);
 	t += 200;
 	feed(e, "job", 0, "step_time", st, t, 9.9);
+	/* Held for the rule's hold; the end of input lets it out. */
+	detect_flush(e, on_alert, &S);
 	CHECK(count("stall", DETECT_RESOLVED) == 1);
 	for (int r = 1; r < 4; r++)
 		feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
@@ -562,6 +567,12 @@ TEST(stall_of_run_rank_and_progress)
 	REQUIRE(g != NULL);
 	CHECK(g->rank == -1);
 	feed(e, "job", 0, "step_time", st, t, 9.9);
+	/* One incident of the stall rule on this run: rank 2 is still
+	 * behind, so it does not resolve yet. */
+	CHECK(count("progress_stall", DETECT_RESOLVED) == 0);
+	for (int r = 0; r < 4; r++)
+		feed(e, "job", r, "step_time", st + 1, t + 1 + r * 0.01, 9.9);
+	detect_flush(e, on_alert, &S);
 	CHECK(count("progress_stall", DETECT_RESOLVED) == 1);
 	detect_engine_free(e);
 }
@@ -623,7 +634,7 @@ TEST(finished_run_is_not_a_stall)
 
 TEST(lagging_rank_catching_up_is_progress)
 {
-	detect_engine *e = engine(NULL);
+	detect_engine *e  = engine(NULL);
 	double         t  = 0;
 	uint64_t       st = 0;
 
@@ -641,6 +652,7 @@ TEST(lagging_rank_catching_up_is_progress)
 		feed(e, "job", 3, "step_time", st + k, t, 9.9);
 	CHECK(count("progress_stall", -1) == 0);
 	/* Its stall while it was behind fired and resolved. */
+	detect_flush(e, on_alert, &S);
 	CHECK(count("stall", DETECT_FIRING) >= 1);
 	CHECK(count("stall", DETECT_RESOLVED) >= 1);
 	detect_engine_free(e);
@@ -704,7 +716,7 @@ TEST(threshold_entropy_collapse_relative)
 	REQUIRE(g != NULL);
 	CHECK(g->step == 1009); /* 10 steps below 10% of the start */
 	CHECK(count("drop", DETECT_FIRING) == 1); /* the fast fall */
-	for (uint64_t st = 1100; st < 1110; st++)
+	for (uint64_t st = 1100; st < 1130; st++)
 		feed(e, "r", 0, "policy/entropy", st, (double) st, 1.0);
 	CHECK(count("threshold", DETECT_RESOLVED) == 1);
 	detect_engine_free(e);
@@ -724,7 +736,9 @@ TEST(flatline_stuck_grad_norm)
 	g = first("flatline", DETECT_FIRING);
 	REQUIRE(g != NULL);
 	CHECK(g->step == 150);
-	feed(e, "r", 0, "grad_norm", 200, 200, 0.4);
+	for (uint64_t st = 200; st < 225; st++)
+		feed(e, "r", 0, "grad_norm", st, (double) st,
+		    0.4 * exp(0.1 * noise()));
 	CHECK(count("flatline", DETECT_RESOLVED) == 1);
 	detect_engine_free(e);
 }
@@ -739,8 +753,9 @@ TEST(series_limit_reported_once)
 
 	REQUIRE(e != NULL);
 	for (int i = 0; i < 6; i++) {
-		snprintf(m, sizeof(m), "m%d", i);
-		feed(e, "r", 0, m, 1, 1, NAN);
+		/* One run each: NaNs of one run are one incident. */
+		snprintf(m, sizeof(m), "r%d", i);
+		feed(e, m, 0, "loss", 1, 1, NAN);
 	}
 	CHECK(count("series_limit", -1) == 1);
 	CHECK(count("nonfinite", DETECT_FIRING) == 3);
@@ -759,6 +774,7 @@ TEST(exec_action_on_firing_above_exec_on)
 	REQUIRE(e != NULL);
 	feed(e, "r", 0, "loss", 1, 1, NAN);
 	feed(e, "r", 0, "loss", 2, 2, 1);
+	detect_flush(e, on_alert, &S);
 	g = first("nonfinite", DETECT_FIRING);
 	REQUIRE(g != NULL);
 	CHECK(g->has_exec && strcmp(g->exec0, "/usr/bin/page") == 0);
@@ -805,6 +821,106 @@ reload_then_spike(const char *after)
 		fired = -1;
 	detect_engine_free(e);
 	return fired;
+}
+
+/* ---- incidents ---------------------------------------------------------- */
+
+/* Alerts of a rule in a state (-1: any). */
+static size_t
+count_rule(const char *rule, int state)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < S.n; i++)
+		if (strcmp(S.v[i].rule, rule) == 0
+		    && (state < 0 || S.v[i].state == state))
+			n++;
+	return n;
+}
+
+TEST(heartbeat_hang_is_one_alert)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0;
+	uint64_t       st;
+
+	REQUIRE(e != NULL);
+	for (st = 0; st < 300; st++, t += 1)
+		for (int r = 0; r < 4; r++)
+			feed(e, "hb", r, "step_time", st, t + r * 0.01, 1);
+	CHECK(S.n == 0);
+	/* 40 minutes of heartbeats every 15 s at the old step, clock ticks
+	 * in between as vitalsd sends them. */
+	for (int k = 0; k < 160; k++) {
+		for (double c = t; c < t + 15; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		t += 15;
+		feed(e, "hb", 0, "heartbeat", st - 1, t, 1);
+	}
+	if (count_rule("stall", DETECT_FIRING) > 3)
+		dump();
+	/* One incident: it may escalate (warning, critical, progress
+	 * stall) but never resolves and fires again. */
+	CHECK(count_rule("stall", DETECT_FIRING) <= 3);
+	CHECK(count_rule("stall", DETECT_RESOLVED) == 0);
+	CHECK(count("progress_stall", DETECT_FIRING) == 1);
+	for (int k = 0; k < 30; k++, st++, t += 1)
+		for (int r = 0; r < 4; r++)
+			feed(e, "hb", r, "step_time", st, t + r * 0.01, 1);
+	CHECK(count_rule("stall", DETECT_RESOLVED) == 1);
+	CHECK(S.n == count_rule("stall", -1));
+	detect_engine_free(e);
+}
+
+TEST(one_rule_on_four_ranks_is_one_incident)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	for (uint64_t st = 0; st < 200; st++)
+		for (int r = 0; r < 4; r++)
+			feed(e, "dp", r, "loss", st, (double) st + r * 0.01,
+			    st == 120 || (st == 121 && r > 1)
+			        ? NAN
+			        : loss_at(st) * exp(0.02 * noise()));
+	if (count("nonfinite", DETECT_FIRING) != 1)
+		dump();
+	CHECK(count("nonfinite", DETECT_FIRING) == 1);
+	g = first("nonfinite", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == 0 && g->step == 120);
+	CHECK(count("nonfinite", DETECT_RESOLVED) == 1);
+	g = first("nonfinite", DETECT_RESOLVED);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == 0);
+	CHECK(strstr(g->msg, "4 ranks, first rank 0 at step 120") != NULL);
+	detect_engine_free(e);
+}
+
+TEST(finished_run_leaves_nothing_firing)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	for (uint64_t st = 0; st < 100; st++)
+		for (int r = 0; r < 2; r++)
+			feed(e, "fin", r, "loss", st, (double) st + r * 0.01,
+			    st >= 98 && r == 1
+			        ? NAN
+			        : loss_at(st) * exp(0.02 * noise()));
+	CHECK(count("nonfinite", DETECT_FIRING) == 1);
+	for (int r = 0; r < 2; r++)
+		detect_end(
+		    e, "fin", 3, r, (int64_t) (100 * 1e9), on_alert, &S);
+	CHECK(count("nonfinite", DETECT_RESOLVED) == 1);
+	g = first("nonfinite", DETECT_RESOLVED);
+	REQUIRE(g != NULL);
+	CHECK(strstr(g->msg, "finished") != NULL);
+	CHECK(count_rule("nonfinite", DETECT_FIRING)
+	    == count_rule("nonfinite", DETECT_RESOLVED));
+	detect_engine_free(e);
 }
 
 TEST(reload_keeps_state_of_unchanged_rules)
@@ -989,6 +1105,9 @@ main(void)
 	RUN(flatline_stuck_grad_norm);
 	RUN(series_limit_reported_once);
 	RUN(exec_action_on_firing_above_exec_on);
+	RUN(heartbeat_hang_is_one_alert);
+	RUN(one_rule_on_four_ranks_is_one_incident);
+	RUN(finished_run_leaves_nothing_firing);
 	RUN(reload_keeps_state_of_unchanged_rules);
 	RUN(alert_json_round_trips);
 	RUN(replay_jsonl_and_csv_read_the_same);
