@@ -288,11 +288,15 @@ on_firing(detect_incidents *is, const detect_rule *r, detect_run *run,
 	}
 	if (member_of(I, a) < 0)
 		(void) member_add(I, a);
-	up = a->severity > I->sev
-	    || (a->severity == I->sev
-	        && precedence(a->kind) > precedence(I->kind));
-	if (!up)
-		return; /* joins the incident: no new page */
+	up = a->severity > I->sev;
+	if (!up) {
+		/* Joins the incident: no new page. A progress stall next to
+		 * a run-silence stall names the incident from now on. */
+		if (a->severity == I->sev
+		    && precedence(a->kind) > precedence(I->kind))
+			I->kind = a->kind;
+		return;
+	}
 	I->sev  = a->severity;
 	I->kind = a->kind;
 	if (returned || a->rank != I->rank) {
