@@ -528,6 +528,21 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 		sl->warm     = 2;
 	}
 	if (gs->has && s->step < gs->max_step) {
+		/* The silence was the downtime of a restart: it ends here. */
+		if (gs->silent) {
+			double dt = silence(s->time_ns, gs->last_time);
+
+			detect_origin_run(&o, g->run);
+			detect_emit(c, &o, "stall", sev_of(c->r, gs->silent),
+			    DETECT_RESOLVED, 0, s->step, s->time_ns, dt,
+			    gs->usual,
+			    "run %s restarted at step %llu after %s s down "
+			    "(it had reached step %llu)",
+			    detect_name_of(o.run, o.runlen).s,
+			    (unsigned long long) s->step, detect_fmt(dt).s,
+			    (unsigned long long) gs->max_step);
+			gs->silent = 0;
+		}
 		if (gs->progress) {
 			detect_origin_run(&o, g->run);
 			detect_emit(c, &o, "progress_stall",
