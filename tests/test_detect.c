@@ -523,6 +523,53 @@ TEST(drop_sustained_not_periodic)
 	detect_engine_free(e);
 }
 
+TEST(level_gradual_drift_quiet_abrupt_shift_fires)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+	double         lvl = 0.150, x = 0;
+	uint64_t       st;
+
+	REQUIRE(e != NULL);
+	/* Planned: the step time grows 8% over 600 steps (an attention
+	 * window that grows), then 20% over 3000 more. */
+	for (st = 0; st < 5000; st++) {
+		double plan = st < 1000 ? 1
+		    : st < 1600         ? 1 + 0.08 * (double) (st - 1000) / 600
+		    : st < 4600
+		    ? 1.08 * (1 + 0.2 * (double) (st - 1600) / 3000)
+		    : 1.08 * 1.2;
+
+		feed(e, "sched", 0, "step_time", st, (double) st * 0.2,
+		    lvl * plan * exp(0.01 * noise()));
+	}
+	if (S.n)
+		dump();
+	CHECK(count("rise", -1) == 0);
+	/* A slow node: 5% at once. */
+	lvl *= 1.05;
+	for (; st < 5300; st++)
+		feed(e, "sched", 0, "step_time", st, (double) st * 0.2,
+		    lvl * 1.08 * 1.2 * exp(0.01 * noise()));
+	g = first("rise", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step > 5000 && g->step <= 5100);
+	CHECK(strstr(g->msg, "abrupt shift") != NULL);
+
+	/* A busy shared host: the step time swings by tens of percent over
+	 * tens of steps. The threshold follows that noise. */
+	S.n = 0;
+	for (st = 0; st < 6000; st++) {
+		x = 0.98 * x + 0.2 * 0.199 * noise();
+		feed(e, "busy", 0, "step_time", st, (double) st * 0.2,
+		    lvl * exp(x) * exp(0.01 * noise()));
+	}
+	if (S.n)
+		dump();
+	CHECK(count("rise", -1) == 0);
+	detect_engine_free(e);
+}
+
 TEST(stall_of_run_rank_and_progress)
 {
 	detect_engine *e = engine(NULL);
@@ -1190,6 +1237,7 @@ main(void)
 	RUN(spike_divergence_is_critical);
 	RUN(restart_is_one_event_and_not_a_spike);
 	RUN(drop_sustained_not_periodic);
+	RUN(level_gradual_drift_quiet_abrupt_shift_fires);
 	RUN(stall_of_run_rank_and_progress);
 	RUN(finished_run_is_not_a_stall);
 	RUN(lagging_rank_catching_up_is_progress);
