@@ -60,7 +60,10 @@ static const detect_param sl_params[] = {
 	{ "pause", DP_SECONDS, 300, DETECT_SECONDS, 0, 1e9, NULL },
 };
 
-#define NIV 16       /* intervals for the median */
+#define NIV 16 /* intervals for the median */
+#define NPAUSE                                                                \
+	4            /* pauses kept: two kinds (checkpoint, evaluation)       \
+	              * that alternate are both learned */
 #define LONGWIN 1024 /* advances per window of the longest interval */
 #define MINLEARN 3
 #define REFRESH 200000000ll /* ns */
@@ -71,11 +74,13 @@ typedef struct st_slot {
 	double   thr, usual;          /* seconds */
 	double   pause;               /* > 0: a learned pause is due, this
 	                               * long as a rule (eff_thr) */
-	double     long_cur, long_prev;
-	uint32_t   long_n, nadv;
-	uint64_t   per_s1, per_s2;   /* steps before the last two intervals */
-	double     per_iv1, per_iv2; /* longer than thr, and those intervals */
-	int64_t    per_t1, per_t2;   /* when they began */
+	double   long_cur, long_prev;
+	uint32_t long_n, nadv;
+	/* The last NPAUSE intervals longer than the threshold (pauses),
+	 * oldest first: the step before each, its length, when it began. */
+	uint64_t   per_s[NPAUSE];
+	double     per_iv[NPAUSE];
+	int64_t    per_t[NPAUSE];
 	uint32_t   per_n;
 	uint64_t   run_adv_at; /* the run's advance count at our last */
 	uint8_t    has, warm, stalled; /* stalled: alert level 0..2 */
@@ -181,32 +186,53 @@ sev_of(const detect_rule *r, int lv)
  * plus a multiple of p2 - p1 (give or take one step), or begun at times
  * t1 and t2 with the current one begun about t2 plus a multiple of
  * t2 - t1 (checkpoints every M minutes). */
+/* Whether pauses i and j (i < j) define a recurring pause that is due
+ * after the slot's current step; returns its usual length or 0. */
 static double
-due_pause(const st_slot *sl)
+due_pair(const st_slot *sl, uint32_t i, uint32_t j)
 {
-	double d;
+	double a = sl->per_iv[i], b = sl->per_iv[j], d = fmax(a, b);
 
-	if (sl->per_n < 2
-	    || fmax(sl->per_iv1, sl->per_iv2)
-	        > 2 * fmin(sl->per_iv1, sl->per_iv2))
+	if (d > 2 * fmin(a, b))
 		return 0;
-	d = fmax(sl->per_iv1, sl->per_iv2);
-	if (sl->per_s2 >= sl->per_s1 + 8 && sl->max_step > sl->per_s2) {
-		uint64_t period = sl->per_s2 - sl->per_s1;
-		uint64_t off    = (sl->max_step - sl->per_s2) % period;
+	if (sl->per_s[j] >= sl->per_s[i] + 8 && sl->max_step > sl->per_s[j]) {
+		uint64_t period = sl->per_s[j] - sl->per_s[i];
+		uint64_t off    = (sl->max_step - sl->per_s[j]) % period;
 
 		if (off <= 1 || off + 1 >= period)
 			return d;
 	}
-	if (sl->per_t2 > sl->per_t1 && sl->adv_time > sl->per_t2) {
-		double P = (double) (sl->per_t2 - sl->per_t1) / 1e9;
+	if (sl->per_t[j] > sl->per_t[i] && sl->adv_time > sl->per_t[j]) {
+		double P = (double) (sl->per_t[j] - sl->per_t[i]) / 1e9;
 		double off
-		    = fmod((double) (sl->adv_time - sl->per_t2) / 1e9, P);
+		    = fmod((double) (sl->adv_time - sl->per_t[j]) / 1e9, P);
 		double tol = 0.05 * P + 3 * (isnan(sl->usual) ? 0 : sl->usual);
 
 		if (P > d && (off <= tol || P - off <= tol))
 			return d;
 	}
+	return 0;
+}
+
+/* The usual length of a learned recurring pause (checkpoint, evaluation)
+ * due after the slot's current step, or 0. Two of the last pauses that
+ * were alike (within 2x) define one: either after steps p1 and p2 at
+ * least 8 steps apart, due when the current step is p2 plus a multiple
+ * of p2 - p1 (give or take one step), or begun at times t1 and t2, due
+ * when the current interval began about t2 plus a multiple of t2 - t1
+ * (checkpoints every M minutes). Pairs are tried newest first. */
+static double
+due_pause(const st_slot *sl)
+{
+	uint32_t n = sl->per_n;
+
+	for (uint32_t j = n; j-- > 1;)
+		for (uint32_t i = j; i-- > 0;) {
+			double d = due_pair(sl, i, j);
+
+			if (d > 0)
+				return d;
+		}
 	return 0;
 }
 
@@ -232,14 +258,19 @@ learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev)
 		/* Longer than the threshold: a stall, or a slow step that
 		 * may recur. One stall must not teach that stalls are
 		 * usual, so it is only remembered by its step. */
-		sl->per_s1  = sl->per_s2;
-		sl->per_iv1 = sl->per_iv2;
-		sl->per_t1  = sl->per_t2;
-		sl->per_s2  = prev;
-		sl->per_iv2 = iv;
-		sl->per_t2  = sl->adv_time;
-		if (sl->per_n < 2)
-			sl->per_n++;
+		if (sl->per_n == NPAUSE) {
+			memmove(sl->per_s, sl->per_s + 1,
+			    (NPAUSE - 1) * sizeof(sl->per_s[0]));
+			memmove(sl->per_iv, sl->per_iv + 1,
+			    (NPAUSE - 1) * sizeof(sl->per_iv[0]));
+			memmove(sl->per_t, sl->per_t + 1,
+			    (NPAUSE - 1) * sizeof(sl->per_t[0]));
+			sl->per_n--;
+		}
+		sl->per_s[sl->per_n]  = prev;
+		sl->per_iv[sl->per_n] = iv;
+		sl->per_t[sl->per_n]  = sl->adv_time;
+		sl->per_n++;
 	}
 	if (++sl->long_n >= LONGWIN) {
 		sl->long_prev = sl->long_cur;

@@ -428,6 +428,35 @@ TEST(spike_divergence_is_critical)
 	detect_engine_free(e);
 }
 
+TEST(slow_divergence_fires_before_nan)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+	uint64_t       st;
+
+	REQUIRE(e != NULL);
+	/* A healthy start with warm-up, noise and data-order bumps. */
+	for (st = 0; st < 1000; st++)
+		feed(e, "slow", 0, "loss", st, (double) st,
+		    loss_at(st) * exp(0.04 * noise())
+		        * (st % 250 < 5 ? 1.05 : 1));
+	CHECK(count("divergence", -1) == 0 && count("spike", -1) == 0);
+	/* Then the loss doubles every 150 steps, no jump, NaN at 16x. */
+	for (; st < 1600; st++)
+		feed(e, "slow", 0, "loss", st, (double) st,
+		    st == 1599 ? NAN
+		               : loss_at(st) * exp(0.04 * noise())
+		            * exp(M_LN2 * (double) (st - 1000) / 150));
+	g = first("divergence", DETECT_FIRING);
+	if (g == NULL)
+		dump();
+	REQUIRE(g != NULL);
+	CHECK(g->severity == DETECT_CRITICAL);
+	CHECK(g->step > 1000 && g->step <= 1200);
+	CHECK(strstr(g->msg, "without a jump") != NULL);
+	detect_engine_free(e);
+}
+
 TEST(restart_is_one_event_and_not_a_spike)
 {
 	detect_engine *e = engine(NULL);
@@ -1235,6 +1264,7 @@ main(void)
 	RUN(spike_blip_is_info_and_recovers);
 	RUN(spike_sustained_fires_next_step_and_resolves);
 	RUN(spike_divergence_is_critical);
+	RUN(slow_divergence_fires_before_nan);
 	RUN(restart_is_one_event_and_not_a_spike);
 	RUN(drop_sustained_not_periodic);
 	RUN(level_gradual_drift_quiet_abrupt_shift_fires);
