@@ -20,13 +20,20 @@ struct detect_incident {
 	detect_run        *run;
 	member            *mv;
 	uint32_t           nm, cm;
-	int                sev;  /* highest severity reported */
-	const char        *kind; /* kind reported last */
-	int32_t            rank; /* first member: the incident's origin */
+	int                sev;      /* highest severity reported */
+	const char        *kind;     /* kind reported last */
+	int32_t            rank;     /* first member: the incident's origin */
+	int64_t            key_rank; /* see key_rank() */
 	char              *host, *metric;
 	size_t             hostlen, mlen;
 	uint64_t           step; /* step it opened at */
 	uint32_t           returns, nranks;
+	int32_t           *ranks; /* the ranks it spanned, nranks of them */
+	uint32_t           cranks;
+	/* Resolved, kept so that a rank that reaches the same step late
+	 * (ranks are processes that drift apart) joins it silently. */
+	int      closed;
+	uint64_t close_adv;
 	/* A resolution held for `hold`. */
 	int      held;
 	int64_t  due_ns;  /* hold in seconds */
@@ -69,6 +76,7 @@ inc_free(detect_incident *I)
 	for (uint32_t i = 0; i < I->nm; i++)
 		free(I->mv[i].metric);
 	free(I->mv);
+	free(I->ranks);
 	free(I->host);
 	free(I->metric);
 	free(I->r_msg);
@@ -92,11 +100,23 @@ detect_incidents_fini(detect_incidents *is)
 	memset(is, 0, sizeof(*is));
 }
 
-static size_t
-find(const detect_incidents *is, const detect_rule *r, const detect_run *run)
+/* The incident key's rank: none (every rank of the run together), except
+ * for stragglers: two slow ranks are two findings. */
+static int64_t
+key_rank(const detect_alert *a)
 {
+	return strcmp(a->kind, "straggler") == 0 ? a->rank : INT64_MIN;
+}
+
+static size_t
+find(const detect_incidents *is, const detect_rule *r, const detect_run *run,
+    const detect_alert *a)
+{
+	int64_t kr = key_rank(a);
+
 	for (size_t i = 0; i < is->n; i++)
-		if (is->v[i]->r == r && is->v[i]->run == run)
+		if (is->v[i]->r == r && is->v[i]->run == run
+		    && is->v[i]->key_rank == kr)
 			return i;
 	return is->n;
 }
@@ -112,6 +132,40 @@ member_of(const detect_incident *I, const detect_alert *a)
 		    && memcmp(I->mv[i].metric, a->metric, a->mlen) == 0)
 			return i;
 	return -1;
+}
+
+static int
+spanned(const detect_incident *I, int32_t rank)
+{
+	for (uint32_t i = 0; i < I->nranks; i++)
+		if (I->ranks[i] == rank)
+			return 1;
+	return 0;
+}
+
+/* Steps around its opening step within which a rank not seen yet joins
+ * a resolved incident: the hold, and at least 20. */
+static uint64_t
+late_steps(const detect_rule *r)
+{
+	return r->hold.unit == DETECT_STEPS && r->hold.v > 20
+	    ? (uint64_t) r->hold.v
+	    : 20;
+}
+
+/* The incident was resolved (its record emitted): keep it closed for
+ * late ranks. */
+static void
+close_incident(detect_incident *I)
+{
+	for (uint32_t i = 0; i < I->nm; i++)
+		free(I->mv[i].metric);
+	I->nm        = 0;
+	I->held      = 0;
+	I->closed    = 1;
+	I->close_adv = I->run->adv;
+	free(I->r_msg);
+	I->r_msg = NULL;
 }
 
 static int
@@ -135,11 +189,22 @@ member_add(detect_incident *I, const detect_alert *a)
 	m->metric = dupn(a->metric, a->mlen);
 	if (m->metric == NULL)
 		return -1;
-	for (uint32_t i = 0; i < I->nm; i++)
-		if (I->mv[i].rank == a->rank)
+	for (uint32_t i = 0; i < I->nranks; i++)
+		if (I->ranks[i] == a->rank)
 			goto counted;
 	/* The ranks an incident spans, counted as they join. */
-	I->nranks++;
+	if (I->nranks == I->cranks) {
+		uint32_t c  = I->cranks ? I->cranks * 2 : 4;
+		int32_t *rv = realloc(I->ranks, c * sizeof(*rv));
+
+		if (rv == NULL) {
+			free(m->metric);
+			return -1;
+		}
+		I->ranks  = rv;
+		I->cranks = c;
+	}
+	I->ranks[I->nranks++] = a->rank;
 counted:
 	I->nm++;
 	return 0;
@@ -241,16 +306,17 @@ open_incident(detect_incidents *is, const detect_rule *r, detect_run *run,
 	I = calloc(1, sizeof(*I));
 	if (I == NULL)
 		return NULL;
-	I->r       = r;
-	I->run     = run;
-	I->sev     = a->severity;
-	I->kind    = a->kind;
-	I->rank    = a->rank;
-	I->step    = a->step;
-	I->host    = dupn(a->host, a->hostlen);
-	I->hostlen = a->hostlen;
-	I->metric  = dupn(a->metric, a->mlen);
-	I->mlen    = a->mlen;
+	I->r        = r;
+	I->run      = run;
+	I->sev      = a->severity;
+	I->kind     = a->kind;
+	I->rank     = a->rank;
+	I->key_rank = key_rank(a);
+	I->step     = a->step;
+	I->host     = dupn(a->host, a->hostlen);
+	I->hostlen  = a->hostlen;
+	I->metric   = dupn(a->metric, a->mlen);
+	I->mlen     = a->mlen;
 	if (I->host == NULL || I->metric == NULL || member_add(I, a) != 0) {
 		inc_free(I);
 		return NULL;
@@ -263,13 +329,28 @@ static void
 on_firing(detect_incidents *is, const detect_rule *r, detect_run *run,
     detect_alert *a, detect_emit_fn emit, void *ctx)
 {
-	size_t           i = find(is, r, run);
+	size_t           i = find(is, r, run, a);
 	detect_incident *I = i < is->n ? is->v[i] : NULL;
 	int              up, returned = 0;
 
 	if (I != NULL && I->held && due(I, a->time_ns)) {
 		/* Late but due: the hold ran out before this sample. */
 		emit_held(is, I, emit, ctx);
+		close_incident(I);
+	}
+	if (I != NULL && I->closed) {
+		uint64_t late = late_steps(r);
+
+		if (a->rank >= 0 && I->rank >= 0 && !spanned(I, a->rank)
+		    && a->step + late >= I->step
+		    && a->step <= I->step + late) {
+			/* A rank that reached the incident's step late: part
+			 * of it, already reported. */
+			(void) member_add(I, a);
+			return;
+		}
+		if (I->nm > 0)
+			return; /* late members still open: stay quiet */
 		inc_remove(is, i);
 		I = NULL;
 	}
@@ -316,7 +397,7 @@ static void
 on_resolved(detect_incidents *is, const detect_rule *r, detect_run *run,
     detect_alert *a, detect_emit_fn emit, void *ctx)
 {
-	size_t           i = find(is, r, run);
+	size_t           i = find(is, r, run, a);
 	detect_incident *I = i < is->n ? is->v[i] : NULL;
 	int64_t          m;
 
@@ -327,19 +408,19 @@ on_resolved(detect_incidents *is, const detect_rule *r, detect_run *run,
 		return;
 	free(I->mv[m].metric);
 	I->mv[m] = I->mv[--I->nm];
-	if (I->nm > 0)
+	if (I->nm > 0 || I->closed)
 		return;
 	if (r->hold.v <= 0) {
 		emit_resolved(is, I, a->step, a->time_ns, a->value,
 		    a->baseline, a->message, emit, ctx);
-		inc_remove(is, i);
+		close_incident(I);
 		return;
 	}
 	I->r_msg = dupn(a->message, strlen(a->message));
 	if (I->r_msg == NULL) {
 		emit_resolved(is, I, a->step, a->time_ns, a->value,
 		    a->baseline, a->message, emit, ctx);
-		inc_remove(is, i);
+		close_incident(I);
 		return;
 	}
 	I->held    = 1;
@@ -373,12 +454,17 @@ detect_incidents_tick(
 	for (size_t i = 0; i < is->n;) {
 		detect_incident *I = is->v[i];
 
-		if (!due(I, now)) {
-			i++;
+		/* Closed and quiet long after: forgotten. */
+		if (I->closed && I->nm == 0
+		    && I->run->adv > I->close_adv + 50 * late_steps(I->r)) {
+			inc_remove(is, i);
 			continue;
 		}
-		emit_held(is, I, emit, ctx);
-		inc_remove(is, i);
+		if (due(I, now)) {
+			emit_held(is, I, emit, ctx);
+			close_incident(I);
+		}
+		i++;
 	}
 }
 
@@ -395,7 +481,9 @@ detect_incidents_finish(detect_incidents *is, const detect_run *run, int64_t t,
 			i++;
 			continue;
 		}
-		if (I->held) {
+		if (I->closed) {
+			/* reported already */
+		} else if (I->held) {
 			emit_held(is, I, emit, ctx);
 		} else {
 			snprintf(msg, sizeof(msg),
@@ -413,13 +501,11 @@ detect_incidents_finish(detect_incidents *is, const detect_run *run, int64_t t,
 void
 detect_incidents_flush(detect_incidents *is, detect_emit_fn emit, void *ctx)
 {
-	for (size_t i = 0; i < is->n;) {
-		if (!is->v[i]->held) {
-			i++;
+	for (size_t i = 0; i < is->n; i++) {
+		if (!is->v[i]->held)
 			continue;
-		}
 		emit_held(is, is->v[i], emit, ctx);
-		inc_remove(is, i);
+		close_incident(is->v[i]);
 	}
 }
 

@@ -42,7 +42,8 @@ enum {
 	SP_GROWTH,
 	SP_RISING,
 	SP_ADAPT,
-	SP_CLIMB
+	SP_CLIMB,
+	SP_PERSIST
 };
 static const char *const  sp_dirs[]   = { "up", "down", "both", NULL };
 static const detect_param sp_params[] = {
@@ -58,6 +59,7 @@ static const detect_param sp_params[] = {
 	{ "rising", DP_COUNT, 5, 0, 1, 1000, NULL },
 	{ "adapt", DP_COUNT, 500, 0, 0, 1e9, NULL },
 	{ "climb", DP_NUM, 0, 0, 0, 1e6, NULL },
+	{ "persist", DP_COUNT, 100, 0, 0, 1e9, NULL },
 };
 
 #define NSEED 8
@@ -76,6 +78,7 @@ typedef struct spike_st {
 	int64_t  on_time;
 	double   on_value, on_dev, on_base, peak;
 	uint32_t count, len, rises, last_rise, clear_n;
+	uint8_t  escalated; /* not recovered after `persist` samples */
 	int64_t  clear_t0;
 	/* cooldown */
 	uint32_t quiet_n;
@@ -292,6 +295,20 @@ episode(detect_ctx *c, spike_st *st, const detect_sample *s, double dev,
 		}
 		st->peak = dev;
 	}
+	/* A spike that does not recover is worth a page. */
+	if (st->ep == EP_SPIKE && !st->escalated && detect_p(r, SP_PERSIST) > 0
+	    && st->len >= detect_p(r, SP_PERSIST)) {
+		st->escalated = 1;
+		detect_emit_series(c, "spike",
+		    (int) detect_p(r, SP_DIVERGENCE), DETECT_FIRING, 0, s,
+		    s->value, st->on_base,
+		    "%s %s at step %llu is still %s: not recovered %u steps "
+		    "after step %llu (rank %d)",
+		    c->s->metric, detect_fmt(s->value).s,
+		    (unsigned long long) s->step,
+		    rel(st, s->value, st->on_base).s, st->len, on,
+		    (int) s->rank);
+	}
 	if (st->ep == EP_PENDING && st->count >= detect_p(r, SP_FOR)) {
 		st->ep = EP_SPIKE;
 		detect_emit_series(c, "spike", r->severity, DETECT_FIRING, 0,
@@ -386,6 +403,7 @@ spike_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		st->on_dev    = dev;
 		st->peak      = dev;
 		st->count     = 0;
+		st->escalated = 0;
 		st->len       = 0;
 		st->rises     = 0;
 		st->last_rise = 0;

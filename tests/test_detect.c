@@ -410,6 +410,27 @@ TEST(spike_sustained_fires_next_step_and_resolves)
 	detect_engine_free(e);
 }
 
+TEST(spike_not_recovered_becomes_critical)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	/* 2x for 150 steps: a warning at once, critical after 100 steps
+	 * (persist), one incident, one resolution. */
+	healthy(e, "r", 0, 500, 2, 300, 150);
+	g = first("spike", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 301 && g->severity == DETECT_WARNING);
+	CHECK(count("spike", DETECT_FIRING) == 2);
+	g = &S.v[1];
+	CHECK(g->state == DETECT_FIRING && g->severity == DETECT_CRITICAL);
+	CHECK(g->step >= 395 && g->step <= 405);
+	CHECK(strstr(g->msg, "not recovered") != NULL);
+	CHECK(count("spike", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
 TEST(spike_divergence_is_critical)
 {
 	detect_engine *e = engine(NULL);
@@ -1263,6 +1284,7 @@ main(void)
 	RUN(spike_healthy_is_quiet);
 	RUN(spike_blip_is_info_and_recovers);
 	RUN(spike_sustained_fires_next_step_and_resolves);
+	RUN(spike_not_recovered_becomes_critical);
 	RUN(spike_divergence_is_critical);
 	RUN(slow_divergence_fires_before_nan);
 	RUN(restart_is_one_event_and_not_a_spike);
