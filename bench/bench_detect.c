@@ -1202,8 +1202,9 @@ print_table(score *sc)
 
 /* Draw a run's parameters. Wide on purpose: step intervals 50 ms to
  * 60 s (log-uniform), noise levels, planned drift, ramps, checkpoints
- * every N steps or M minutes lasting 5x to 200x a step (at most 4
- * minutes), evaluations, heartbeats during data loading and pauses, busy
+ * every N steps or M minutes lasting 5x to 200x a step, evaluations
+ * lasting 3x to 20x (both at most 4 minutes: a first pause longer than
+ * 10 minutes pages by design), heartbeats during data loading and pauses, busy
  * hosts. */
 static void
 draw(sim *S, runcfg *c, uint64_t iters)
@@ -1244,7 +1245,7 @@ draw(sim *S, runcfg *c, uint64_t iters)
 	}
 	if (unif(r) < 0.5) {
 		c->eval_steps = (uint64_t) uni(r, 250, 3000);
-		c->eval_len   = fmax(0.5, c->dt * uni(r, 3, 20));
+		c->eval_len   = fmin(240, fmax(0.5, c->dt * uni(r, 3, 20)));
 	}
 	c->hb_s   = unif(r) < 0.3 ? uni(r, 5, 15) : 0;
 	c->load_s = c->hb_s > 0 ? uni(r, 30, 300) : 0;
