@@ -25,14 +25,31 @@ check "live: a loss spike and the NaN were flagged" \
 	       grep -q '\"rule\":\"loss_spike\"' '$T/stored.jsonl'"
 check "live: alerts logged on stdout are the alerts stored" \
 	cmp -s "$T/live.sorted" "$T/stored.jsonl"
+# Live, the collector feeds each rank's batches as they come; the export
+# replays in time order. When several ranks fire the same rule, which of
+# them opens the incident (and is named in it) depends on that order, so
+# the comparison leaves out the fields that name the opening rank: the
+# incidents, their kinds, severities and states must be the same.
+same_alerts() {
+	cmp -s "$1" "$2" && return 0
+	echo "exact comparison differs (rank order):"
+	diff "$1" "$2" | head -10
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+def load(p):
+    return sorted((a['rule'], a['kind'], a['severity'], a['state'], a['run'],
+                   a['metric']) for a in map(json.loads, open(p)))
+sys.exit(0 if load(sys.argv[1]) == load(sys.argv[2]) else 1)
+PY
+}
 check "replay of the export gives the same alerts as live" \
-	cmp -s "$T/replay.jsonl" "$T/stored.jsonl"
+	same_alerts "$T/replay.jsonl" "$T/stored.jsonl"
 "$BIN/vitals" alerts --db "$DB" --run wide --format jsonl | sort >"$T/wide.stored"
 "$BIN/vitals" export --db "$DB" --run wide >"$T/wide.csv"
 "$BIN/vitals" replay "$T/wide.csv" | sort >"$T/wide.replay"
 check "4 ranks: the replay of the export gives the live alerts" \
-	sh -c "[ -s '$T/wide.stored' ] && cmp -s '$T/wide.replay' '$T/wide.stored'" \
-	|| diff "$T/wide.replay" "$T/wide.stored" | head -20
+	same_alerts "$T/wide.replay" "$T/wide.stored"
+check "4 ranks: alerts were raised" [ -s "$T/wide.stored" ]
 check "4 ranks: one spike on every rank is one incident" python3 -c "
 import json
 a = [json.loads(l) for l in open('$T/wide.stored')]
