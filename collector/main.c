@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "collector/alerting.h"
 #include "collector/auth.h"
@@ -66,8 +67,40 @@ usage(FILE *f)
 	    "  --max-series N     series in the store (default 1000000)\n"
 	    "  --cache-series N, --cache-encoders N, --cache-emitters N\n"
 	    "                     bounds of the write caches (defaults\n"
-	    "                     131072, 16384 (4 KB each), 65536)\n",
-	    VT_DEFAULT_ENDPOINT);
+	    "                     131072, 16384 (4 KB each), 65536)\n"
+	    "  --max-connections N  connections at once (default: the\n"
+	    "                     descriptor limit, raised to its hard\n"
+	    "                     limit at start, less %d kept for the\n"
+	    "                     store and hooks); more are closed at once\n"
+	    "  --max-connections-per-peer N  from one IP address (ipc://:\n"
+	    "                     one process) (default: half the above)\n"
+	    "  --idle-timeout-ms N  close a connection that sent no message\n"
+	    "                     for N ms (default 120000, 0: never);\n"
+	    "                     emitters reconnect when they have more\n",
+	    VT_DEFAULT_ENDPOINT, CONNS_FD_RESERVE);
+}
+
+/*
+ * Take every descriptor the hard limit allows (up to 2^20: the connection
+ * table is sized from it), so the connection cap can leave room for the
+ * store and hooks. A failure leaves the soft limit, which conns sizes
+ * itself from.
+ */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t        want;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20)
+	    ? (1u << 20)
+	    : rl.rlim_max;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rl.rlim_cur = want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static int
@@ -170,6 +203,18 @@ main(int argc, char **argv)
 			if (parse_long(a, next, 16, 100000000, &v) != 0)
 				return 2;
 			io.cache_emitters = (size_t) v;
+		} else if (strcmp(a, "--max-connections") == 0) {
+			if (parse_long(a, next, 1, 1 << 20, &v) != 0)
+				return 2;
+			so.conns.max_total = v;
+		} else if (strcmp(a, "--max-connections-per-peer") == 0) {
+			if (parse_long(a, next, 1, 1 << 20, &v) != 0)
+				return 2;
+			so.conns.max_per_peer = v;
+		} else if (strcmp(a, "--idle-timeout-ms") == 0) {
+			if (parse_long(a, next, 0, 86400000, &v) != 0)
+				return 2;
+			so.conns.idle_ms = v;
 		} else if (strcmp(a, "--time-quantum-ns") == 0) {
 			if (parse_long(a, next, 1, 1000000000, &v) != 0)
 				return 2;
@@ -206,6 +251,7 @@ main(int argc, char **argv)
 		}
 		db = dbbuf;
 	}
+	raise_nofile();
 	if (detect && alerting_open(rules, io.time_quantum_ns, &al) != 0)
 		return 1;
 

@@ -16,6 +16,12 @@
 #define STATS_EVERY_NS (10 * 1000000000ll)
 #define TICK_NS (200 * 1000000ll) /* storing alerts */
 #define READER_CHECK_NS 1000000000ll /* clearing dead readers */
+/* Messages queued per connection inside ZeroMQ: with the message size cap
+ * this bounds what one connection can make vitalsd hold (docs/limits.md);
+ * emitters keep the rest of their window themselves. */
+#define RCVHWM 4
+#define HANDSHAKE_MS 10000
+#define HEARTBEAT_MS 10000
 
 typedef struct pend {
 	zmq_msg_t  id, body;
@@ -43,6 +49,8 @@ typedef struct srv {
 	int64_t            last_stats;
 	uint64_t           last_stats_samples;
 	int64_t            last_reap;
+	conns             *cn;
+	conns_stats        last_cs;
 } srv;
 
 void
@@ -54,6 +62,7 @@ server_opts_init(server_opts *o)
 	o->quiet          = 0;
 	o->curve_secret   = NULL;
 	o->allow          = NULL;
+	conns_opts_init(&o->conns);
 }
 
 static int64_t
@@ -335,6 +344,7 @@ receive_one(srv *s)
 		snprintf(why, sizeof(why), "multi-frame message");
 		goto bad;
 	}
+	conns_seen(s->cn, zmq_msg_get(&p->body, ZMQ_SRCFD), mono_ns());
 	if (wire_batch_decode(zmq_msg_data(&p->body), zmq_msg_size(&p->body),
 		&p->b, why, sizeof(why)) != 0)
 		goto bad;
@@ -363,6 +373,32 @@ bad:
 	return 0;
 }
 
+/* The connection limits' counters, when one moved (or at the end). */
+static void
+log_conns(srv *s, int force)
+{
+	conns_stats cs;
+
+	if (s->cn == NULL)
+		return;
+	conns_get_stats(s->cn, &cs);
+	if (!force && cs.refused_total == s->last_cs.refused_total
+	    && cs.refused_peer == s->last_cs.refused_peer
+	    && cs.idle_closed == s->last_cs.idle_closed
+	    && cs.accept_failed == s->last_cs.accept_failed)
+		return;
+	fprintf(stderr,
+	    "vitalsd: connections: %llu open, %llu refused past "
+	    "--max-connections, %llu past --max-connections-per-peer, %llu "
+	    "closed idle, %llu accept failures\n",
+	    (unsigned long long) cs.open,
+	    (unsigned long long) cs.refused_total,
+	    (unsigned long long) cs.refused_peer,
+	    (unsigned long long) cs.idle_closed,
+	    (unsigned long long) cs.accept_failed);
+	s->last_cs = cs;
+}
+
 static void
 log_stats(srv *s, int force)
 {
@@ -371,6 +407,7 @@ log_stats(srv *s, int force)
 
 	if (!force && now - s->last_stats < STATS_EVERY_NS)
 		return;
+	log_conns(s, force);
 	ingest_get_stats(s->in, &is);
 	if (!force && is.samples == s->last_stats_samples) {
 		s->last_stats = now;
@@ -397,14 +434,21 @@ log_stats(srv *s, int force)
 static int
 open_socket(srv *s, void *ctx, auth *au)
 {
-	int     hwm = 10000, linger = 1000;
+	int     hwm = 10000, linger = 1000, rcvhwm = RCVHWM;
+	/* A handshake must end within HANDSHAKE_MS; a peer that stops
+	 * answering heartbeats (a host gone without closing) is dropped.
+	 * Silent but alive peers are conns' idle timeout's. */
+	int     hs = HANDSHAKE_MS, hb = HEARTBEAT_MS, hbt = 3 * HEARTBEAT_MS;
 	int64_t maxmsg = WIRE_MAX_MESSAGE;
 	char    err[256];
 
 	s->sock = zmq_socket(ctx, ZMQ_ROUTER);
 	if (s->sock == NULL)
 		return -1;
-	zmq_setsockopt(s->sock, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(s->sock, ZMQ_RCVHWM, &rcvhwm, sizeof(rcvhwm));
+	zmq_setsockopt(s->sock, ZMQ_HANDSHAKE_IVL, &hs, sizeof(hs));
+	zmq_setsockopt(s->sock, ZMQ_HEARTBEAT_IVL, &hb, sizeof(hb));
+	zmq_setsockopt(s->sock, ZMQ_HEARTBEAT_TIMEOUT, &hbt, sizeof(hbt));
 	zmq_setsockopt(s->sock, ZMQ_SNDHWM, &hwm, sizeof(hwm));
 	zmq_setsockopt(s->sock, ZMQ_LINGER, &linger, sizeof(linger));
 	/* A peer sending more than a batch can hold is disconnected by
@@ -413,6 +457,19 @@ open_socket(srv *s, void *ctx, auth *au)
 	if (au != NULL && auth_apply(au, ctx, s->sock, err, sizeof(err)) != 0) {
 		fprintf(stderr, "vitalsd: %s\n", err);
 		return -1;
+	}
+	{
+		conns_opts co = s->o->conns;
+
+		if (au != NULL) {
+			co.on_event = auth_monitor_event;
+			co.arg      = au;
+		}
+		if (conns_open(ctx, s->sock, &co, &s->cn, err, sizeof(err))
+		    != 0) {
+			fprintf(stderr, "vitalsd: %s\n", err);
+			return -1;
+		}
 	}
 	if (zmq_bind(s->sock, s->o->listen) != 0) {
 		fprintf(stderr, "vitalsd: cannot listen on %s: %s\n",
@@ -474,6 +531,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		}
 		if (s.blocked) {
 			/* Read nothing until the store takes writes again. */
+			conns_reading(s.cn, 0, 0);
 			zmq_poll(NULL, 0, RETRY_MS);
 			if (!*stop)
 				commit_group(&s);
@@ -486,6 +544,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		} else {
 			timeout = 200;
 		}
+		conns_reading(s.cn, 1, mono_ns());
 		if (zmq_poll(&item, 1, timeout) < 0 && zmq_errno() != EINTR)
 			break;
 		while (s.n < MAX_PENDING && s.samples < o->commit_samples &&
@@ -523,6 +582,7 @@ out:
 	free(s.p);
 	if (s.sock != NULL)
 		zmq_close(s.sock);
+	conns_close(s.cn);
 	auth_close(au);
 	if (ctx != NULL)
 		zmq_ctx_term(ctx);
