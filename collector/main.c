@@ -5,6 +5,7 @@
  *	vitalsd [--listen ENDPOINT] [--db DIR] [--rules FILE] ...
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +77,18 @@ usage(FILE *f)
 	    "                     one process) (default: half the above)\n"
 	    "  --idle-timeout-ms N  close a connection that sent no message\n"
 	    "                     for N ms (default 120000, 0: never);\n"
-	    "                     emitters reconnect when they have more\n",
+	    "                     emitters reconnect when they have more\n"
+	    "  --max-pending-mib N  received batches waiting for their\n"
+	    "                     commit, in MiB (default 64): reading\n"
+	    "                     stops there until the commit\n"
+	    "  --detect-queue-mib N  stored batches waiting for the rules,\n"
+	    "                     in MiB (default 64): past it ingest waits\n"
+	    "  --max-message-mib N  largest message taken, 1 to 16 (default\n"
+	    "                     16); a peer sending more is disconnected\n"
+	    "\n"
+	    "Memory: at most about 256 MiB (caches at their defaults) +\n"
+	    "  (5 x connections + 2) x max-message + max-pending +\n"
+	    "  detect-queue; see docs/limits.md.\n",
 	    VT_DEFAULT_ENDPOINT, CONNS_FD_RESERVE);
 }
 
@@ -135,6 +147,7 @@ main(int argc, char **argv)
 	ingest          *in    = NULL;
 	struct sigaction sa;
 	long             v;
+	size_t           queue_bytes = ALERTING_QUEUE_BYTES;
 
 	server_opts_init(&so);
 	ingest_opts_init(&io);
@@ -215,6 +228,18 @@ main(int argc, char **argv)
 			if (parse_long(a, next, 0, 86400000, &v) != 0)
 				return 2;
 			so.conns.idle_ms = v;
+		} else if (strcmp(a, "--max-pending-mib") == 0) {
+			if (parse_long(a, next, 1, 1 << 20, &v) != 0)
+				return 2;
+			so.pending_bytes = (size_t) v << 20;
+		} else if (strcmp(a, "--detect-queue-mib") == 0) {
+			if (parse_long(a, next, 1, 1 << 20, &v) != 0)
+				return 2;
+			queue_bytes = (size_t) v << 20;
+		} else if (strcmp(a, "--max-message-mib") == 0) {
+			if (parse_long(a, next, 1, 16, &v) != 0)
+				return 2;
+			so.max_message = (size_t) v << 20;
 		} else if (strcmp(a, "--time-quantum-ns") == 0) {
 			if (parse_long(a, next, 1, 1000000000, &v) != 0)
 				return 2;
@@ -252,8 +277,15 @@ main(int argc, char **argv)
 		db = dbbuf;
 	}
 	raise_nofile();
+	/* Message buffers (up to 16 MiB, allocated and freed by ZeroMQ's
+	 * thread) in mappings of their own, given back when freed: glibc
+	 * would otherwise raise its threshold after the first free and keep
+	 * the heap grown to the largest burst. */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	if (detect && alerting_open(rules, io.time_quantum_ns, &al) != 0)
 		return 1;
+	if (al != NULL)
+		alerting_set_queue_bytes(al, queue_bytes);
 
 	if ((rc = store_open(db, flags, &st, err, sizeof(err))) != 0) {
 		fprintf(stderr, "vitalsd: %s\n", err);

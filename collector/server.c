@@ -40,6 +40,7 @@ typedef struct srv {
 	pend              *p;
 	size_t             n;
 	uint64_t           samples; /* pending */
+	size_t             bytes;   /* pending */
 	int64_t            first_ns; /* when the oldest pending arrived */
 	int64_t            wait_ns;  /* how long the group may gather */
 	int                urgent;   /* a pending batch is waited for */
@@ -63,6 +64,8 @@ server_opts_init(server_opts *o)
 	o->curve_secret   = NULL;
 	o->allow          = NULL;
 	conns_opts_init(&o->conns);
+	o->pending_bytes = SERVER_PENDING_BYTES;
+	o->max_message   = WIRE_MAX_MESSAGE;
 }
 
 static int64_t
@@ -133,6 +136,7 @@ free_pending(srv *s)
 	}
 	s->n       = 0;
 	s->samples = 0;
+	s->bytes   = 0;
 	s->urgent  = 0;
 }
 
@@ -354,6 +358,7 @@ receive_one(srv *s)
 		s->urgent = 1;
 	s->n++;
 	s->samples += p->b.nsamples;
+	s->bytes += zmq_msg_size(&p->body);
 	return 1;
 bad:
 	log_malformed(s, &p->body, why);
@@ -439,7 +444,7 @@ open_socket(srv *s, void *ctx, auth *au)
 	 * answering heartbeats (a host gone without closing) is dropped.
 	 * Silent but alive peers are conns' idle timeout's. */
 	int     hs = HANDSHAKE_MS, hb = HEARTBEAT_MS, hbt = 3 * HEARTBEAT_MS;
-	int64_t maxmsg = WIRE_MAX_MESSAGE;
+	int64_t maxmsg = (int64_t) s->o->max_message;
 	char    err[256];
 
 	s->sock = zmq_socket(ctx, ZMQ_ROUTER);
@@ -547,12 +552,17 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		conns_reading(s.cn, 1, mono_ns());
 		if (zmq_poll(&item, 1, timeout) < 0 && zmq_errno() != EINTR)
 			break;
+		/* ZeroMQ hands out one message per connection in turn, so
+		 * the byte budget is shared fairly between senders; past it
+		 * the group is committed and reading waits meanwhile. */
 		while (s.n < MAX_PENDING && s.samples < o->commit_samples &&
+		    s.bytes < o->pending_bytes &&
 		    (r = receive_one(&s)) >= 0)
 			got += r;
 		if (s.n > 0 &&
 		    (got == 0 || s.n >= MAX_PENDING ||
-			s.samples >= o->commit_samples || s.urgent ||
+			s.samples >= o->commit_samples ||
+			s.bytes >= o->pending_bytes || s.urgent ||
 			mono_ns() - s.first_ns >= s.wait_ns))
 			commit_group(&s);
 		tick(&s);

@@ -16,6 +16,8 @@
 #include "collector/ingest.h"
 #include "store/store.h"
 
+#define SERVER_PENDING_BYTES ((size_t) 64 << 20)
+
 typedef struct server_opts {
 	const char *listen;
 	int         commit_ms;      /* longest wait before a commit */
@@ -27,6 +29,13 @@ typedef struct server_opts {
 	const char *allow;
 	/* Connections: caps, idle timeout (see conns.h). */
 	conns_opts conns;
+	/* Bytes of received batches waiting for their commit: reading stops
+	 * at this many (the group is committed), so senders wait in ZeroMQ
+	 * and their own buffers. */
+	size_t pending_bytes;
+	/* The largest message taken (at most WIRE_MAX_MESSAGE): a peer
+	 * sending more is disconnected before it is read into memory. */
+	size_t max_message;
 } server_opts;
 
 void server_opts_init(server_opts *o);
