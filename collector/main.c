@@ -115,6 +115,41 @@ raise_nofile(void)
 	}
 }
 
+/*
+ * A tcp:// endpoint's port must be 1 to 65535 (or *): ZeroMQ would take
+ * 99999 modulo 65536 and listen somewhere else. Returns 0, or -1 after
+ * saying why.
+ */
+static int
+check_listen(const char *ep)
+{
+	const char *port;
+	char       *end;
+	long        v;
+
+	if (strncmp(ep, "tcp://", 6) != 0)
+		return 0;
+	port = strrchr(ep + 6, ':');
+	if (port == NULL || port[1] == 0) {
+		fprintf(stderr, "vitalsd: --listen %s: expected "
+				"tcp://HOST:PORT\n",
+		    ep);
+		return -1;
+	}
+	port++;
+	if (strcmp(port, "*") == 0)
+		return 0;
+	errno = 0;
+	v     = strtol(port, &end, 10);
+	if (errno != 0 || end == port || *end != 0 || v < 1 || v > 65535) {
+		fprintf(stderr, "vitalsd: --listen %s: the port must be a "
+				"number from 1 to 65535 (or *), got '%s'\n",
+		    ep, port);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 parse_long(const char *opt, const char *s, long lo, long hi, long *out)
 {
@@ -252,6 +287,8 @@ main(int argc, char **argv)
 		}
 		i++;
 	}
+	if (check_listen(so.listen) != 0)
+		return 2;
 	if ((so.curve_secret == NULL) != (so.allow == NULL)) {
 		fprintf(stderr, "vitalsd: --curve-secret and --allow go "
 				"together: the key of the collector and the "

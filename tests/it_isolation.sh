@@ -156,4 +156,65 @@ check "storm: drops counted in the log" \
 	grep -q "^vitalsd: $dropped hook runs dropped in all" "$T/vitalsd.log"
 fi
 
+# ---------------------------------------------------------------------
+# 5. vitals tail: a file truncated and rewritten past its old size within
+# one poll is read again from its start (the size alone cannot tell).
+if want 5; then
+SECTION=5
+start_collector --no-detect
+line() {
+	echo "step:$1/9999 train_loss:5.$1 train_time:$(($1 * 100))ms step_avg:100.00ms"
+}
+for s in $(seq 1 500); do line "$s"; done >"$T/train.log"
+for s in $(seq 1001 2000); do line "$s"; done >"$T/new.log"
+"$BIN/vitals" tail --preset nanogpt --run rewrite "$T/train.log" \
+	>/dev/null 2>"$T/tail.err" &
+TPID=$!
+count() {
+	"$BIN/vitals" query --db "$DB" --run rewrite --metric loss 2>/dev/null |
+		tail -n +2 | grep -c ''
+}
+i=0
+while [ "$(count)" -lt 500 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+# Truncate and write 1,000 longer lines at once: well within one poll.
+cat "$T/new.log" >"$T/train.log"
+i=0
+while [ "$(count)" -lt 1500 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+n=$(count)
+kill -TERM $TPID
+wait $TPID
+echo "tail: $n of 1500 lines stored after the rewrite"
+check "tail: rewritten file read from its start, no line lost" [ "$n" = 1500 ]
+check "tail: collector stops cleanly" stop_collector
+fi
+
+# ---------------------------------------------------------------------
+# 6. Small ones: a port out of range is refused; times before the epoch
+# print with their sign (-1 ms is -0.001000000, not -1.999000000).
+if want 6; then
+SECTION=6
+"$BIN/vitalsd" --listen tcp://127.0.0.1:99999 --db "$DB" 2>"$T/err" &
+LP=$!
+sleep 1
+if kill -0 $LP 2>/dev/null; then
+	kill $LP
+	wait $LP
+	rc=running
+else
+	wait $LP
+	rc=$?
+fi
+cat "$T/err"
+check "listen: port 99999 refused with exit status 2" [ "$rc" = 2 ]
+check "listen: the message names the port" grep -q "'99999'" "$T/err"
+start_collector --no-detect
+"$BIN/tests/hostile" sample "$EP" epoch -1000000
+check "time -1 ms: stored" [ $? = 0 ]
+"$BIN/vitals" query --db "$DB" --run epoch --metric t >"$T/q.csv"
+cat "$T/q.csv"
+check "time -1 ms: printed as -0.001000000" \
+	grep -q -- "^-0.001000000," "$T/q.csv"
+check "small ones: collector stops cleanly" stop_collector
+fi
+
 finish

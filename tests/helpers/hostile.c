@@ -12,6 +12,9 @@
  *	    one DEALER sends batches of 16 MiB holding 65,535 names of 255
  *	    bytes and no sample, as fast as the collector takes them, for
  *	    SECONDS. Prints "flood: sent S batches, A acknowledged".
+ *	hostile sample ENDPOINT RUN TIME_NS
+ *	    one batch of one sample (metric "t", step 1, value 1) at TIME_NS;
+ *	    exit 0 once it is acknowledged as stored.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -208,9 +211,52 @@ do_flood(const char *ep, long seconds)
 	return 0;
 }
 
+static int
+do_sample(const char *ep, const char *run, const char *time_s)
+{
+	void       *ctx  = zmq_ctx_new();
+	void       *sock = zmq_socket(ctx, ZMQ_DEALER);
+	uint8_t     buf[1024], ack[64];
+	wire_ident  id = { 0 };
+	wire_sample sm = { 0, 1, 0, 1.0 };
+	wire_ack    a;
+	size_t      off;
+	int         linger = 0, timeout = 10000, got, rc = 1;
+	char       *end;
+
+	errno      = 0;
+	sm.time_ns = strtoll(time_s, &end, 10);
+	if (errno != 0 || *end != 0 || end == time_s)
+		return 2;
+	id.incarnation = (uint64_t) time(NULL) * 2654435761u + 77;
+	id.pid         = (uint32_t) getpid();
+	id.world_size  = 1;
+	id.run         = run;
+	id.run_len     = (uint16_t) strlen(run);
+	id.host        = "hostile";
+	id.host_len    = 7;
+	off            = wire_put_batch_head(buf, &id, 1, 1, 0);
+	wire_put_names_count(buf, &off, 1);
+	wire_put_name(buf, &off, "t", 1);
+	wire_put_samples_count(buf, &off, 1);
+	wire_put_sample(buf, &off, &sm);
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
+	if (zmq_connect(sock, ep) == 0 && zmq_send(sock, buf, off, 0) >= 0
+	    && (got = zmq_recv(sock, ack, sizeof(ack), 0)) >= 0
+	    && wire_ack_decode(ack, (size_t) got, &a) == 0
+	    && a.status == WIRE_ACK_STORED)
+		rc = 0;
+	zmq_close(sock);
+	zmq_ctx_term(ctx);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc == 5 && strcmp(argv[1], "sample") == 0)
+		return do_sample(argv[2], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[1], "idle") == 0)
 		return do_idle(argv[2], num(argv[3]), num(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "flood") == 0)
