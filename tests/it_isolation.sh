@@ -217,4 +217,38 @@ check "time -1 ms: printed as -0.001000000" \
 check "small ones: collector stops cleanly" stop_collector
 fi
 
+# ---------------------------------------------------------------------
+# 7. vitals replay: a 256 MiB line is refused where it starts, without
+# holding it; a step past 2^64-1 is refused at its column, not clamped.
+if want 7; then
+SECTION=7
+{
+	echo '{"run":"r","metric":"loss","step":1,"time":1,"value":1}'
+	printf '{"run":"'
+	head -c 268435456 /dev/zero | tr '\0' x
+	echo '"}'
+} >"$T/long.jsonl"
+/usr/bin/time -f "%M" -o "$T/rss" "$BIN/vitals" replay "$T/long.jsonl" \
+	>/dev/null 2>"$T/err"
+rc=$?
+cat "$T/err"
+rss=$(tail -n 1 "$T/rss")
+echo "figures: replay of a 256 MiB line: peak RSS $((rss / 1024)) MiB"
+check "replay: long line refused at its line, exit 1" \
+	sh -c "[ $rc = 1 ] && grep -q 'long.jsonl:2: expected a line of at most 1 MiB' '$T/err'"
+check "replay: the long line was not held (peak RSS < 64 MiB)" \
+	[ "$rss" -lt 65536 ]
+printf '{"run":"r","metric":"loss","step":99999999999999999999999,"time":1,"value":1}\n' \
+	>"$T/big.jsonl"
+"$BIN/vitals" replay "$T/big.jsonl" >/dev/null 2>"$T/err"
+rc=$?
+cat "$T/err"
+check "replay: step past 2^64-1 refused at file:line:col" \
+	sh -c "[ $rc = 1 ] && grep -q 'big.jsonl:1:35: expected \"step\" from 0' '$T/err'"
+printf '{"run":"r","metric":"loss","step":18446744073709551615,"time":1,"value":1}\n' \
+	>"$T/max.jsonl"
+"$BIN/vitals" replay "$T/max.jsonl" >/dev/null
+check "replay: step 2^64-1 itself is taken" [ $? = 0 ]
+fi
+
 finish
