@@ -87,8 +87,9 @@ usage(FILE *f)
 	    "                     16); a peer sending more is disconnected\n"
 	    "\n"
 	    "Memory: at most about 256 MiB (caches at their defaults) +\n"
-	    "  (5 x connections + 2) x max-message + max-pending +\n"
-	    "  detect-queue; see docs/limits.md.\n",
+	    "  max-pending + detect-queue + 2 x max-message + what ZeroMQ\n"
+	    "  queues: up to 1089 messages per connection (an emitter's\n"
+	    "  window is 1024); see docs/limits.md.\n",
 	    VT_DEFAULT_ENDPOINT, CONNS_FD_RESERVE);
 }
 
