@@ -5,10 +5,12 @@
  *	vitalsd [--listen ENDPOINT] [--db DIR] [--rules FILE] ...
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "collector/alerting.h"
 #include "collector/auth.h"
@@ -66,8 +68,87 @@ usage(FILE *f)
 	    "  --max-series N     series in the store (default 1000000)\n"
 	    "  --cache-series N, --cache-encoders N, --cache-emitters N\n"
 	    "                     bounds of the write caches (defaults\n"
-	    "                     131072, 16384 (4 KB each), 65536)\n",
-	    VT_DEFAULT_ENDPOINT);
+	    "                     131072, 16384 (4 KB each), 65536)\n"
+	    "  --max-connections N  connections at once (default: the\n"
+	    "                     descriptor limit, raised to its hard\n"
+	    "                     limit at start, less %d kept for the\n"
+	    "                     store and hooks); more are closed at once\n"
+	    "  --max-connections-per-peer N  from one IP address (ipc://:\n"
+	    "                     one process) (default: half the above)\n"
+	    "  --idle-timeout-ms N  close a connection that sent no message\n"
+	    "                     for N ms (default 120000, 0: never);\n"
+	    "                     emitters reconnect when they have more\n"
+	    "  --max-pending-mib N  received batches waiting for their\n"
+	    "                     commit, in MiB (default 64): reading\n"
+	    "                     stops there until the commit\n"
+	    "  --detect-queue-mib N  stored batches waiting for the rules,\n"
+	    "                     in MiB (default 64): past it ingest waits\n"
+	    "  --max-message-mib N  largest message taken, 1 to 16 (default\n"
+	    "                     16); a peer sending more is disconnected\n"
+	    "\n"
+	    "Memory: at most about 256 MiB (caches at their defaults) +\n"
+	    "  max-pending + detect-queue + 2 x max-message + what ZeroMQ\n"
+	    "  queues: up to 1089 messages per connection (an emitter's\n"
+	    "  window is 1024); see docs/limits.md.\n",
+	    VT_DEFAULT_ENDPOINT, CONNS_FD_RESERVE);
+}
+
+/*
+ * Take every descriptor the hard limit allows (up to 2^20: the connection
+ * table is sized from it), so the connection cap can leave room for the
+ * store and hooks. A failure leaves the soft limit, which conns sizes
+ * itself from.
+ */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t        want;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20)
+	    ? (1u << 20)
+	    : rl.rlim_max;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rl.rlim_cur = want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/*
+ * A tcp:// endpoint's port must be 1 to 65535 (or *): ZeroMQ would take
+ * 99999 modulo 65536 and listen somewhere else. Returns 0, or -1 after
+ * saying why.
+ */
+static int
+check_listen(const char *ep)
+{
+	const char *port;
+	char       *end;
+	long        v;
+
+	if (strncmp(ep, "tcp://", 6) != 0)
+		return 0;
+	port = strrchr(ep + 6, ':');
+	if (port == NULL || port[1] == 0) {
+		fprintf(stderr, "vitalsd: --listen %s: expected "
+				"tcp://HOST:PORT\n",
+		    ep);
+		return -1;
+	}
+	port++;
+	if (strcmp(port, "*") == 0)
+		return 0;
+	errno = 0;
+	v     = strtol(port, &end, 10);
+	if (errno != 0 || end == port || *end != 0 || v < 1 || v > 65535) {
+		fprintf(stderr, "vitalsd: --listen %s: the port must be a "
+				"number from 1 to 65535 (or *), got '%s'\n",
+		    ep, port);
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -102,6 +183,7 @@ main(int argc, char **argv)
 	ingest          *in    = NULL;
 	struct sigaction sa;
 	long             v;
+	size_t           queue_bytes = ALERTING_QUEUE_BYTES;
 
 	server_opts_init(&so);
 	ingest_opts_init(&io);
@@ -178,6 +260,30 @@ main(int argc, char **argv)
 			if (parse_long(a, next, 16, 100000000, &v) != 0)
 				return 2;
 			io.cache_emitters = (size_t) v;
+		} else if (strcmp(a, "--max-connections") == 0) {
+			if (parse_long(a, next, 1, 1 << 20, &v) != 0)
+				return 2;
+			so.conns.max_total = v;
+		} else if (strcmp(a, "--max-connections-per-peer") == 0) {
+			if (parse_long(a, next, 1, 1 << 20, &v) != 0)
+				return 2;
+			so.conns.max_per_peer = v;
+		} else if (strcmp(a, "--idle-timeout-ms") == 0) {
+			if (parse_long(a, next, 0, 86400000, &v) != 0)
+				return 2;
+			so.conns.idle_ms = v;
+		} else if (strcmp(a, "--max-pending-mib") == 0) {
+			if (parse_long(a, next, 1, 1 << 20, &v) != 0)
+				return 2;
+			so.pending_bytes = (size_t) v << 20;
+		} else if (strcmp(a, "--detect-queue-mib") == 0) {
+			if (parse_long(a, next, 1, 1 << 20, &v) != 0)
+				return 2;
+			queue_bytes = (size_t) v << 20;
+		} else if (strcmp(a, "--max-message-mib") == 0) {
+			if (parse_long(a, next, 1, 16, &v) != 0)
+				return 2;
+			so.max_message = (size_t) v << 20;
 		} else if (strcmp(a, "--time-quantum-ns") == 0) {
 			if (parse_long(a, next, 1, 1000000000, &v) != 0)
 				return 2;
@@ -190,6 +296,8 @@ main(int argc, char **argv)
 		}
 		i++;
 	}
+	if (check_listen(so.listen) != 0)
+		return 2;
 	if ((so.curve_secret == NULL) != (so.allow == NULL)) {
 		fprintf(stderr, "vitalsd: --curve-secret and --allow go "
 				"together: the key of the collector and the "
@@ -214,8 +322,16 @@ main(int argc, char **argv)
 		}
 		db = dbbuf;
 	}
+	raise_nofile();
+	/* Message buffers (up to 16 MiB, allocated and freed by ZeroMQ's
+	 * thread) in mappings of their own, given back when freed: glibc
+	 * would otherwise raise its threshold after the first free and keep
+	 * the heap grown to the largest burst. */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	if (detect && alerting_open(rules, io.time_quantum_ns, &al) != 0)
 		return 1;
+	if (al != NULL)
+		alerting_set_queue_bytes(al, queue_bytes);
 
 	if ((rc = store_open(db, flags, &st, err, sizeof(err))) != 0) {
 		fprintf(stderr, "vitalsd: %s\n", err);
