@@ -796,10 +796,10 @@ vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
 	io->base = io->next_seq = 1;
 	io->rto                 = RTO_INIT_NS;
 	io->gen                 = 1;
+	io->endpoint            = strdup(p->endpoint);
+	io->stg                 = malloc(VTE_IO_BATCH_MAX * sizeof(*io->stg));
+	io->order = malloc(VTE_IO_BATCH_MAX * sizeof(*io->order));
 	vte_phase_init(&io->ph, p->names);
-	io->endpoint = strdup(p->endpoint);
-	io->stg      = malloc(VTE_IO_BATCH_MAX * sizeof(*io->stg));
-	io->order    = malloc(VTE_IO_BATCH_MAX * sizeof(*io->order));
 	if (io->endpoint == NULL || io->stg == NULL || io->order == NULL)
 		goto fail_io;
 	io->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
