@@ -13,10 +13,10 @@ Names that are not Python identifiers go in a dict:
 
 Values may be Python floats, ints and bools, numpy scalars, and 0-d (or
 one-element) tensors: anything ``float(x)`` or ``x.item()`` turns into a
-number; neither torch nor numpy is imported here. A CUDA tensor's
-conversion copies it to the host and so waits for the GPU; pass values
-already on the CPU (``loss.item()`` you print anyway), or log every N
-steps, to keep the step asynchronous. ``None`` values are skipped.
+number; neither torch nor numpy is imported here. A CUDA tensor is not
+converted on the spot (that would wait for the GPU): it is copied to the
+host without blocking and logged when the copy is done (vitals.torch,
+imported then). ``None`` values are skipped.
 
 Telemetry never breaks training: ``log`` never raises. A bad value, a bad
 name, a full buffer or a missing library is counted (``vitals.stats()``)
@@ -164,6 +164,17 @@ def _value(v, name):
     return None
 
 
+def _defer_cuda(step, name, v, emitter):
+    """A CUDA tensor: float() would wait for the GPU. vitals.torch copies
+    it to the host without blocking and logs it once the copy is done."""
+    try:
+        from . import torch as vtorch
+        vtorch.defer(step, name, v, emitter)
+    except Exception as e:
+        _problem("cuda_value", "metric %r: CUDA tensor not logged: %r"
+                 % (name, e))
+
+
 def _short(v):
     try:
         s = repr(v)
@@ -236,6 +247,9 @@ def log(step, metrics=None, /, **kw):
                 if b is None:
                     continue
             if type(v) is not float:
+                if getattr(v, "is_cuda", False):
+                    _defer_cuda(step, name, v, None)
+                    continue
                 v = _value(v, name)
                 if v is None:
                     continue
@@ -508,6 +522,9 @@ class Emitter:
                     if b is None:
                         continue
                 if type(v) is not float:
+                    if getattr(v, "is_cuda", False):
+                        _defer_cuda(step, name, v, self)
+                        continue
                     v = _value(v, name)
                     if v is None:
                         continue
