@@ -139,8 +139,12 @@ def free_port():
 
 
 def launch(args, argv):
+    import signal
+
     port = str(free_port())
     procs = []
+    # A launcher stopped by `timeout` must not leave its ranks behind.
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
     try:
         for r in range(args.nprocs):
             env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r),
