@@ -133,15 +133,22 @@ clock_of(int64_t ns)
 /* ---- hang ----------------------------------------------------------------
  */
 
-enum { HG_K, HG_FLOOR, HG_CEILING };
+enum { HG_K, HG_FLOOR, HG_CEILING, HG_EARLY, HG_ESCALATE };
 static const detect_param hg_params[] = {
 	{ "k", DP_NUM, 3, 0, 1, 1e6, NULL },
-	{ "floor", DP_SECONDS, 2, DETECT_SECONDS, 0, 1e9, NULL },
+	{ "floor", DP_SECONDS, 3, DETECT_SECONDS, 0, 1e9, NULL },
 	{ "ceiling", DP_SECONDS, 900, DETECT_SECONDS, 0.001, 1e9, NULL },
+	{ "early", DP_SEVERITY, DETECT_INFO, 0, -1, 2, NULL },
+	{ "escalate", DP_NUM, 2, 0, 1, 1e6, NULL },
 };
 
 #define HG_NIV 16
 #define HG_MINLEARN 3
+
+/* The threshold, refreshed at each tick from the slots. */
+typedef struct hg_group {
+	double thr; /* seconds; 0 until the first tick */
+} hg_group;
 
 typedef struct hg_slot {
 	char       phase[PHASE_NAME_MAX + 1]; /* "" : none */
@@ -150,11 +157,19 @@ typedef struct hg_slot {
 	uint64_t   step, adv_step;
 	int64_t    adv_time;
 	uint32_t   nadv;
-	double     usual; /* median step interval (s), NaN until learned */
-	uint8_t    has, hung;
+	double     usual;     /* median step interval (s), NaN until learned */
+	double     longest;   /* longest interval learned (s) */
+	uint8_t    has, hung; /* hung: alert level 0..2 */
 	detect_win w;
 	double     buf[2 * HG_NIV];
 } hg_slot;
+
+static size_t
+hg_state_size(const detect_rule *r)
+{
+	(void) r;
+	return sizeof(hg_group);
+}
 
 static size_t
 hg_slot_size(const detect_rule *r)
@@ -175,26 +190,46 @@ hg_slot_init(void *slot, const detect_rule *r)
 }
 
 /* The hang threshold (s): k times the slowest rank's usual step
- * interval, within [floor, ceiling]; the ceiling until learned. */
+ * interval, or 1.25 times the longest interval seen (a busy host's
+ * hiccups, periodic slow steps), within [floor, ceiling]; the ceiling
+ * until learned. */
 static double
 hg_threshold(const detect_rule *r, const detect_group *g)
 {
-	double u = NAN, t;
+	double u = NAN, l = 0, t;
 
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		const hg_slot *sl = detect_slot(g, i);
 
 		if (sl->has && !isnan(sl->usual) && !(sl->usual <= u))
 			u = sl->usual;
+		if (sl->has && sl->longest > l)
+			l = sl->longest;
 	}
 	if (isnan(u))
 		return detect_p(r, HG_CEILING);
 	t = detect_p(r, HG_K) * u;
+	if (1.25 * l > t)
+		t = 1.25 * l;
 	if (t < detect_p(r, HG_FLOOR))
 		t = detect_p(r, HG_FLOOR);
 	if (t > detect_p(r, HG_CEILING))
 		t = detect_p(r, HG_CEILING);
 	return t;
+}
+
+/* Alert levels as in stall: 1 early (info by default) at the
+ * threshold, 2 the rule's severity at `escalate` times it. */
+static int
+hg_two_stage(const detect_rule *r)
+{
+	return detect_p(r, HG_EARLY) >= 0 && detect_p(r, HG_ESCALATE) > 1;
+}
+
+static int
+hg_sev(const detect_rule *r, int lv)
+{
+	return lv == 1 ? (int) detect_p(r, HG_EARLY) : r->severity;
 }
 
 static void
@@ -206,8 +241,8 @@ hg_resolve(detect_ctx *c, detect_group *g, uint32_t i, uint64_t step,
 	double        dt = t > sl->since ? (double) (t - sl->since) / 1e9 : 0;
 
 	detect_origin_rank(&o, g->slot_rank[i]);
-	detect_emit(c, &o, "stall", c->r->severity, DETECT_RESOLVED, 0, step,
-	    t, dt, NAN, "rank %d %s after %s s in %s", (int) o.rank, why,
+	detect_emit(c, &o, "stall", hg_sev(c->r, sl->hung), DETECT_RESOLVED, 0,
+	    step, t, dt, NAN, "rank %d %s after %s s in %s", (int) o.rank, why,
 	    detect_fmt(dt).s, sl->phase[0] ? sl->phase : "no phase");
 	sl->hung = 0;
 }
@@ -249,10 +284,16 @@ hg_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		 * and intervals of a restart are skipped. */
 		double iv = (double) (s->time_ns - sl->adv_time) / 1e9;
 
+		const hg_group *gs = g->state;
+
 		if (++sl->nadv > 2 && iv > 0) {
 			detect_win_push(&sl->w, sl->buf, iv);
 			if (sl->w.n >= HG_MINLEARN)
 				sl->usual = detect_win_median(&sl->w, sl->buf);
+			/* A hang must not teach that hangs are usual. */
+			if (iv > sl->longest
+			    && (gs->thr == 0 || iv <= gs->thr))
+				sl->longest = iv;
 		}
 		sl->adv_step = s->step;
 		sl->adv_time = s->time_ns;
@@ -308,10 +349,9 @@ hg_tick(detect_ctx *c, detect_group *g, int64_t now)
 		}
 		return;
 	}
-	if (nother == 0)
-		return;
-	thr = hg_threshold(r, g);
-	if (now - wait_since < (int64_t) (thr * 1e9))
+	thr                          = hg_threshold(r, g);
+	((hg_group *) g->state)->thr = thr;
+	if (nother == 0 || now - wait_since < (int64_t) (thr * 1e9))
 		return;
 	waiting = calloc(g->nslots, 1);
 	if (waiting == NULL)
@@ -326,16 +366,26 @@ hg_tick(detect_ctx *c, detect_group *g, int64_t now)
 		hg_slot      *sl = detect_slot(g, i);
 		detect_origin o;
 		int64_t       from, at;
+		double        lim;
+		int           lv;
 
-		if (!sl->has || sl->hung || sl->cls == PH_WAIT
-		    || sl->cls == PH_EXCUSED
-		    || now - sl->since < (int64_t) (thr * 1e9))
+		if (!sl->has || sl->cls == PH_WAIT || sl->cls == PH_EXCUSED)
 			continue;
-		sl->hung = 1;
-		from     = sl->since > wait_since ? sl->since : wait_since;
-		at       = from + (int64_t) (thr * 1e9);
+		from = sl->since > wait_since ? sl->since : wait_since;
+		lim  = hg_two_stage(r) ? detect_p(r, HG_ESCALATE) * thr : thr;
+		if (now - from >= (int64_t) (lim * 1e9))
+			lv = 2;
+		else if (hg_two_stage(r)
+		    && now - from >= (int64_t) (thr * 1e9))
+			lv = 1;
+		else
+			lv = 0;
+		if (lv <= sl->hung)
+			continue;
+		sl->hung = (uint8_t) lv;
+		at       = from + (int64_t) ((lv == 2 ? lim : thr) * 1e9);
 		detect_origin_rank(&o, g->slot_rank[i]);
-		detect_emit(c, &o, "stall", r->severity, DETECT_FIRING, 0,
+		detect_emit(c, &o, "stall", hg_sev(r, lv), DETECT_FIRING, 0,
 		    sl->step, at, (double) (at - sl->since) / 1e9, thr,
 		    "rank%s %s waiting in collective since %s; rank %d "
 		    "(host %s) in %s for %s s, at step %llu: it holds the "
@@ -351,16 +401,17 @@ hg_tick(detect_ctx *c, detect_group *g, int64_t now)
 }
 
 const detect_kind detect_kind_hang = {
-	.name      = "hang",
-	.params    = hg_params,
-	.nparams   = sizeof(hg_params) / sizeof(hg_params[0]),
-	.severity  = DETECT_CRITICAL,
-	.scope     = DETECT_SCOPE_RUN,
-	.slot_size = hg_slot_size,
-	.slot_init = hg_slot_init,
-	.feed      = hg_feed,
-	.rollback  = hg_rollback,
-	.tick      = hg_tick,
+	.name       = "hang",
+	.params     = hg_params,
+	.nparams    = sizeof(hg_params) / sizeof(hg_params[0]),
+	.severity   = DETECT_CRITICAL,
+	.scope      = DETECT_SCOPE_RUN,
+	.state_size = hg_state_size,
+	.slot_size  = hg_slot_size,
+	.slot_init  = hg_slot_init,
+	.feed       = hg_feed,
+	.rollback   = hg_rollback,
+	.tick       = hg_tick,
 };
 
 /* ---- phase_straggler -----------------------------------------------------
