@@ -63,6 +63,14 @@ class _Deferred:
 
     def __init__(self):
         self.q = collections.deque()
+        self.free = {}  # dtype -> pinned host scalars to reuse
+
+    def _host(self, dtype):
+        # Pinned allocations are slow (cudaHostAlloc): reuse them.
+        pool = self.free.get(dtype)
+        if pool:
+            return pool.pop()
+        return torch.empty((), dtype=dtype, device="cpu", pin_memory=True)
 
     def add(self, step, name, t, emitter=None):
         if len(self.q) >= _CUDA_PENDING_MAX:
@@ -77,8 +85,7 @@ class _Deferred:
             vitals._problem("bad_value", "metric %r: a CUDA tensor of %d "
                             "elements" % (name, t.numel()))
             return
-        host = torch.empty((), dtype=t.dtype, device="cpu",
-                           pin_memory=True)
+        host = self._host(t.dtype)
         host.copy_(t.reshape(()), non_blocking=True)
         ev = torch.cuda.Event()
         ev.record()
@@ -97,6 +104,9 @@ class _Deferred:
                 ev.synchronize()
             q.popleft()
             v = float(host)  # a CPU tensor: no device sync
+            pool = self.free.setdefault(host.dtype, [])
+            if len(pool) < 64:
+                pool.append(host)
             if em is None:
                 vitals.log(step, {name: v})
             else:
@@ -255,6 +265,10 @@ class Watch:
             if mb is not None:
                 self._log(n, peak_memory_mb=mb)
         if self.cuda:
+            # The end of the step closes its last phase.
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            self._events.append(("", ev))
             self._pending.append((n, self._events))
             self._events = []
             self._read_events()
@@ -273,7 +287,8 @@ class Watch:
             self._pending.popleft()
             times = {}
             for (name, a), (_, b) in zip(evs, evs[1:]):
-                times[name] = times.get(name, 0.0) + a.elapsed_time(b)
+                if name:
+                    times[name] = times.get(name, 0.0) + a.elapsed_time(b)
             if times:
                 self._log(n, {"gpu_time/" + k: v for k, v in times.items()})
 
