@@ -546,11 +546,15 @@ ps_step_done(
 	if (isnan(gs->comp) || gs->comp <= 0
 	    || gs->nref < detect_p(r, PS_MIN_RANKS))
 		return;
-	/* Slower compute, or a wait shorter than the others' by a share
-	 * of their compute: the rank the others wait for. */
+	/* Slower compute and a shorter wait, each as a share of the
+	 * ranks' median compute. Under data parallelism a slow rank shows
+	 * both by the same amount (the others wait for it), so their mean
+	 * is the signal; noise on a busy host moves one and not the other.
+	 * Where no rank reports a wait (no collective marked), compute
+	 * alone decides. */
 	over  = (sl->comp - gs->comp) / gs->comp;
 	under = (gs->wait - sl->wait) / gs->comp;
-	off   = over > under ? over : under;
+	off   = gs->wait > 0 ? (over + under) / 2 : over;
 	cond  = off >= (sl->fsm.state == DETECT_FSM_FIRING ? by / 2 : by);
 	tr    = detect_fsm_update(&sl->fsm, cond, &r->p[PS_FOR], &r->clear,
 	       &r->cooldown, sl->step, s->time_ns);
