@@ -247,7 +247,7 @@ def log(step, metrics=None, /, **kw):
                 if b is None:
                     continue
             if type(v) is not float:
-                if getattr(v, "is_cuda", False):
+                if type(v) is not int and getattr(v, "is_cuda", False):
                     _defer_cuda(step, name, v, None)
                     continue
                 v = _value(v, name)
@@ -522,7 +522,7 @@ class Emitter:
                     if b is None:
                         continue
                 if type(v) is not float:
-                    if getattr(v, "is_cuda", False):
+                    if type(v) is not int and getattr(v, "is_cuda", False):
                         _defer_cuda(step, name, v, self)
                         continue
                     v = _value(v, name)
