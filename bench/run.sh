@@ -10,6 +10,12 @@ echo "== emitter: ns per vt_emit call"
 "$B/bench/bench_emitter"
 
 echo
+echo "== vitals.torch: instrumentation per training step (CPU, DDP over gloo)"
+PYT=${PYTHON:-python3}
+"$PYT" -c 'import torch' 2>/dev/null || PYT=/usr/bin/python3
+VITALS_LIB="$B/libvitals.so" VITALS_BIN="$B" "$PYT" bench/bench_torch.py
+
+echo
 echo "== block codec"
 "$B/bench/bench_block"
 

@@ -115,7 +115,8 @@ typedef struct detect_kind {
 extern const detect_kind detect_kind_nonfinite, detect_kind_spike,
     detect_kind_drop, detect_kind_rise, detect_kind_stall,
     detect_kind_straggler, detect_kind_threshold, detect_kind_flatline,
-    detect_kind_restart;
+    detect_kind_restart, detect_kind_hang, detect_kind_phase_straggler,
+    detect_kind_nonfinite_origin;
 
 static inline void *
 detect_slot(const detect_group *g, uint32_t i)

@@ -480,6 +480,34 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		sl->run_adv_at = gs->adv_n;
 }
 
+/* The rank that went silent first (its last sample is the oldest) and
+ * by how much before the last one: when one rank hangs, the others soon
+ * block waiting for it, so the first to stop is the likely cause. Slot
+ * index, or -1 if fewer than two ranks are live. */
+static int64_t
+first_silent(const detect_group *g, double *lead)
+{
+	int64_t lo = -1, tlo = 0, thi = 0;
+	int     n = 0;
+
+	for (uint32_t i = 0; i < g->nslots; i++) {
+		const st_slot *sl = detect_slot(g, i);
+
+		if (!sl->has || sl->ended)
+			continue;
+		if (n++ == 0 || sl->last_time < tlo) {
+			lo  = i;
+			tlo = sl->last_time;
+		}
+		if (n == 1 || sl->last_time > thi)
+			thi = sl->last_time;
+	}
+	if (n < 2 || thi == tlo)
+		return -1;
+	*lead = secs(thi - tlo);
+	return lo;
+}
+
 static void
 st_tick(detect_ctx *c, detect_group *g, int64_t now)
 {
@@ -498,15 +526,23 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	if (lv > gs->silent) {
 		double at = level_at(r, lv, gs->thr, gs->pause);
 
+		double  lead    = 0;
+		int64_t fs      = first_silent(g, &lead);
+		char    who[96] = "";
+
 		gs->silent = (uint8_t) lv;
+		if (fs >= 0)
+			snprintf(who, sizeof(who),
+			    "; rank %d stopped first, %s s before the last",
+			    (int) g->slot_rank[fs]->rank, detect_fmt(lead).s);
 		detect_origin_run(&o, g->run);
 		detect_emit(c, &o, "stall", sev_of(r, lv), DETECT_FIRING, 0,
 		    gs->max_step, gs->last_time + ns_of(at), at, gs->usual,
 		    "no sample from run %s for %s s (usual step interval %s); "
-		    "last step %llu",
+		    "last step %llu%s",
 		    detect_name_of(o.run, o.runlen).s, detect_fmt(at).s,
 		    usual(gs->usual, gs->pause).s,
-		    (unsigned long long) gs->max_step);
+		    (unsigned long long) gs->max_step, who);
 	}
 	if (!fresh || detect_p(r, SL_RANKS) == 0 || g->nslots < 2
 	    || gs->silent)

@@ -13,6 +13,7 @@
 #include <zmq.h>
 
 #include "emitter/clock.h"
+#include "emitter/phase.h"
 #include "emitter/spool.h"
 #include "wire/wire.h"
 
@@ -108,6 +109,8 @@ struct vte_io {
 	int       want_pollout;
 	int       cut;          /* a connection ended; no new one yet */
 	uint64_t  final_sealed; /* FINAL batches sealed */
+	vte_phase ph;           /* phase times (phase.h) */
+	uint32_t  nder;         /* derived samples staged (not counted) */
 
 	staged    *stg;   /* VTE_IO_BATCH_MAX */
 	vte_name **order; /* the batch's name table, in index order */
@@ -193,7 +196,7 @@ can_stage(const vte_io *io)
 static void
 stage(vte_io *io, const vte_ring_slot *s)
 {
-	vte_name *nm = vte_names_get(io->names, s->name & ~VTE_RING_TICKS);
+	vte_name *nm = vte_names_get(io->names, s->name & VTE_RING_ID);
 	staged   *st = &io->stg[io->nstg++];
 
 	if (nm->batch_gen != io->gen) {
@@ -208,6 +211,9 @@ stage(vte_io *io, const vte_ring_slot *s)
 	    ? vte_clock_to_ns(&io->clock, (uint64_t) s->time)
 	    : s->time;
 	st->value   = s->value;
+	st->step    = vte_phase_see(&io->ph, s->name & ~VTE_RING_ID,
+	       s->name & VTE_RING_ID, s->step, st->time_ns, s->value);
+	io->nder += (s->name & VTE_RING_DERIVED) != 0;
 }
 
 /*
@@ -259,7 +265,7 @@ seal(vte_io *io, int64_t now)
 	b->pos_start  = io->stg_pos;
 	b->pos_end    = io->ring->deq;
 	b->dropped    = dropped;
-	b->n          = io->nstg;
+	b->n          = io->nstg - io->nder;
 	b->sends      = 0;
 	b->first_send = b->last_send = 0;
 	b->need                      = 1;
@@ -271,6 +277,7 @@ seal(vte_io *io, int64_t now)
 	io->last_seal = now;
 
 	io->nstg        = 0;
+	io->nder        = 0;
 	io->nnames      = 0;
 	io->names_bytes = 0;
 	if (++io->gen == 0)
@@ -295,7 +302,9 @@ drain(vte_io *io, int64_t now)
 	uint64_t      dropped, req;
 
 	for (;;) {
-		while (can_stage(io) && vte_ring_pop(io->ring, &s)) {
+		while (can_stage(io)
+		    && (vte_phase_pop(&io->ph, &s)
+		        || vte_ring_pop(io->ring, &s))) {
 			stage(io, &s);
 			moved++;
 		}
@@ -856,6 +865,7 @@ vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
 	io->endpoint            = strdup(p->endpoint);
 	io->stg                 = malloc(VTE_IO_BATCH_MAX * sizeof(*io->stg));
 	io->order = malloc(VTE_IO_BATCH_MAX * sizeof(*io->order));
+	vte_phase_init(&io->ph, p->names);
 	if (io->endpoint == NULL || io->stg == NULL || io->order == NULL)
 		goto fail_io;
 	io->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

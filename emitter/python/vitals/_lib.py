@@ -79,6 +79,10 @@ def _prototypes(fast, slow):
         (fast, "vt_emit", [vp, cp, c_u64, ctypes.c_double], c_int),
         (fast, "vt_emit_at", [vp, cp, c_u64, ctypes.c_int64,
                               ctypes.c_double], c_int),
+        (fast, "vt_phase", [cp, c_u64], c_int),
+        (fast, "vt_phase_end", [cp, c_u64], c_int),
+        (fast, "vt_emit_phase", [vp, cp, c_u64], c_int),
+        (fast, "vt_emit_phase_end", [vp, cp, c_u64], c_int),
         (fast, "vt_get_stats", [vp, ctypes.POINTER(Stats)], None),
         (fast, "vt_strerror", [c_int], cp),
         (fast, "vt_errmsg", [vp], cp),
@@ -99,7 +103,8 @@ def _prototypes(fast, slow):
         f.argtypes = args
         f.restype = res
         funcs[name] = f
-    for name in ("vt_log", "vt_emit", "vt_emit_at"):
+    for name in ("vt_log", "vt_emit", "vt_emit_at", "vt_phase",
+                 "vt_phase_end", "vt_emit_phase", "vt_emit_phase_end"):
         f = fast[name]  # a new function object, not the one above
         f.restype = c_int
         funcs[name + "_raw"] = f
