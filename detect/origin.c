@@ -100,8 +100,10 @@ follower(detect_ctx *c, detect_group *g, uint32_t i)
 	detect_origin_rank(&o, g->slot_rank[i]);
 	o.metric = sl->metric;
 	o.mlen   = strlen(sl->metric);
+	/* An event: it joins the origin's incident and never resolves on
+	 * its own (the incident resolves with the origin). */
 	detect_emit(c, &o, "nonfinite", (int) detect_p(c->r, OR_FOLLOWER),
-	    DETECT_FIRING, 0, sl->bad_step, sl->bad_time, sl->bad_value, NAN,
+	    DETECT_FIRING, DETECT_EVENT, sl->bad_step, sl->bad_time, sl->bad_value, NAN,
 	    "%s is %s at step %llu (rank %d): joins the incident that "
 	    "started on rank %d at step %llu",
 	    sl->metric, detect_fmt(sl->bad_value).s,

@@ -256,6 +256,11 @@ TEST(hang_names_the_rank_out_of_the_collective)
 	CHECK(strstr(g->msg, "rank 3 stopped first") != NULL);
 	/* Rank 3 wakes up: resolved. */
 	feed(e, "r", 3, "vitals/phase/backward", 51, t + 60.01, 1);
+	/* The resolution is held for the rule's hold (20 steps of the
+	 * run), in case the hang comes back. */
+	t += 60.01;
+	for (uint64_t s = 52; s <= 80; s++)
+		ddp_step(e, "r", s, t += 0.03, -1, 1);
 	g = first("hang", DETECT_RESOLVED);
 	CHECK(g != NULL && g->rank == 3);
 	detect_engine_free(e);
