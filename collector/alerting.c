@@ -48,6 +48,8 @@ struct alerting {
 	queued         *q; /* alerts for the store */
 	size_t          nq, capq;
 	uint64_t        lost;
+	detect_emit_fn  sink; /* --http, --alertmanager */
+	void           *sink_ctx;
 };
 
 static int64_t
@@ -170,6 +172,8 @@ on_alert(void *ctx, const detect_alert *a)
 	if (a->exec_argv != NULL)
 		hooks_start(al->hooks, a->exec_argv, line, n,
 		    a->exec_timeout_ms);
+	if (al->sink != NULL)
+		al->sink(al->sink_ctx, a);
 	if (n > 0 && line[n - 1] == '\n')
 		n--; /* stored without the newline */
 	item.json = malloc(n);
@@ -420,6 +424,28 @@ alerting_reload(alerting *al)
 	al->reload = 1;
 	pthread_cond_signal(&al->wake);
 	pthread_mutex_unlock(&al->mu);
+}
+
+void
+alerting_set_sink(alerting *al, detect_emit_fn fn, void *ctx)
+{
+	/* Under the mutex: the detection thread takes it before its first
+	 * alert, so it sees these. */
+	pthread_mutex_lock(&al->mu);
+	al->sink     = fn;
+	al->sink_ctx = ctx;
+	pthread_mutex_unlock(&al->mu);
+}
+
+uint64_t
+alerting_queue_bytes(alerting *al)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&al->mu);
+	n = al->queued_bytes;
+	pthread_mutex_unlock(&al->mu);
+	return n;
 }
 
 int

@@ -54,6 +54,7 @@ server_opts_init(server_opts *o)
 	o->quiet          = 0;
 	o->curve_secret   = NULL;
 	o->allow          = NULL;
+	o->expo           = NULL;
 }
 
 static int64_t
@@ -212,6 +213,19 @@ pace(srv *s, int64_t took_ns)
 	s->wait_ns = w > floor ? w : floor;
 }
 
+/* --http: publish what was just committed, from the batches in hand. */
+static void
+publish(srv *s, int64_t took_ns)
+{
+	ingest_stats is;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->p[i].status == WIRE_ACK_STORED)
+			expo_batch(s->o->expo, &s->p[i].b);
+	ingest_get_stats(s->in, &is);
+	expo_commit(s->o->expo, took_ns, &is, s->malformed);
+}
+
 /*
  * Apply every pending batch in one transaction and commit; then, and only
  * then, acknowledge them. A full map is grown and the group applied again
@@ -263,14 +277,20 @@ commit_group(srv *s)
 			    "unacknowledged, retrying every %d ms\n",
 			    s->st->err, s->n, RETRY_MS);
 		s->blocked = 1;
+		if (s->o->expo != NULL)
+			expo_blocked(s->o->expo, s->st->err);
 		return rc;
 	}
 	if (s->blocked)
 		fprintf(stderr, "vitalsd: store writable again; %zu batches "
 				"committed\n",
 		    s->n);
+	if (s->blocked && s->o->expo != NULL)
+		expo_blocked(s->o->expo, NULL);
 	s->blocked = 0;
 	pace(s, mono_ns() - t0);
+	if (s->o->expo != NULL)
+		publish(s, mono_ns() - t0);
 	{
 		const char *note = ingest_notice(s->in);
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "collector/alerting.h"
+#include "collector/exposition.h"
 #include "collector/ingest.h"
 #include "store/store.h"
 
@@ -24,6 +25,7 @@ typedef struct server_opts {
 	 * public keys (both, or neither: plain text); see auth.h. */
 	const char *curve_secret;
 	const char *allow;
+	expo       *expo; /* --http: fed after each commit; may be NULL */
 } server_opts;
 
 void server_opts_init(server_opts *o);
