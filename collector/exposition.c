@@ -741,6 +741,7 @@ expo_render(expo *x, int om, const expo_live *live, expo_buf *out)
 	uint64_t     hist[NBUCKETS + 1], hcount, malformed, lost;
 	uint64_t     of, ol, shown, hf, hl;
 	double       hsum, cum = 0;
+	int          blocked;
 
 	pthread_mutex_lock(&x->render_mu);
 
@@ -797,6 +798,7 @@ expo_render(expo *x, int om, const expo_live *live, expo_buf *out)
 	hsum   = x->hist_sum;
 	hcount = x->hist_count;
 	lost   = x->alerts_lost;
+	blocked = x->blocked;
 	pthread_mutex_unlock(&x->mu);
 	pthread_mutex_unlock(&x->render_mu);
 
@@ -818,6 +820,10 @@ expo_render(expo *x, int om, const expo_live *live, expo_buf *out)
 	counter(out, om, "vitals_samples_refused",
 	    "Samples refused because their series was past a series cap.",
 	    is.refused);
+	gauge(out, om, "vitals_store_writable",
+	    "1 while the store takes writes, 0 while it refuses them (a "
+	    "full disk: emitters keep their samples; /healthz says why).",
+	    blocked ? 0 : 1);
 	gauge(out, om, "vitals_series", "Series in the store.",
 	    (double) is.series);
 
