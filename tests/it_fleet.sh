@@ -187,6 +187,34 @@ rc=$?
 check "http: a filter that does not compile is named" \
 	sh -c "[ $rc = 2 ] && grep -q -- \"--http-metrics '(': at offset 1\" '$T/open.err'"
 
+# ---- /healthz while the store refuses writes (a 4 MiB tmpfs fills) ---------
+SMALL=$T/small
+mkdir -p "$SMALL"
+if mount -t tmpfs -o size=4m tmpfs "$SMALL" 2>/dev/null; then
+	DB0=$DB
+	DB=$SMALL/db
+	start_vitalsd --no-detect --http 127.0.0.1:0
+	VITALS_RUN=full "$BIN/tests/trainer" emit --ranks 1 --metrics 20 --steps 20000 \
+		--step-us 100 --flush-ms 60000 >"$T/emit.out" 2>&1 &
+	TPID=$!
+	code() { curl -s -o "$T/health.txt" -w '%{http_code}' "http://127.0.0.1:$HTTP_PORT/healthz"; }
+	is503() { [ "$(code)" = 503 ]; }
+	wait_for 60 is503
+	check "healthz: 503 naming the reason while the disk is full" \
+		grep -q "^store refuses writes: .*disk full" "$T/health.txt"
+	check "metrics: vitals_store_writable 0 meanwhile" \
+		sh -c "curl -sf http://127.0.0.1:$HTTP_PORT/metrics | grep -qx 'vitals_store_writable 0'"
+	mount -o remount,size=256m "$SMALL"
+	wait $TPID
+	check "healthz: 200 once the store takes writes again" \
+		wait_for 20 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$HTTP_PORT/healthz)\" = 200 ]"
+	stop_collector
+	umount "$SMALL"
+	DB=$DB0
+else
+	echo "skip: healthz 503: cannot mount a tmpfs here (not root?)"
+fi
+
 # ---- Alertmanager ----------------------------------------------------------
 "$BIN/vitalsd" --listen "$EP" --db "$DB" --alertmanager ftp://127.0.0.1:1 >/dev/null 2>"$T/open.err"
 rc=$?
