@@ -394,7 +394,12 @@ make_labels(uint32_t *lablen, const char *n1, const char *v1, size_t l1,
 		return NULL;
 	}
 	*lablen = (uint32_t) b.n;
-	return b.p;
+	{
+		/* Kept for the collector's life: no spare room. */
+		char *fit = realloc(b.p, b.n + 1);
+
+		return fit != NULL ? fit : b.p;
+	}
 }
 
 /* Whether a new metric name is exposed (filter). */
@@ -708,11 +713,18 @@ take(expo *x, const tab *t)
 }
 
 static void
-sample_line(expo_buf *b, const char *name, const snap *s, double v)
+sample_line(expo_buf *b, const char *name, size_t nlen, const snap *s,
+    double v)
 {
-	expo_buf_printf(b, "%s{", name);
-	expo_buf_add(b, s->labels, s->lablen);
-	expo_buf_add(b, "} ", 2);
+	if (buf_room(b, nlen + s->lablen + 4) != 0)
+		return;
+	memcpy(b->p + b->n, name, nlen);
+	b->n += nlen;
+	b->p[b->n++] = '{';
+	memcpy(b->p + b->n, s->labels, s->lablen);
+	b->n += s->lablen;
+	b->p[b->n++] = '}';
+	b->p[b->n++] = ' ';
 	expo_buf_double(b, v);
 	expo_buf_add(b, "\n", 1);
 }
@@ -758,7 +770,7 @@ expo_render(expo *x, int om, const expo_live *live, expo_buf *out)
 	    "Latest stored value of each training metric series (its name "
 	    "in the metric label).");
 	for (size_t i = 0; i < n; i++)
-		sample_line(out, "vitals_value", &x->scratch[i], x->scratch[i].v);
+		sample_line(out, "vitals_value", 12, &x->scratch[i], x->scratch[i].v);
 
 	pthread_mutex_lock(&x->mu);
 	n = take(x, &x->ranks);
@@ -766,20 +778,20 @@ expo_render(expo *x, int om, const expo_live *live, expo_buf *out)
 	expo_buf_family(out, om, "vitals_step", "gauge",
 	    "Highest training step stored of each run and rank.");
 	for (size_t i = 0; i < n; i++)
-		sample_line(out, "vitals_step", &x->scratch[i],
+		sample_line(out, "vitals_step", 11, &x->scratch[i],
 		    (double) x->scratch[i].u);
 	expo_buf_family(out, om, "vitals_last_sample_timestamp_seconds",
 	    "gauge",
 	    "Time of the latest sample stored of each run and rank (the "
 	    "trainer's clock), seconds since the epoch.");
 	for (size_t i = 0; i < n; i++)
-		sample_line(out, "vitals_last_sample_timestamp_seconds",
+		sample_line(out, "vitals_last_sample_timestamp_seconds", 36,
 		    &x->scratch[i], (double) x->scratch[i].t / 1e9);
 	expo_buf_family(out, om, "vitals_emitter_dropped_samples", "counter",
 	    "Samples the emitter of each run and rank dropped before sending "
 	    "(its queue was full), since it started.");
 	for (size_t i = 0; i < n; i++)
-		sample_line(out, "vitals_emitter_dropped_samples_total",
+		sample_line(out, "vitals_emitter_dropped_samples_total", 36,
 		    &x->scratch[i], (double) x->scratch[i].u2);
 
 	pthread_mutex_lock(&x->mu);
@@ -788,7 +800,7 @@ expo_render(expo *x, int om, const expo_live *live, expo_buf *out)
 	expo_buf_family(out, om, "vitals_alerts_firing", "gauge",
 	    "Alerts firing now, per run, rule and severity.");
 	for (size_t i = 0; i < n; i++)
-		sample_line(out, "vitals_alerts_firing", &x->scratch[i],
+		sample_line(out, "vitals_alerts_firing", 20, &x->scratch[i],
 		    x->scratch[i].v);
 
 	pthread_mutex_lock(&x->mu);
