@@ -19,7 +19,7 @@ typedef struct am_alert {
 	int32_t  rank;
 	uint64_t step;
 	double   value, baseline;
-	int64_t  starts_ns, ends_ns; /* ends_ns 0: firing */
+	int64_t  starts_ns;
 } am_alert;
 
 /* One Alertmanager. pending: resolutions not yet delivered, oldest
@@ -219,6 +219,23 @@ push_pending(alertmgr *am, target *t, json_object *o)
 	t->pending[t->npend++] = json_object_get(o);
 }
 
+/* Queue the resolution of c at ends_ns for every Alertmanager. */
+static void
+resolve(alertmgr *am, const am_alert *c, int64_t ends_ns)
+{
+	json_object *o;
+
+	if (ends_ns <= c->starts_ns)
+		ends_ns = c->starts_ns + 1000000;
+	if ((o = alert_json(c, ends_ns)) == NULL) {
+		am->st.dropped++;
+		return;
+	}
+	for (size_t k = 0; k < am->nt; k++)
+		push_pending(am, &am->t[k], o);
+	json_object_put(o);
+}
+
 void
 alertmgr_alert(alertmgr *am, const detect_alert *a)
 {
@@ -236,38 +253,42 @@ alertmgr_alert(alertmgr *am, const detect_alert *a)
 			goto out;
 		}
 		/* Firing again (a new value): the same alert to
-		 * Alertmanager, so it keeps its start. */
-		c->starts_ns = i < am->nfiring ? am->firing[i]->starts_ns
-		                               : a->time_ns;
-		if (i < am->nfiring)
-			alert_free(am->firing[i]);
-		else
+		 * Alertmanager, so it keeps its start; with another severity
+		 * or kind (its labels), the old one is resolved. */
+		c->starts_ns = a->time_ns;
+		if (i < am->nfiring) {
+			am_alert *old = am->firing[i];
+
+			if (old->severity == c->severity &&
+			    strcmp(old->kind, c->kind) == 0)
+				c->starts_ns = old->starts_ns;
+			else
+				resolve(am, old, a->time_ns);
+			alert_free(old);
+		} else {
 			am->nfiring++;
+		}
 		am->firing[i] = c;
 	} else {
-		json_object *o;
-
 		if ((c = alert_copy(a)) == NULL) {
 			am->st.dropped++;
 			goto out;
 		}
 		c->starts_ns = a->time_ns;
 		if (i < am->nfiring) {
-			c->starts_ns = am->firing[i]->starts_ns;
+			/* Labels as it fired (its severity, its kind). */
+			am->firing[i]->value   = c->value;
+			am->firing[i]->step    = c->step;
+			free(am->firing[i]->message);
+			am->firing[i]->message = c->message;
+			c->message             = NULL;
+			resolve(am, am->firing[i], a->time_ns);
 			alert_free(am->firing[i]);
 			am->firing[i] = am->firing[--am->nfiring];
+		} else {
+			resolve(am, c, a->time_ns);
 		}
-		c->ends_ns = a->time_ns > c->starts_ns ? a->time_ns
-		                                       : c->starts_ns + 1000000;
-		o          = alert_json(c, c->ends_ns);
 		alert_free(c);
-		if (o == NULL) {
-			am->st.dropped++;
-			goto out;
-		}
-		for (size_t k = 0; k < am->nt; k++)
-			push_pending(am, &am->t[k], o);
-		json_object_put(o);
 	}
 	for (size_t k = 0; k < am->nt; k++)
 		am->t[k].dirty = 1;

@@ -613,57 +613,69 @@ group_labels(const void *arg, uint32_t *len)
 	    strlen(g->sev), NULL, NULL, 0);
 }
 
-static char *
-no_labels(const void *arg, uint32_t *len)
-{
-	(void) arg;
-	*len = 0;
-	return calloc(1, 1);
-}
-
 /*
  * Firing alerts are counted per (run, rule, severity). Each alert's own
- * identity (rule, run, rank, host, metric) is remembered with its state,
- * so a resolution without a firing (a rules reload) never counts below
- * zero and a firing seen twice counts once.
+ * identity (rule, run, rank, host, metric) is remembered with whether it
+ * fires and in which group it counts, so a resolution without a firing (a
+ * rules reload) never counts below zero, a firing seen twice counts once,
+ * and an alert whose severity changes while it fires (a spike becoming a
+ * divergence) moves from one group to the other.
  */
 void
 expo_alert(expo *x, const detect_alert *a)
 {
-	char        key[KEY_MAX];
-	size_t      n = 0, rl = strlen(a->rule);
+	char        gk[KEY_MAX], ik[KEY_MAX];
+	size_t      gn = 0, in = 0, rl = strlen(a->rule);
 	const char *sev = detect_severity_name(a->severity);
 	group_arg   g   = { a, sev };
-	ent        *id, *grp;
-	int         firing = a->state == DETECT_FIRING;
+	ent        *id, *grp = NULL;
+	uint64_t    h;
 
 	if (rl > 255 || a->runlen > 255 || a->mlen > 255 || a->hostlen > 255)
 		return;
-	key[n++] = (char) rl;
-	memcpy(key + n, a->rule, rl);
-	n += rl;
-	key[n++] = (char) a->runlen;
-	memcpy(key + n, a->run, a->runlen);
-	n += a->runlen;
+	ik[in++] = (char) rl;
+	memcpy(ik + in, a->rule, rl);
+	in += rl;
+	ik[in++] = (char) a->runlen;
+	memcpy(ik + in, a->run, a->runlen);
+	in += a->runlen;
+	memcpy(gk, ik, in);
+	gn       = in;
+	gk[gn++] = (char) a->severity;
+	ik[in++] = (char) a->mlen;
+	memcpy(ik + in, a->metric, a->mlen);
+	in += a->mlen;
+	ik[in++] = (char) a->hostlen;
+	memcpy(ik + in, a->host, a->hostlen);
+	in += a->hostlen;
+	memcpy(ik + in, &a->rank, sizeof(a->rank));
+	in += sizeof(a->rank);
+	h = hash_bytes(ik, in);
+
 	pthread_mutex_lock(&x->mu);
-	grp = get_series(x, &x->groups, key, n, 1, group_labels, &g);
-	key[n++] = (char) a->mlen;
-	memcpy(key + n, a->metric, a->mlen);
-	n += a->mlen;
-	key[n++] = (char) a->hostlen;
-	memcpy(key + n, a->host, a->hostlen);
-	n += a->hostlen;
-	memcpy(key + n, &a->rank, sizeof(a->rank));
-	n += sizeof(a->rank);
-	id = tab_find(&x->firing, key, n, hash_bytes(key, n));
-	if (id == NULL && firing && x->firing.n < HIDDEN_MAX)
-		id = get_series(x, &x->firing, key, n, 1, no_labels, NULL);
-	if (grp == NULL || grp->hidden != SHOWN || (id == NULL && firing)) {
-		x->alerts_lost++;
-	} else if (id != NULL && (int) id->u != firing) {
-		id->u = (uint64_t) firing;
-		grp->v += firing ? 1 : -1;
+	id = tab_find(&x->firing, ik, in, h);
+	if (a->state != DETECT_FIRING) {
+		if (id != NULL && id->u) {
+			x->groups.e[id->u2 - 1].v -= 1;
+			id->u = 0;
+		}
+		goto out;
 	}
+	grp = get_series(x, &x->groups, gk, gn, 1, group_labels, &g);
+	if (id == NULL && x->firing.n < HIDDEN_MAX)
+		id = tab_add(&x->firing, ik, in, h);
+	if (grp == NULL || grp->hidden != SHOWN || id == NULL) {
+		x->alerts_lost++;
+		goto out;
+	}
+	if (id->u && id->u2 == (uint64_t) (grp - x->groups.e) + 1)
+		goto out;
+	if (id->u)
+		x->groups.e[id->u2 - 1].v -= 1;
+	grp->v += 1;
+	id->u  = 1;
+	id->u2 = (uint64_t) (grp - x->groups.e) + 1;
+out:
 	pthread_mutex_unlock(&x->mu);
 }
 
