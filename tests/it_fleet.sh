@@ -12,9 +12,12 @@ PY=${PYTHON:-python3}
 PY=$("$PY" -c 'import sys; print(sys.executable)' 2>/dev/null || echo "$PY")
 export PYTHONPATH="$(pwd)/emitter/python" PYTHONDONTWRITEBYTECODE=1
 export VITALS_LIB="$BIN/libvitals.so"
+# A sanitizer build of the library needs its runtimes loaded first, in
+# Python only (not in vitalsd, curl or the servers).
+PY_PRELOAD=
 for rt in asan ubsan; do
 	so=$(ldd "$VITALS_LIB" 2>/dev/null | awk "/lib$rt\\./ {print \$3}")
-	[ -n "$so" ] && export LD_PRELOAD="$so" ASAN_OPTIONS=detect_leaks=0
+	[ -n "$so" ] && PY_PRELOAD="${PY_PRELOAD:+$PY_PRELOAD:}$so"
 done
 PROMETHEUS=${PROMETHEUS:-/usr/bin/prometheus}
 PROMTOOL=${PROMTOOL:-/usr/bin/promtool}
@@ -72,7 +75,7 @@ metrics() { curl -sf "http://127.0.0.1:$HTTP_PORT/metrics"; }
 # trainer RUN PYTHON: runs the statements with `vitals` imported and the
 # run named RUN, then flushes.
 trainer() {
-	VITALS_RUN=$1 "$PY" -c "
+	VITALS_RUN=$1 LD_PRELOAD=$PY_PRELOAD ASAN_OPTIONS=detect_leaks=0 "$PY" -c "
 import math, time, vitals
 assert vitals.available(), vitals._load_error
 $2
