@@ -35,6 +35,7 @@ DETECT_SRC  = $(wildcard detect/*.c)
 TUI_SRC     = $(wildcard tui/*.c)
 COLLECT_SRC = $(filter-out collector/main.c,$(wildcard collector/*.c))
 CLI_SRC     = $(filter-out cli/main.c,$(wildcard cli/*.c))
+COMMON_SRC  = $(wildcard common/*.c)
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 
@@ -44,6 +45,11 @@ DETECT_OBJ  = $(call obj,$(DETECT_SRC))
 TUI_OBJ     = $(call obj,$(TUI_SRC))
 COLLECT_OBJ = $(call obj,$(COLLECT_SRC))
 CLI_OBJ     = $(call obj,$(CLI_SRC))
+COMMON_OBJ  = $(call obj,$(COMMON_SRC))
+
+# The library exports only what include/vitals.h marks VT_API: its
+# objects hide every other symbol (wire_*, vte_*), so the ABI is the header.
+$(LIB_OBJ): CFLAGS_ALL += -fvisibility=hidden
 
 BINS = $(B)/vitalsd $(B)/vitals $(B)/libvitals.a $(B)/libvitals.so \
        $(B)/vt-simtrainer
@@ -61,10 +67,10 @@ $(B)/libvitals.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,libvitals.so.0 -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL)
 	ln -sf libvitals.so $(B)/libvitals.so.0
 
-$(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(call obj,$(WIRE_SRC))
+$(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(call obj,$(WIRE_SRC))
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(FLEET_LIBS) $(LDLIBS_ALL) -lm
 
-$(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(TUI_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(B)/libvitals.a
+$(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(TUI_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/vt-simtrainer: $(B)/demo/simtrainer.o $(B)/libvitals.a
@@ -77,7 +83,7 @@ TEST_SRC  = $(wildcard tests/test_*.c)
 TEST_BINS = $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HELPERS = $(patsubst tests/helpers/%.c,$(B)/tests/%,$(wildcard tests/helpers/*.c))
 
-$(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
+$(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(FLEET_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
@@ -90,7 +96,7 @@ $(B)/tests/slowreader: $(B)/tests/helpers/slowreader.o $(STORE_OBJ) $(call obj,$
 BENCH_SRC  = $(wildcard bench/bench_*.c)
 BENCH_BINS = $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-$(B)/bench/%: $(B)/bench/%.o $(B)/bench/realistic.o $(COLLECT_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
+$(B)/bench/%: $(B)/bench/%.o $(B)/bench/realistic.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(FLEET_LIBS) $(LDLIBS_ALL) -lm
 
 # Fuzzing: libFuzzer targets in fuzz/ (clang, ASan + UBSan), run for
@@ -104,7 +110,7 @@ FZ            = build-fuzz
 FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -I. \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_TARGETS  = wire block rules replay engine scrape
-FUZZ_SRC_wire   = wire/wire.c $(DETECT_SRC)
+FUZZ_SRC_wire   = wire/wire.c collector/feed.c $(DETECT_SRC)
 FUZZ_SRC_block  = store/block.c
 FUZZ_SRC_rules  = $(DETECT_SRC)
 FUZZ_SRC_replay = cli/replay_input.c $(DETECT_SRC)
@@ -112,11 +118,11 @@ FUZZ_SRC_engine = $(DETECT_SRC)
 FUZZ_SRC_scrape = cli/scrape.c
 FUZZ_LIBS       = $(PCRE_LIBS) $(JSON_LIBS) -lm
 
-$(FZ)/fuzz_%: fuzz/fuzz_%.c $(WIRE_SRC) $(DETECT_SRC) store/block.c cli/replay_input.c cli/scrape.c
+$(FZ)/fuzz_%: fuzz/fuzz_%.c $(WIRE_SRC) collector/feed.c collector/feed.h $(DETECT_SRC) store/block.c cli/replay_input.c cli/scrape.c
 	@mkdir -p $(FZ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) fuzz/fuzz_$*.c $(FUZZ_SRC_$*) -o $@ $(FUZZ_LIBS)
 
-$(B)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/driver.c $(WIRE_SRC) $(DETECT_SRC) store/block.c cli/replay_input.c cli/scrape.c
+$(B)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/driver.c $(WIRE_SRC) collector/feed.c collector/feed.h $(DETECT_SRC) store/block.c cli/replay_input.c cli/scrape.c
 	@mkdir -p $(B)/tests
 	$(CC) $(CFLAGS_ALL) -DFUZZ_NAME='"$*"' fuzz/fuzz_$*.c fuzz/driver.c $(FUZZ_SRC_$*) -o $@ $(FUZZ_LIBS) $(LDLIBS_ALL)
 

@@ -38,7 +38,7 @@
 #include "store/store.h"
 #include "tui/crt.h"
 #include "tui/model.h"
-#include "tui/top.h"
+#include "tui/tui.h"
 #include "tui/ui.h"
 #include "wire/wire.h"
 

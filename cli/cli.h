@@ -1,6 +1,16 @@
 /*
  * cli: the `vitals` commands. main.c parses the options every command
- * shares and dispatches; each cmd_*.c holds a family of commands.
+ * shares and dispatches; each cmd_*.c holds a family of commands. The
+ * module owns the command line, the output formats (out.c), opening the
+ * store to read (reader.c), the replay input formats (replay_input.c)
+ * and log scraping (scrape.c); `vitals top` is tui/'s, started from
+ * cmd_top.c.
+ *
+ * It must not write to the store nor call LMDB itself: only vitalsd
+ * writes, and commands read through store/'s read calls. Samples reach
+ * vitalsd only through the public emitter API (include/vitals.h), never
+ * emitter/ internals or a hand-built wire message; alerts are computed
+ * by detect/ (replay, rules), never here.
  */
 #ifndef CLI_CLI_H
 #define CLI_CLI_H
@@ -8,6 +18,7 @@
 #include <stdint.h>
 
 #include "cli/out.h"
+#include "detect/detect.h"
 
 typedef struct cli_args {
 	const char     *db;
@@ -43,5 +54,15 @@ int cmd_replay(const cli_args *a);
 int cmd_rules(const cli_args *a);
 int cmd_tail(const cli_args *a);
 int cmd_keygen(const cli_args *a);
+
+/* Shared by `vitals replay` and `vitals rules` (defined in cmd_replay.c). */
+
+/* A whole file ("-": stdin), NUL-terminated; caller frees. NULL with a
+ * message on stderr on failure. */
+char *cli_read_file(const char *path, size_t *len);
+
+/* The rules of path, or the built-in ones if path is NULL. Returns 0, or
+ * 1 with the error (FILE:LINE:COL: ...) on stderr. */
+int cli_load_rules(const char *path, detect_rules **out);
 
 #endif /* CLI_CLI_H */

@@ -2,18 +2,13 @@
  * vitals alerts: the alert transitions vitalsd stored, oldest first.
  * JSON Lines are printed as stored; CSV columns are taken from them.
  */
-#include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/reader.h"
+#include "detect/detect.h"
 #include "store/scan.h"
-
-static const char *const columns[] = { "rule", "kind", "severity", "state",
-	"run", "rank", "host", "metric", "step", "time", "value", "baseline",
-	"message" };
-#define NCOLUMNS (sizeof(columns) / sizeof(columns[0]))
 
 typedef struct ctx_alerts {
 	const cli_args *a;
@@ -23,25 +18,19 @@ typedef struct ctx_alerts {
 /* One field of a stored alert as CSV: strings quoted when needed,
  * numbers as stored (NaN and infinities in CSV spelling). */
 static void
-csv_field(json_object *o, const char *name)
+csv_field(const detect_alert_value *v)
 {
-	json_object *v;
-	const char  *s;
-	char         num[40];
+	char num[40];
 
-	if (!json_object_object_get_ex(o, name, &v) || v == NULL)
-		return;
-	switch (json_object_get_type(v)) {
-	case json_type_string:
-		s = json_object_get_string(v);
-		out_csv_str(stdout, s, strlen(s));
+	switch (v->type) {
+	case DETECT_AT_STRING:
+		out_csv_str(stdout, v->str, strlen(v->str));
 		break;
-	case json_type_int:
-		printf("%lld", (long long) json_object_get_int64(v));
+	case DETECT_AT_INT:
+		printf("%lld", (long long) v->i);
 		break;
-	case json_type_double:
-		out_double(num, sizeof(num), json_object_get_double(v),
-		    OUT_CSV);
+	case DETECT_AT_REAL:
+		out_double(num, sizeof(num), v->num, OUT_CSV);
 		fputs(num, stdout);
 		break;
 	default:
@@ -53,10 +42,9 @@ static int
 each_alert(void *vctx, const char *run, size_t runlen, uint64_t seq,
     const char *json, size_t len)
 {
-	ctx_alerts             *c = vctx;
-	json_object            *o;
-	json_tokener           *tok;
-	enum json_tokener_error e;
+	ctx_alerts         *c = vctx;
+	detect_alert_record r;
+	int                 rc;
 
 	(void) run;
 	(void) runlen;
@@ -67,24 +55,20 @@ each_alert(void *vctx, const char *run, size_t runlen, uint64_t seq,
 		fputc('\n', stdout);
 		return 0;
 	}
-	tok = json_tokener_new();
-	if (tok == NULL)
+	rc = detect_alert_parse(json, len, &r, NULL, 0);
+	if (rc == DETECT_ENOMEM)
 		return 1;
-	o = json_tokener_parse_ex(tok, json, (int) len);
-	e = json_tokener_get_error(tok);
-	json_tokener_free(tok);
-	if (o == NULL || e != json_tokener_success) {
+	if (rc != 0) {
 		c->bad++;
-		json_object_put(o);
 		return 0;
 	}
-	for (size_t i = 0; i < NCOLUMNS; i++) {
+	for (int i = 0; i < DETECT_AF_COUNT; i++) {
 		if (i > 0)
 			fputc(',', stdout);
-		csv_field(o, columns[i]);
+		csv_field(&r.f[i]);
 	}
 	fputc('\n', stdout);
-	json_object_put(o);
+	detect_alert_record_free(&r);
 	return 0;
 }
 
@@ -98,8 +82,9 @@ cmd_alerts(const cli_args *a)
 	if (cli_reader_open(a, &r) != 0)
 		return 1;
 	if (a->format == OUT_CSV) {
-		for (size_t i = 0; i < NCOLUMNS; i++)
-			printf("%s%s", i ? "," : "", columns[i]);
+		for (int i = 0; i < DETECT_AF_COUNT; i++)
+			printf(
+			    "%s%s", i ? "," : "", detect_alert_field_name(i));
 		putchar('\n');
 	}
 	rc = scan_alerts(r.st, r.txn, a->run, 0, each_alert, &c);

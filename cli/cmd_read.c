@@ -25,7 +25,7 @@ put_i64_time(char *buf, size_t len, int64_t t, int valid)
 typedef struct ctx_runs {
 	const cli_args *a;
 	store          *st;
-	MDB_txn        *txn;
+	store_txn      *txn;
 	size_t          n;
 } ctx_runs;
 
@@ -122,11 +122,11 @@ require_run(cli_reader *r, const cli_args *a)
 
 	if (rc == STORE_ENOTFOUND) {
 		fprintf(stderr, "vitals: no run '%s' in %s (see vitals runs)\n",
-		    a->run, r->st->dir);
+		    a->run, store_dir(r->st));
 		return -1;
 	}
 	if (rc != 0) {
-		fprintf(stderr, "vitals: %s\n", r->st->err);
+		fprintf(stderr, "vitals: %s\n", store_errmsg(r->st));
 		return -1;
 	}
 	return 0;
@@ -211,51 +211,42 @@ cmd_emitters(const cli_args *a)
  */
 #define HOSTS_MAX 4096
 typedef struct hostmap {
-	char    run[132];
+	char    run[WIRE_RUN_MAX + 1];
 	size_t  runlen;
 	size_t  n;
 	int32_t rank[HOSTS_MAX];
-	int64_t seen[HOSTS_MAX];
-	char    host[HOSTS_MAX][256];
+	char    host[HOSTS_MAX][WIRE_HOST_MAX + 1];
 } hostmap;
 
+_Static_assert(sizeof(((hostmap *) 0)->host[0]) ==
+	sizeof(((emitter_rec *) 0)->host),
+    "a host as the store keeps it fits");
+
 static int
-each_host(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
+each_host(void *vctx, const scan_rank *r)
 {
 	hostmap *h = vctx;
-	size_t   i;
 
-	(void) run;
-	(void) runlen;
-	for (i = 0; i < h->n && h->rank[i] != e->rank; i++)
-		;
-	if (i == h->n) {
-		if (h->n == HOSTS_MAX)
-			return 0;
-		h->n++;
-		h->seen[i] = INT64_MIN;
-	}
-	if (e->last_seen >= h->seen[i]) {
-		h->rank[i] = e->rank;
-		h->seen[i] = e->last_seen;
-		snprintf(h->host[i], sizeof(h->host[i]), "%s", e->host);
-	}
+	if (h->n == HOSTS_MAX)
+		return 0;
+	h->rank[h->n] = r->rank;
+	memcpy(h->host[h->n], r->inc[r->n - 1]->host, sizeof(h->host[0]));
+	h->n++;
 	return 0;
 }
 
-/* The host of (run, rank), loading the run's emitters on a new run. */
+/* The host of (run, rank), loading the run's ranks on a new run. */
 static const char *
-host_of(hostmap *h, store *st, MDB_txn *txn, const scan_series *s)
+host_of(hostmap *h, store *st, store_txn *txn, const scan_series *s)
 {
+	if (s->runlen > WIRE_RUN_MAX)
+		return "";
 	if (h->runlen != s->runlen || memcmp(h->run, s->run, s->runlen)) {
-		char run[132];
-
-		memcpy(run, s->run, s->runlen);
-		run[s->runlen] = 0;
-		memcpy(h->run, run, s->runlen + 1);
-		h->runlen = s->runlen;
-		h->n      = 0;
-		scan_emitters(st, txn, run, each_host, h);
+		memcpy(h->run, s->run, s->runlen);
+		h->run[s->runlen] = 0;
+		h->runlen         = s->runlen;
+		h->n              = 0;
+		scan_ranks(st, txn, h->run, each_host, h);
 	}
 	for (size_t i = 0; i < h->n; i++)
 		if (h->rank[i] == s->rank)
@@ -332,7 +323,12 @@ write_samples(const cli_args *a, uint64_t *matched)
 		return 1;
 	}
 	out_sample_header(stdout, a->format);
-	rc = scan_series_of(r.st, r.txn, a->run, each_series, &c);
+	/* One metric of one run is one key range of the series. */
+	if (a->run != NULL && a->metric != NULL)
+		rc = scan_series_metric(
+		    r.st, r.txn, a->run, a->metric, each_series, &c);
+	else
+		rc = scan_series_of(r.st, r.txn, a->run, each_series, &c);
 	free(c.hosts);
 	*matched = c.matched;
 	return cli_reader_done(&r, rc);

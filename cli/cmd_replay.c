@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "cli/replay_input.h"
 #include "cli/scrape.h"
+#include "common/rules_file.h"
 #include "wire/wire.h"
 #include "detect/detect.h"
 
@@ -94,26 +95,10 @@ fail:
 int
 cli_load_rules(const char *path, detect_rules **out)
 {
-	char   err[600];
-	char  *text;
-	size_t len;
-	int    rc;
+	char err[600];
 
-	if (path == NULL) {
-		if (detect_rules_default(out) != 0) {
-			fprintf(stderr, "vitals: out of memory\n");
-			return 1;
-		}
-		return 0;
-	}
-	text = cli_read_file(path, &len);
-	if (text == NULL)
-		return 1;
-	rc = detect_rules_parse(text, len, path, out, err, sizeof(err));
-	free(text);
-	if (rc != 0) {
-		fprintf(stderr, "vitals: %s\n",
-		    rc == DETECT_EPARSE ? err : detect_strerror(rc));
+	if (rules_file_load(path, out, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vitals: %s\n", err);
 		return 1;
 	}
 	return 0;

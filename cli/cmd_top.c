@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "store/paths.h"
-#include "tui/top.h"
+#include "tui/tui.h"
 
 int
 cmd_top(const cli_args *a)

@@ -25,7 +25,7 @@ cli_reader_open(const cli_args *a, cli_reader *r)
 		return -1;
 	}
 	if (store_read_begin(r->st, &r->txn) != 0) {
-		fprintf(stderr, "vitals: %s\n", r->st->err);
+		fprintf(stderr, "vitals: %s\n", store_errmsg(r->st));
 		store_close(r->st);
 		r->st = NULL;
 		return -1;
@@ -36,8 +36,7 @@ cli_reader_open(const cli_args *a, cli_reader *r)
 void
 cli_reader_close(cli_reader *r)
 {
-	if (r->txn != NULL)
-		mdb_txn_abort(r->txn);
+	store_read_end(r->txn);
 	store_close(r->st);
 	r->txn = NULL;
 	r->st  = NULL;
@@ -47,7 +46,7 @@ int
 cli_reader_done(cli_reader *r, int rc)
 {
 	if (rc != 0)
-		fprintf(stderr, "vitals: %s\n", r->st->err);
+		fprintf(stderr, "vitals: %s\n", store_errmsg(r->st));
 	cli_reader_close(r);
 	return rc != 0;
 }

@@ -11,8 +11,8 @@
 #include "store/store.h"
 
 typedef struct cli_reader {
-	store   *st;
-	MDB_txn *txn;
+	store     *st;
+	store_txn *txn;
 } cli_reader;
 
 /* Returns 0, or -1 after printing why. */

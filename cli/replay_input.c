@@ -71,14 +71,14 @@ replay_input_open(
 		goto oom;
 	in->path   = path;
 	in->f      = f;
-	in->format = REPLAY_AUTO;
+	in->format = REPLAY_INPUT_AUTO;
 	dot        = strrchr(path, '.');
 	if (dot != NULL
 	    && (strcmp(dot, ".jsonl") == 0 || strcmp(dot, ".ndjson") == 0
 	        || strcmp(dot, ".json") == 0))
-		in->format = REPLAY_JSONL;
+		in->format = REPLAY_INPUT_JSONL;
 	else if (dot != NULL && strcmp(dot, ".csv") == 0)
-		in->format = REPLAY_CSV;
+		in->format = REPLAY_INPUT_CSV;
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	if (strcmp(path, "-") == 0)
@@ -189,7 +189,7 @@ blank(const char *s, size_t n)
  */
 
 int
-replay_parse_time(const char *s, size_t len, int64_t *ns)
+replay_input_parse_time(const char *s, size_t len, int64_t *ns)
 {
 	char      buf[64];
 	char     *end;
@@ -397,7 +397,7 @@ next_jsonl(replay_input *in, detect_sample *s, char *err, size_t errlen)
 		    json_object_object_get_ex(o, "time", &v) ? jtype(v)
 		                                             : "none");
 	txt = json_object_get_string(v);
-	if (replay_parse_time(txt, strlen(txt), &s->time_ns) != 0)
+	if (replay_input_parse_time(txt, strlen(txt), &s->time_ns) != 0)
 		return ierr(in, err, errlen, 0,
 		    "expected \"time\" as seconds since the epoch, found %s",
 		    txt);
@@ -620,7 +620,8 @@ next_csv(replay_input *in, detect_sample *s, char *err, size_t errlen)
 	s->run    = in->run0;
 	s->runlen = strlen(in->run0);
 	f         = in->col[C_TIME];
-	if (replay_parse_time(field(in, f), in->flen[f], &s->time_ns) != 0)
+	if (replay_input_parse_time(field(in, f), in->flen[f], &s->time_ns)
+	    != 0)
 		return ierr(in, err, errlen, in->fcol[f],
 		    "expected time in seconds, found '%.40s'", field(in, f));
 	f = in->col[C_STEP];
@@ -660,7 +661,7 @@ next_csv(replay_input *in, detect_sample *s, char *err, size_t errlen)
 int
 replay_input_next(replay_input *in, detect_sample *s, char *err, size_t errlen)
 {
-	if (in->format == REPLAY_AUTO) {
+	if (in->format == REPLAY_INPUT_AUTO) {
 		int rc;
 
 		/* Sniff: the first non-blank line decides. */
@@ -675,9 +676,10 @@ replay_input_next(replay_input *in, detect_sample *s, char *err, size_t errlen)
 			    strerror(errno));
 		in->pending = 1;
 		in->format  = in->buf[strspn(in->buf, " \t")] == '{'
-		     ? REPLAY_JSONL
-		     : REPLAY_CSV;
+		     ? REPLAY_INPUT_JSONL
+		     : REPLAY_INPUT_CSV;
 	}
-	return in->format == REPLAY_JSONL ? next_jsonl(in, s, err, errlen)
-	                                  : next_csv(in, s, err, errlen);
+	return in->format == REPLAY_INPUT_JSONL
+	    ? next_jsonl(in, s, err, errlen)
+	    : next_csv(in, s, err, errlen);
 }

@@ -22,7 +22,11 @@
 
 typedef struct replay_input replay_input;
 
-enum replay_format { REPLAY_AUTO, REPLAY_JSONL, REPLAY_CSV };
+enum replay_input_format {
+	REPLAY_INPUT_AUTO,
+	REPLAY_INPUT_JSONL,
+	REPLAY_INPUT_CSV
+};
 
 /*
  * Read samples from f (not closed here), named path in messages. Returns
@@ -45,16 +49,6 @@ int replay_input_format(const replay_input *in);
 
 /* Parse decimal seconds ("1700000000.123456789", "-1.5", "1e3") into
  * ns, exactly when there are at most 9 decimals. Returns 0 or -1. */
-int replay_parse_time(const char *s, size_t len, int64_t *ns);
-
-/* Shared by `vitals replay` and `vitals rules` (cmd_replay.c). */
-
-/* A whole file ("-": stdin), NUL-terminated; caller frees. NULL with a
- * message on stderr on failure. */
-char *cli_read_file(const char *path, size_t *len);
-
-/* The rules of path, or the built-in ones if path is NULL. Returns 0, or
- * 1 with the error (FILE:LINE:COL: ...) on stderr. */
-int cli_load_rules(const char *path, detect_rules **out);
+int replay_input_parse_time(const char *s, size_t len, int64_t *ns);
 
 #endif /* CLI_REPLAY_INPUT_H */

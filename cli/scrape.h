@@ -1,6 +1,6 @@
 /*
  * scrape: samples from a trainer's log lines, with PCRE2 patterns. Used by
- * `vitals tail` (live) and meant for `vitals replay --format log`
+ * `vitals tail` (live) and `vitals replay --preset | --pattern`
  * (backtesting rules on an old log).
  *
  * A scraper is made from a preset (the formats of Megatron-LM /
@@ -105,7 +105,7 @@ int scrape_number(const char *s, size_t len, double *out);
 /* The preset names, one per line with a description (for usage). */
 const char *scrape_preset_help(void);
 
-/* ---- reading a whole log (vitals replay --format log) ---------------- */
+/* ---- reading a whole log (vitals replay --preset | --pattern) -------- */
 
 /*
  * Samples of a log file, one per metric of each matched line, in file

@@ -7,11 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "collector/feed.h"
 #include "collector/hooks.h"
+#include "common/clock.h"
+#include "common/rules_file.h"
 #include "detect/detect.h"
 #include "wire/wire.h"
 
-#define RULES_MAX_BYTES (1u << 20)
 #define ALERTS_MAX 65536 /* alerts waiting to be stored */
 #define TICK_NS (200 * 1000000ll)
 
@@ -52,75 +54,16 @@ struct alerting {
 	void           *sink_ctx;
 };
 
-static int64_t
-clock_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (int64_t) ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-/*
- * Read a rules file whole. Returns a NUL-terminated buffer the caller
- * frees, or NULL after logging why.
- */
-static char *
-read_file(const char *path, size_t *len)
-{
-	FILE  *f = fopen(path, "rb");
-	char  *buf;
-	size_t n;
-
-	if (f == NULL) {
-		fprintf(stderr, "vitalsd: rules %s: %s\n", path,
-		    strerror(errno));
-		return NULL;
-	}
-	buf = malloc(RULES_MAX_BYTES + 1);
-	if (buf == NULL) {
-		fclose(f);
-		fprintf(stderr, "vitalsd: rules %s: out of memory\n", path);
-		return NULL;
-	}
-	n = fread(buf, 1, RULES_MAX_BYTES + 1, f);
-	if (ferror(f) || n > RULES_MAX_BYTES) {
-		fprintf(stderr, "vitalsd: rules %s: %s\n", path,
-		    ferror(f) ? "read error" : "larger than 1 MiB");
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = 0;
-	*len   = n;
-	return buf;
-}
-
 /* Load the rules named by al->path (or the built-in ones). Returns NULL
  * after logging why. */
 static detect_rules *
 load_rules(const alerting *al)
 {
-	detect_rules *r = NULL;
+	detect_rules *r;
 	char          err[1024];
-	char         *text;
-	size_t        len = 0;
-	int           rc;
 
-	if (al->path == NULL) {
-		if (detect_rules_default(&r) != 0)
-			fprintf(stderr, "vitalsd: built-in rules: out of "
-					"memory\n");
-		return r;
-	}
-	if ((text = read_file(al->path, &len)) == NULL)
-		return NULL;
-	rc = detect_rules_parse(text, len, al->path, &r, err, sizeof(err));
-	free(text);
-	if (rc != 0) {
-		fprintf(stderr, "vitalsd: %s\n",
-		    rc == DETECT_EPARSE ? err : detect_strerror(rc));
+	if (rules_file_load(al->path, &r, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vitalsd: %s\n", err);
 		return NULL;
 	}
 	return r;
@@ -213,34 +156,13 @@ feed(alerting *al, const job *j)
 {
 	wire_batch b;
 	char       err[256];
-	size_t     off = 0;
 
 	/* It was validated when it arrived; decoding again only rebuilds
 	 * the view into our copy. */
 	if (wire_batch_decode(j->msg, j->len, &b, err, sizeof(err)) != 0)
 		return;
-	for (uint32_t i = 0; i < b.nnames; i++)
-		al->names[i] = wire_names_next(&b, &off, &al->lens[i]);
-	for (uint32_t i = 0; i < b.nsamples; i++) {
-		wire_sample   ws;
-		detect_sample s;
-
-		wire_batch_sample(&b, i, &ws);
-		s.run     = b.id.run;
-		s.runlen  = b.id.run_len;
-		s.metric  = al->names[ws.name];
-		s.mlen    = al->lens[ws.name];
-		s.host    = b.id.host;
-		s.hostlen = b.id.host_len;
-		s.rank    = b.id.rank;
-		s.step    = ws.step;
-		s.time_ns = ingest_quantize(ws.time_ns, al->quantum);
-		s.value   = ws.value;
-		detect_feed(al->engine, &s, on_alert, al);
-	}
-	if (b.flags & WIRE_FINAL)
-		detect_end(al->engine, b.id.run, b.id.run_len, b.id.rank,
-		    j->recv_ns, on_alert, al);
+	feed_batch(al->engine, &b, al->quantum, j->recv_ns, al->names,
+	    al->lens, on_alert, al);
 }
 
 /*
@@ -257,7 +179,7 @@ run(void *arg)
 	pthread_mutex_lock(&al->mu);
 	for (;;) {
 		job    *j;
-		int64_t mono = clock_ns(CLOCK_MONOTONIC);
+		int64_t mono = now_mono_ns();
 
 		if (al->reload) {
 			al->reload = 0;
@@ -268,7 +190,7 @@ run(void *arg)
 		}
 		if (mono - last_tick >= TICK_NS) {
 			int64_t mark = al->head ? al->head->recv_ns :
-						  clock_ns(CLOCK_REALTIME);
+						  now_wall_ns();
 
 			last_tick = mono;
 			pthread_mutex_unlock(&al->mu);
@@ -285,7 +207,7 @@ run(void *arg)
 			pthread_cond_broadcast(&al->idle);
 			if (al->stop)
 				break;
-			until = clock_ns(CLOCK_REALTIME) + TICK_NS / 2;
+			until = now_wall_ns() + TICK_NS / 2;
 			ts.tv_sec  = until / 1000000000ll;
 			ts.tv_nsec = until % 1000000000ll;
 			pthread_cond_timedwait(&al->wake, &al->mu, &ts);
@@ -321,8 +243,8 @@ alerting_open(const char *rules_path, int64_t quantum_ns, alerting **out)
 		goto fail;
 	if ((al->hooks = hooks_new()) == NULL)
 		goto fail;
-	al->names = calloc(65536, sizeof(*al->names));
-	al->lens  = calloc(65536, sizeof(*al->lens));
+	al->names = calloc(FEED_NAMES_MAX, sizeof(*al->names));
+	al->lens  = calloc(FEED_NAMES_MAX, sizeof(*al->lens));
 	if (al->names == NULL || al->lens == NULL)
 		goto fail;
 	if ((r = load_rules(al)) == NULL)

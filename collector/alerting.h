@@ -18,6 +18,11 @@
  * oldest batch not yet fed (or now, when everything is fed), so a backlog
  * in the queue is never mistaken for silence.
  *
+ * It owns the rules in force, the detection thread and the exec hooks. It
+ * must not touch the socket nor the store from its thread (queued alerts
+ * are stored by the server thread, through ingest), and it judges no
+ * sample itself: the detect engine does, as in `vitals replay`.
+ *
  * Thread rule: every function is called from the server thread.
  */
 #ifndef COLLECTOR_ALERTING_H

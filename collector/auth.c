@@ -15,6 +15,8 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "common/clock.h"
+
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_DOMAIN "vitals"
 #define MONITOR_ENDPOINT "inproc://vitalsd-auth-monitor"
@@ -175,15 +177,6 @@ allowed(const auth *a, const uint8_t *key)
 	return bsearch(key, a->keys, a->nkeys, KEY_LEN, cmp_key) != NULL;
 }
 
-static int64_t
-mono_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec;
-}
-
 /*
  * Log one refused attempt: at most LOG_BURST lines per LOG_WINDOW_S
  * seconds, so that clients retrying in a loop (every 0.1 to 1 s) cannot
@@ -192,7 +185,7 @@ mono_sec(void)
 __attribute__((format(printf, 2, 3))) static void
 log_refused(auth *a, const char *fmt, ...)
 {
-	int64_t w = mono_sec() / LOG_WINDOW_S;
+	int64_t w = now_mono_ns() / 1000000000ll / LOG_WINDOW_S;
 	va_list ap;
 
 	if (w != a->log_window) {

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 typedef struct hook {
 	pid_t   pid; /* 0: free slot */
 	int64_t deadline;
@@ -21,15 +23,6 @@ struct hooks {
 	hook slot[HOOKS_MAX];
 	size_t n;
 };
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 hooks *
 hooks_new(void)
@@ -128,7 +121,7 @@ hooks_start(hooks *h, const char *const *argv, const char *input, size_t len,
 	close(p[1]);
 	slot->pid      = pid;
 	slot->killed   = 0;
-	slot->deadline = mono_ns() + (int64_t) timeout_ms * 1000000;
+	slot->deadline = now_mono_ns() + (int64_t) timeout_ms * 1000000;
 	snprintf(slot->name, sizeof(slot->name), "%s", argv[0]);
 	h->n++;
 	return 0;

@@ -1,12 +1,20 @@
+/*
+ * ingest: the batch path of the collector. Each batch is checked against
+ * its emitter's dedup window, its samples appended to the tail blocks of
+ * their series (new series past a cap are refused and raise the run's
+ * series_limit alert), and the run and emitter records updated, all in
+ * the store's write transaction (store/write.h). The caches that hold
+ * those records between commits are collector/cache.c.
+ */
 #include "collector/ingest.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/table.h"
-#include "store/block.h"
+#include "collector/feed.h"
+#include "collector/ingest_int.h"
+#include "detect/detect.h"
 
 /* Defaults of the limits (see ingest.h). */
 #define MAX_SERIES_RUN 100000u
@@ -15,58 +23,7 @@
 #define CACHE_ENCODERS 16384u
 #define CACHE_EMITTERS 65536u
 
-/* Meta key prefix of a run's count of refused samples; its presence means
- * the run's series_limit alert was stored. */
-
-/* A series in the cache: its record and the block being appended to. The
- * key is sized to fit, as a cache of many series is mostly keys. */
-typedef struct ser {
-	series_rec rec;
-	size_t     keylen;
-	block_enc *enc;  /* NULL until the tail is loaded */
-	uint64_t   used; /* number of the last commit that touched it */
-	int        dirty;
-	struct ser *next_dirty;
-	uint8_t    key[];
-} ser;
-
-typedef struct emi {
-	emitter_rec rec;
-	uint8_t     key[STORE_KEY_MAX];
-	size_t      keylen;
-	uint64_t    used;
-	int         dirty;
-	struct emi *next_dirty;
-} emi;
-
-typedef struct run {
-	run_rec     rec;
-	char        name[WIRE_RUN_MAX + 1];
-	size_t      len;
-	int         dirty;
-	struct run *next_dirty;
-	uint64_t    refused;     /* samples refused by a series cap */
-	int         limit_hit;   /* its series_limit alert is stored */
-	int         refused_dirty;
-} run;
-
-struct ingest {
-	store      *st;
-	ingest_opts opts;
-	MDB_txn    *txn;
-	table      *series, *emitters, *runs;
-	ser        *dirty_series;
-	emi        *dirty_emitters;
-	run        *dirty_runs;
-	uint32_t    next_sid;
-	int         next_sid_dirty;
-	uint64_t    next_alert; /* 0: not loaded */
-	int         next_alert_dirty;
-	ser       **names; /* per batch: name index -> series (NULL: refused) */
-	size_t      nenc;  /* series with a loaded encoder */
-	ingest_stats stats, tentative;
-	char        notice[512], notice_out[512];
-};
+/* ---- the handle and its transaction ---------------------------------- */
 
 void
 ingest_opts_init(ingest_opts *o)
@@ -77,53 +34,6 @@ ingest_opts_init(ingest_opts *o)
 	o->cache_series     = CACHE_SERIES;
 	o->cache_encoders   = CACHE_ENCODERS;
 	o->cache_emitters   = CACHE_EMITTERS;
-}
-
-static void
-drop_caches(ingest *in)
-{
-	size_t pos = 0;
-	void  *v;
-
-	if (in->series != NULL) {
-		while ((v = table_next(in->series, &pos)) != NULL) {
-			free(((ser *) v)->enc);
-			free(v);
-		}
-	}
-	pos = 0;
-	while (in->emitters != NULL &&
-	    (v = table_next(in->emitters, &pos)) != NULL)
-		free(v);
-	pos = 0;
-	while (in->runs != NULL && (v = table_next(in->runs, &pos)) != NULL)
-		free(v);
-	table_free(in->series);
-	table_free(in->emitters);
-	table_free(in->runs);
-	in->series = in->emitters = in->runs = NULL;
-	in->dirty_series                     = NULL;
-	in->dirty_emitters                   = NULL;
-	in->dirty_runs                       = NULL;
-	in->next_sid                         = 0;
-	in->next_sid_dirty                   = 0;
-	in->next_alert                       = 0;
-	in->next_alert_dirty                 = 0;
-	in->nenc                             = 0;
-	in->notice[0]                        = 0;
-}
-
-static int
-make_caches(ingest *in)
-{
-	in->series   = table_new();
-	in->emitters = table_new();
-	in->runs     = table_new();
-	if (in->series == NULL || in->emitters == NULL || in->runs == NULL) {
-		drop_caches(in);
-		return STORE_ENOMEM;
-	}
-	return 0;
 }
 
 int
@@ -142,7 +52,7 @@ ingest_open(store *st, const ingest_opts *o, ingest **out)
 	if (in->opts.time_quantum_ns < 1)
 		in->opts.time_quantum_ns = 1;
 	in->names = calloc(65536, sizeof(ser *));
-	if (in->names == NULL || make_caches(in) != 0) {
+	if (in->names == NULL || cache_make(in) != 0) {
 		free(in->names);
 		free(in);
 		return STORE_ENOMEM;
@@ -156,9 +66,8 @@ ingest_close(ingest *in)
 {
 	if (in == NULL)
 		return;
-	if (in->txn != NULL)
-		mdb_txn_abort(in->txn);
-	drop_caches(in);
+	store_abort(in->txn);
+	cache_drop(in);
 	free(in->names);
 	free(in);
 }
@@ -168,13 +77,10 @@ ingest_begin(ingest *in)
 {
 	int rc;
 
-	if (in->series == NULL && (rc = make_caches(in)) != 0)
+	if (in->series == NULL && (rc = cache_make(in)) != 0)
 		return rc;
-	rc = mdb_txn_begin(in->st->env, NULL, 0, &in->txn);
-	if (rc != 0) {
-		in->txn = NULL;
-		return store_fail(in->st, rc, "starting a write transaction");
-	}
+	if ((rc = store_write_begin(in->st, &in->txn)) != 0)
+		return rc;
 	memset(&in->tentative, 0, sizeof(in->tentative));
 	return 0;
 }
@@ -182,71 +88,23 @@ ingest_begin(ingest *in)
 void
 ingest_abort(ingest *in)
 {
-	if (in->txn != NULL)
-		mdb_txn_abort(in->txn);
+	store_abort(in->txn);
 	in->txn = NULL;
-	drop_caches(in);
+	cache_drop(in);
 }
 
-/* Load the next series id from the store the first time it is needed. */
-static int
-load_sid(ingest *in)
-{
-	MDB_val k, v;
-	int     rc;
-
-	if (in->next_sid == 0) {
-		k.mv_data = (void *) (uintptr_t) "next_sid";
-		k.mv_size = 8;
-		rc        = mdb_get(in->txn, in->st->meta, &k, &v);
-		if (rc == MDB_NOTFOUND)
-			in->next_sid = 1;
-		else if (rc != 0)
-			return store_fail(in->st, rc, "reading next_sid");
-		else if (v.mv_size != 4)
-			return STORE_ECORRUPT;
-		else
-			in->next_sid = wire_get32(v.mv_data);
-	}
-	return 0;
-}
-
-static int
-alloc_sid(ingest *in, uint32_t *sid)
-{
-	int rc;
-
-	if ((rc = load_sid(in)) != 0)
-		return rc;
-	*sid                = in->next_sid++;
-	in->next_sid_dirty = 1;
-	return 0;
-}
-
-static size_t
-refused_key(uint8_t *buf, const run *r)
-{
-	return store_refused_key(buf, r->name, r->len);
-}
+/* ---- runs and emitters ----------------------------------------------- */
 
 /* Read the run's refused-sample count (absent: none refused, no alert). */
 static int
 load_refused(ingest *in, run *r)
 {
-	uint8_t key[STORE_REFUSED_KEY_MAX];
-	MDB_val k, v;
-	int     rc;
+	int rc = store_get_refused(in->txn, r->name, r->len, &r->refused);
 
-	k.mv_data = key;
-	k.mv_size = refused_key(key, r);
-	rc        = mdb_get(in->txn, in->st->meta, &k, &v);
-	if (rc == MDB_NOTFOUND)
+	if (rc == STORE_ENOTFOUND)
 		return 0;
 	if (rc != 0)
-		return store_fail(in->st, rc, "reading a refused count");
-	if (v.mv_size != 8)
-		return STORE_ECORRUPT;
-	r->refused   = wire_get64(v.mv_data);
+		return rc;
 	r->limit_hit = 1;
 	return 0;
 }
@@ -254,9 +112,8 @@ load_refused(ingest *in, run *r)
 static int
 get_run(ingest *in, const char *name, size_t len, run **out)
 {
-	run    *r = table_get(in->runs, name, len);
-	MDB_val k, v;
-	int     rc;
+	run *r = table_get(in->runs, name, len);
+	int  rc;
 
 	if (r != NULL) {
 		*out = r;
@@ -266,22 +123,15 @@ get_run(ingest *in, const char *name, size_t len, run **out)
 	if (r == NULL)
 		return STORE_ENOMEM;
 	memcpy(r->name, name, len);
-	r->len    = len;
-	k.mv_data = r->name;
-	k.mv_size = len;
-	rc        = mdb_get(in->txn, in->st->runs, &k, &v);
-	if (rc == 0) {
-		if (store_run_get(v.mv_data, v.mv_size, &r->rec) != 0) {
-			free(r);
-			return STORE_ECORRUPT;
-		}
-	} else if (rc == MDB_NOTFOUND) {
+	r->len = len;
+	rc     = store_get_run(in->txn, r->name, len, &r->rec);
+	if (rc == STORE_ENOTFOUND) {
 		r->rec.first_step = UINT64_MAX;
 		r->rec.first_time = INT64_MAX;
 		r->rec.last_time  = INT64_MIN;
-	} else {
+	} else if (rc != 0) {
 		free(r);
-		return store_fail(in->st, rc, "reading a run");
+		return rc;
 	}
 	if ((rc = load_refused(in, r)) != 0) {
 		free(r);
@@ -295,36 +145,6 @@ get_run(ingest *in, const char *name, size_t len, run **out)
 	return 0;
 }
 
-static void
-mark_run(ingest *in, run *r)
-{
-	if (!r->dirty) {
-		r->dirty       = 1;
-		r->next_dirty  = in->dirty_runs;
-		in->dirty_runs = r;
-	}
-}
-
-static void
-mark_emitter(ingest *in, emi *e)
-{
-	if (!e->dirty) {
-		e->dirty           = 1;
-		e->next_dirty      = in->dirty_emitters;
-		in->dirty_emitters = e;
-	}
-}
-
-static void
-mark_series(ingest *in, ser *s)
-{
-	if (!s->dirty) {
-		s->dirty         = 1;
-		s->next_dirty    = in->dirty_series;
-		in->dirty_series = s;
-	}
-}
-
 static int
 get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
     int *is_new)
@@ -333,7 +153,6 @@ get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
 	size_t  kl = store_emitter_key(
             key, b->id.run, b->id.run_len, b->id.incarnation);
 	emi    *e  = table_get(in->emitters, key, kl);
-	MDB_val k, v;
 	int     rc;
 
 	*is_new = 0;
@@ -348,24 +167,17 @@ get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
 	e->used = in->stats.commits + 1;
 	memcpy(e->key, key, kl);
 	e->keylen = kl;
-	k.mv_data = e->key;
-	k.mv_size = kl;
-	rc        = mdb_get(in->txn, in->st->emitters, &k, &v);
-	if (rc == 0) {
-		if (store_emitter_get(v.mv_data, v.mv_size, &e->rec) != 0) {
-			free(e);
-			return STORE_ECORRUPT;
-		}
-	} else if (rc == MDB_NOTFOUND) {
+	rc        = store_get_emitter(in->txn, e->key, kl, &e->rec);
+	if (rc == STORE_ENOTFOUND) {
 		e->rec.incarnation = b->id.incarnation;
 		e->rec.first_seen  = now;
 		e->rec.first_step  = UINT64_MAX;
 		r->rec.emitters++;
-		mark_run(in, r);
+		cache_mark_run(in, r);
 		*is_new = 1;
-	} else {
+	} else if (rc != 0) {
 		free(e);
-		return store_fail(in->st, rc, "reading an emitter");
+		return rc;
 	}
 	if (table_put(in->emitters, key, kl, e) != 0) {
 		free(e);
@@ -374,6 +186,8 @@ get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
 	*out = e;
 	return 0;
 }
+
+/* ---- deduplication --------------------------------------------------- */
 
 /*
  * The dedup window: every seq below floor is settled; bit i of window says
@@ -417,48 +231,7 @@ window_take(emitter_rec *r, uint64_t floor, uint64_t seq)
 	return 1;
 }
 
-/*
- * Write the JSON string of n bytes of p (UTF-8 without control characters,
- * as the wire decoder enforces) into buf at *off, escaping quotes and
- * backslashes; stops short rather than overflow.
- */
-static void
-json_str(char *buf, size_t cap, size_t *off, const char *p, size_t n)
-{
-	size_t o = *off;
-
-	if (o + 1 < cap)
-		buf[o++] = '"';
-	for (size_t i = 0; i < n && o + 3 < cap; i++) {
-		if (p[i] == '"' || p[i] == '\\')
-			buf[o++] = '\\';
-		buf[o++] = p[i];
-	}
-	if (o + 1 < cap)
-		buf[o++] = '"';
-	buf[o] = 0;
-	*off   = o;
-}
-
-/* Append printf-style text at *off, clamped to the buffer. */
-static void
-json_fmt(char *buf, size_t cap, size_t *off, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void
-json_fmt(char *buf, size_t cap, size_t *off, const char *fmt, ...)
-{
-	va_list ap;
-	int     n;
-
-	if (*off >= cap)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *off, cap - *off, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*off = *off + (size_t) n < cap ? *off + (size_t) n : cap - 1;
-}
+/* ---- the series_limit alert ------------------------------------------ */
 
 /*
  * The first series refused in a run: store its one series_limit alert in
@@ -471,24 +244,13 @@ limit_alert(ingest *in, const wire_batch *b, run *r, const char *metric,
     uint64_t cap)
 {
 	char   json[1024];
-	size_t o = 0;
+	size_t o;
 	int    rc;
 
-	json_fmt(json, sizeof(json), &o,
-	    "{\"rule\":\"series_limit\",\"kind\":\"series_limit\","
-	    "\"severity\":\"warning\",\"state\":\"firing\",\"run\":");
-	json_str(json, sizeof(json), &o, r->name, r->len);
-	json_fmt(json, sizeof(json), &o, ",\"rank\":-1,\"host\":");
-	json_str(json, sizeof(json), &o, b->id.host, b->id.host_len);
-	json_fmt(json, sizeof(json), &o, ",\"metric\":");
-	json_str(json, sizeof(json), &o, metric, mlen);
-	json_fmt(json, sizeof(json), &o,
-	    ",\"step\":%llu,\"time\":%lld.%09lld,\"value\":null,"
-	    "\"baseline\":null,\"message\":\"%s series cap of %llu "
-	    "reached: samples of new series are refused (not stored)\"}",
-	    (unsigned long long) step, (long long) (now / 1000000000),
-	    (long long) (now % 1000000000), which, (unsigned long long) cap);
-	if (o + 1 >= sizeof(json))
+	o = detect_alert_series_limit_json(r->name, r->len, b->id.host,
+	    b->id.host_len, metric, mlen, step, now, which, cap, json,
+	    sizeof(json));
+	if (o >= sizeof(json))
 		return STORE_ECORRUPT; /* cannot happen: names are short */
 	if ((rc = ingest_alert(in, r->name, r->len, json, o)) != 0)
 		return rc;
@@ -501,6 +263,8 @@ limit_alert(ingest *in, const wire_batch *b, run *r, const char *metric,
 	    (int) mlen, metric, (int) b->id.rank);
 	return 0;
 }
+
+/* ---- series and their tail blocks ------------------------------------ */
 
 /*
  * Find or create the series of a metric of this batch's rank. A new series
@@ -515,7 +279,6 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	size_t  kl = store_series_key(
             key, b->id.run, b->id.run_len, metric, mlen, b->id.rank);
 	ser    *s  = table_get(in->series, key, kl);
-	MDB_val k, v;
 	int     rc;
 
 	if (s != NULL) {
@@ -529,19 +292,13 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	s->used = in->stats.commits + 1;
 	memcpy(s->key, key, kl);
 	s->keylen = kl;
-	k.mv_data = s->key;
-	k.mv_size = kl;
-	rc        = mdb_get(in->txn, in->st->series, &k, &v);
-	if (rc == 0) {
-		if (store_series_get(v.mv_data, v.mv_size, &s->rec) != 0) {
-			free(s);
-			return STORE_ECORRUPT;
-		}
-	} else if (rc == MDB_NOTFOUND) {
+	rc        = store_get_series(in->txn, s->key, kl, &s->rec);
+	if (rc == STORE_ENOTFOUND) {
 		const char *which = NULL;
 		uint64_t    cap   = 0;
+		uint32_t    next;
 
-		if ((rc = load_sid(in)) != 0) {
+		if ((rc = store_next_sid(in->txn, &next)) != 0) {
 			free(s);
 			return rc;
 		}
@@ -550,7 +307,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			which = "per-run";
 			cap   = in->opts.max_series_run;
 		} else if (in->opts.max_series_total &&
-		    in->next_sid - 1 >= in->opts.max_series_total) {
+		    next - 1 >= in->opts.max_series_total) {
 			which = "total";
 			cap   = in->opts.max_series_total;
 		}
@@ -574,7 +331,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			return limit_alert(in, b, r, metric, mlen, step, now,
 			    which, cap);
 		}
-		if ((rc = alloc_sid(in, &s->rec.sid)) != 0) {
+		if ((rc = store_new_sid(in->txn, &s->rec.sid)) != 0) {
 			free(s);
 			return rc;
 		}
@@ -582,12 +339,12 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 		s->rec.first_time = INT64_MAX;
 		s->rec.last_time  = INT64_MIN;
 		r->rec.series++;
-		mark_run(in, r);
-		mark_series(in, s);
+		cache_mark_run(in, r);
+		cache_mark_series(in, s);
 		in->tentative.series++;
-	} else {
+	} else if (rc != 0) {
 		free(s);
-		return store_fail(in->st, rc, "reading a series");
+		return rc;
 	}
 	if (table_put(in->series, key, kl, s) != 0) {
 		free(s);
@@ -597,45 +354,14 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	return 0;
 }
 
-static int put_tail(ingest *in, ser *s);
-
-/*
- * Inside a transaction that touches more series than the encoder bound
- * (a trainer logging a new name every step): write the tails of the other
- * loaded series into the transaction and free their encoders; append()
- * resumes them from the transaction when they come back. Returns 0 or a
- * store_err.
- */
-static int
-shed_encoders(ingest *in, const ser *keep)
-{
-	size_t pos = 0;
-	ser   *s;
-	int    rc;
-
-	while ((s = table_next(in->series, &pos)) != NULL) {
-		if (s->enc == NULL || s == keep)
-			continue;
-		if (s->dirty && (rc = put_tail(in, s)) != 0)
-			return rc;
-		free(s->enc);
-		s->enc = NULL;
-		in->nenc--;
-		in->stats.evictions++;
-	}
-	return 0;
-}
-
 /* Load the tail block of a series into its encoder (new series: empty). */
 static int
 load_tail(ingest *in, ser *s)
 {
-	uint8_t key[16];
-	MDB_val k, v;
-	int     rc;
+	int rc;
 
 	if (in->nenc >= in->opts.cache_encoders &&
-	    (rc = shed_encoders(in, s)) != 0)
+	    (rc = cache_shed_encoders(in, s)) != 0)
 		return rc;
 	s->enc = malloc(sizeof(*s->enc));
 	if (s->enc == NULL)
@@ -644,25 +370,11 @@ load_tail(ingest *in, ser *s)
 	in->nenc++;
 	if (s->rec.nblocks == 0)
 		return 0;
-	store_block_key(key, s->rec.sid, s->rec.tail_first_step,
-	    s->rec.tail_no);
-	k.mv_data = key;
-	k.mv_size = 16;
-	rc        = mdb_get(in->txn, in->st->blocks, &k, &v);
-	if (rc != 0) {
+	if ((rc = store_get_tail(in->txn, &s->rec, s->enc)) != 0) {
 		free(s->enc);
 		s->enc = NULL;
 		in->nenc--;
-		return store_fail(in->st, rc, "reading a tail block");
-	}
-	if (block_enc_resume(s->enc, v.mv_data, v.mv_size) != BLOCK_OK) {
-		free(s->enc);
-		s->enc = NULL;
-		in->nenc--;
-		snprintf(in->st->err, sizeof(in->st->err),
-		    "%s: tail block of series %u is corrupt", in->st->dir,
-		    s->rec.sid);
-		return STORE_ECORRUPT;
+		return rc;
 	}
 	return 0;
 }
@@ -670,23 +382,9 @@ load_tail(ingest *in, ser *s)
 static int
 put_tail(ingest *in, ser *s)
 {
-	uint8_t key[16];
-	MDB_val k, v;
-	size_t  len;
-	int     rc;
-
-	if (s->enc == NULL || s->enc->count == 0)
+	if (s->enc == NULL)
 		return 0;
-	store_block_key(key, s->rec.sid, s->rec.tail_first_step,
-	    s->rec.tail_no);
-	k.mv_data = key;
-	k.mv_size = 16;
-	v.mv_data = (void *) (uintptr_t) block_enc_data(s->enc, &len);
-	v.mv_size = len;
-	rc        = mdb_put(in->txn, in->st->blocks, &k, &v, 0);
-	if (rc != 0)
-		return store_fail(in->st, rc, "writing a block");
-	return 0;
+	return store_put_tail(in->txn, &s->rec, s->enc);
 }
 
 /*
@@ -723,22 +421,11 @@ append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
 		s->rec.last_value = value;
 	}
 	s->rec.samples++;
-	mark_series(in, s);
+	cache_mark_series(in, s);
 	return 0;
 }
 
-int64_t
-ingest_quantize(int64_t t, int64_t q)
-{
-	int64_t r;
-
-	if (q <= 1)
-		return t;
-	r = t % q;
-	if (r < 0)
-		r += q;
-	return t - r;
-}
+/* ---- the batch ------------------------------------------------------- */
 
 int
 ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
@@ -757,7 +444,7 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		return -rc;
 
 	take = window_take(&e->rec, b->floor, b->seq);
-	mark_emitter(in, e);
+	cache_mark_emitter(in, e);
 	if (take < 0) {
 		snprintf(why, whylen,
 		    "batch %llu beyond the dedup window (floor %llu, %d "
@@ -809,7 +496,7 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 			refused++;
 			continue;
 		}
-		t  = ingest_quantize(ws.time_ns, in->opts.time_quantum_ns);
+		t  = feed_quantize(ws.time_ns, in->opts.time_quantum_ns);
 		rc = append(in, in->names[ws.name], ws.step, t, ws.value);
 		if (rc != 0)
 			return -rc;
@@ -834,7 +521,7 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		r->refused_dirty = 1;
 		in->tentative.refused += refused;
 	}
-	mark_run(in, r);
+	cache_mark_run(in, r);
 	in->tentative.batches++;
 	in->tentative.samples += b->nsamples - refused;
 	if (*is_new)
@@ -842,248 +529,42 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 	return WIRE_ACK_STORED;
 }
 
-/* Load a u64 counter kept in the meta database (absent: 1). */
-static int
-meta_counter(ingest *in, const char *name, uint64_t *out)
-{
-	MDB_val k, v;
-	int     rc;
-
-	k.mv_data = (void *) (uintptr_t) name;
-	k.mv_size = strlen(name);
-	rc        = mdb_get(in->txn, in->st->meta, &k, &v);
-	if (rc == MDB_NOTFOUND) {
-		*out = 1;
-		return 0;
-	}
-	if (rc != 0)
-		return store_fail(in->st, rc, "reading a counter");
-	if (v.mv_size != 8)
-		return STORE_ECORRUPT;
-	*out = wire_get64(v.mv_data);
-	return 0;
-}
+/* ---- alerts and the commit ------------------------------------------- */
 
 int
 ingest_alert(ingest *in, const char *runname, size_t runlen,
     const char *json, size_t len)
 {
-	uint8_t key[STORE_KEY_MAX];
-	MDB_val k, v;
-	int     rc;
-
-	if (runlen > WIRE_RUN_MAX)
-		return STORE_ECORRUPT;
-	if (in->next_alert == 0 &&
-	    (rc = meta_counter(in, "next_alert", &in->next_alert)) != 0)
-		return rc;
-	k.mv_data = key;
-	k.mv_size = store_emitter_key(key, runname, runlen, in->next_alert);
-	v.mv_data = (void *) (uintptr_t) json;
-	v.mv_size = len;
-	if ((rc = mdb_put(in->txn, in->st->alerts, &k, &v, 0)) != 0)
-		return store_fail(in->st, rc, "writing an alert");
-	in->next_alert++;
-	in->next_alert_dirty = 1;
-	return 0;
+	return store_put_alert(in->txn, runname, runlen, json, len);
 }
 
+/* Write every record the transaction changed. Returns 0 or a
+ * store_err. */
 static int
 flush_dirty(ingest *in)
 {
-	uint8_t buf[EMITTER_REC_MAX];
-	MDB_val k, v;
-	int     rc;
+	int rc;
 
 	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty) {
-		if ((rc = put_tail(in, s)) != 0)
+		if ((rc = put_tail(in, s)) != 0 ||
+		    (rc = store_put_series(in->txn, s->key, s->keylen,
+			 &s->rec)) != 0)
 			return rc;
-		store_series_put(buf, &s->rec);
-		k.mv_data = s->key;
-		k.mv_size = s->keylen;
-		v.mv_data = buf;
-		v.mv_size = SERIES_REC_SIZE;
-		if ((rc = mdb_put(in->txn, in->st->series, &k, &v, 0)) != 0)
-			return store_fail(in->st, rc, "writing a series");
 	}
 	for (emi *e = in->dirty_emitters; e != NULL; e = e->next_dirty) {
-		k.mv_data = e->key;
-		k.mv_size = e->keylen;
-		v.mv_data = buf;
-		v.mv_size = store_emitter_put(buf, &e->rec);
-		if ((rc = mdb_put(in->txn, in->st->emitters, &k, &v, 0)) != 0)
-			return store_fail(in->st, rc, "writing an emitter");
+		rc = store_put_emitter(in->txn, e->key, e->keylen, &e->rec);
+		if (rc != 0)
+			return rc;
 	}
 	for (run *r = in->dirty_runs; r != NULL; r = r->next_dirty) {
-		store_run_put(buf, &r->rec);
-		k.mv_data = r->name;
-		k.mv_size = r->len;
-		v.mv_data = buf;
-		v.mv_size = RUN_REC_SIZE;
-		if ((rc = mdb_put(in->txn, in->st->runs, &k, &v, 0)) != 0)
-			return store_fail(in->st, rc, "writing a run");
-		if (r->limit_hit || r->refused_dirty) {
-			uint8_t rk[STORE_REFUSED_KEY_MAX];
-
-			wire_put64(buf, r->refused);
-			k.mv_data = rk;
-			k.mv_size = refused_key(rk, r);
-			v.mv_data = buf;
-			v.mv_size = 8;
-			rc        = mdb_put(in->txn, in->st->meta, &k, &v, 0);
-			if (rc != 0)
-				return store_fail(
-				    in->st, rc, "writing a refused count");
-		}
-	}
-	if (in->next_alert_dirty) {
-		wire_put64(buf, in->next_alert);
-		k.mv_data = (void *) (uintptr_t) "next_alert";
-		k.mv_size = 10;
-		v.mv_data = buf;
-		v.mv_size = 8;
-		if ((rc = mdb_put(in->txn, in->st->meta, &k, &v, 0)) != 0)
-			return store_fail(in->st, rc, "writing next_alert");
-	}
-	if (in->next_sid_dirty) {
-		wire_put32(buf, in->next_sid);
-		k.mv_data = (void *) (uintptr_t) "next_sid";
-		k.mv_size = 8;
-		v.mv_data = buf;
-		v.mv_size = 4;
-		if ((rc = mdb_put(in->txn, in->st->meta, &k, &v, 0)) != 0)
-			return store_fail(in->st, rc, "writing next_sid");
+		if ((rc = store_put_run(in->txn, r->name, r->len, &r->rec)) != 0)
+			return rc;
+		if ((r->limit_hit || r->refused_dirty) &&
+		    (rc = store_put_refused(in->txn, r->name, r->len,
+			 r->refused)) != 0)
+			return rc;
 	}
 	return 0;
-}
-
-/* Free the encoders of series not touched by the last commit; all of them
- * if that is not enough. Their tails are stored: load_tail() resumes. */
-static void
-evict_encoders(ingest *in)
-{
-	size_t pos = 0;
-	ser   *s;
-
-	for (int pass = 0; pass < 2 && in->nenc > in->opts.cache_encoders;
-	    pass++) {
-		pos = 0;
-		while ((s = table_next(in->series, &pos)) != NULL) {
-			if (s->enc == NULL ||
-			    (pass == 0 && s->used == in->stats.commits))
-				continue;
-			free(s->enc);
-			s->enc = NULL;
-			in->nenc--;
-			in->stats.evictions++;
-		}
-	}
-}
-
-/* How evict_table reads and frees the entries of one cache. */
-typedef struct cache_kind {
-	uint64_t (*used)(const void *entry);
-	const uint8_t *(*key)(const void *entry, size_t *len);
-	void (*drop)(ingest *in, void *entry);
-} cache_kind;
-
-static uint64_t
-ser_used(const void *v)
-{
-	return ((const ser *) v)->used;
-}
-
-static const uint8_t *
-ser_key(const void *v, size_t *len)
-{
-	*len = ((const ser *) v)->keylen;
-	return ((const ser *) v)->key;
-}
-
-static void
-ser_drop(ingest *in, void *v)
-{
-	ser *s = v;
-
-	if (s->enc != NULL)
-		in->nenc--;
-	free(s->enc);
-	free(s);
-}
-
-static uint64_t
-emi_used(const void *v)
-{
-	return ((const emi *) v)->used;
-}
-
-static const uint8_t *
-emi_key(const void *v, size_t *len)
-{
-	*len = ((const emi *) v)->keylen;
-	return ((const emi *) v)->key;
-}
-
-static void
-emi_drop(ingest *in, void *v)
-{
-	(void) in;
-	free(v);
-}
-
-static const cache_kind series_kind   = { ser_used, ser_key, ser_drop };
-static const cache_kind emitters_kind = { emi_used, emi_key, emi_drop };
-
-/*
- * Past its bound, rebuild a cache with only what the last commit touched
- * (or empty it, if that is itself more than half the bound), so eviction
- * costs O(1) amortised per entry. Everything in the caches is clean here
- * (just committed). Returns 0, or -1 when out of memory (the caller then
- * drops the caches, which is always safe).
- */
-static int
-evict_table(ingest *in, table **t, size_t bound, const cache_kind *k)
-{
-	size_t   pos = 0, keep = 0;
-	uint64_t now = in->stats.commits;
-	table   *nt;
-	void    *v;
-
-	if (table_count(*t) <= bound)
-		return 0;
-	while ((v = table_next(*t, &pos)) != NULL)
-		keep += k->used(v) == now;
-	if (keep > bound / 2)
-		keep = 0;
-	if ((nt = table_new()) == NULL)
-		return -1;
-	pos = 0;
-	while ((v = table_next(*t, &pos)) != NULL) {
-		size_t         len;
-		const uint8_t *key = k->key(v, &len);
-
-		if (keep > 0 && k->used(v) == now &&
-		    table_put(nt, key, len, v) == 0)
-			continue;
-		k->drop(in, v);
-		in->stats.evictions++;
-	}
-	table_free(*t);
-	*t = nt;
-	return 0;
-}
-
-static void
-evict(ingest *in)
-{
-	if (in->series == NULL)
-		return;
-	evict_encoders(in);
-	if (evict_table(in, &in->series, in->opts.cache_series,
-		&series_kind) != 0 ||
-	    evict_table(in, &in->emitters, in->opts.cache_emitters,
-		&emitters_kind) != 0)
-		drop_caches(in);
 }
 
 int
@@ -1097,34 +578,13 @@ ingest_commit(ingest *in)
 		ingest_abort(in);
 		return rc;
 	}
-	rc      = mdb_txn_commit(in->txn);
+	rc      = store_commit(in->txn);
 	in->txn = NULL;
 	if (rc != 0) {
-		rc = store_fail(in->st, rc, "committing");
-		drop_caches(in);
+		cache_drop(in);
 		return rc;
 	}
-	for (ser *s = in->dirty_series, *n; s != NULL; s = n) {
-		n             = s->next_dirty;
-		s->dirty      = 0;
-		s->next_dirty = NULL;
-	}
-	for (emi *e = in->dirty_emitters, *n; e != NULL; e = n) {
-		n             = e->next_dirty;
-		e->dirty      = 0;
-		e->next_dirty = NULL;
-	}
-	for (run *r = in->dirty_runs, *n; r != NULL; r = n) {
-		n                = r->next_dirty;
-		r->dirty         = 0;
-		r->refused_dirty = 0;
-		r->next_dirty    = NULL;
-	}
-	in->dirty_series   = NULL;
-	in->dirty_emitters = NULL;
-	in->dirty_runs     = NULL;
-	in->next_sid_dirty   = 0;
-	in->next_alert_dirty = 0;
+	cache_settle(in);
 	in->stats.batches += in->tentative.batches;
 	in->stats.samples += in->tentative.samples;
 	in->stats.duplicates += in->tentative.duplicates;
@@ -1135,7 +595,7 @@ ingest_commit(ingest *in)
 	in->stats.limit_alerts += in->tentative.limit_alerts;
 	in->stats.commits++;
 	memset(&in->tentative, 0, sizeof(in->tentative));
-	evict(in);
+	cache_evict(in);
 	return 0;
 }
 

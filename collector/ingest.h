@@ -1,8 +1,11 @@
 /*
  * ingest: the collector's write path. Applies decoded batches to the
- * store inside one LMDB write transaction: discards duplicates by the
- * emitter's incarnation and batch sequence, appends samples to the tail
- * block of their series, and keeps run and emitter records. Nothing is
+ * store inside its write transaction (store/write.h): discards
+ * duplicates by the emitter's incarnation and batch sequence, appends
+ * samples to the tail block of their series, and keeps run and emitter
+ * records. What is its own is that policy (deduplication, series caps)
+ * and the caches (collector/cache.c); every key and record it reads or
+ * writes goes through store/. Nothing is
  * acknowledged by this module: the caller acknowledges a batch only after
  * ingest_commit() succeeded.
  *
@@ -84,10 +87,6 @@ int ingest_commit(ingest *in);
 
 /* Abort the transaction and drop the caches. */
 void ingest_abort(ingest *in);
-
-/* t rounded down to a multiple of q ns (q <= 1: t), as times are
- * stored. */
-int64_t ingest_quantize(int64_t t, int64_t q);
 
 void ingest_get_stats(const ingest *in, ingest_stats *out);
 

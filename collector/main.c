@@ -178,9 +178,17 @@ main(int argc, char **argv)
 			so.listen = next;
 		else if (strcmp(a, "--db") == 0)
 			db = next;
-		else if (strcmp(a, "--rules") == 0)
+		else if (strcmp(a, "--rules") == 0) {
+			/* The shared loader reads "-" as stdin, but a daemon
+			 * reads its rules again on SIGHUP: a file only. */
+			if (strcmp(next, "-") == 0) {
+				fprintf(stderr, "vitalsd: --rules -: give a "
+						"file (it is read again on "
+						"SIGHUP)\n");
+				return 2;
+			}
 			rules = next;
-		else if (strcmp(a, "--curve-secret") == 0)
+		} else if (strcmp(a, "--curve-secret") == 0)
 			so.curve_secret = next;
 		else if (strcmp(a, "--allow") == 0)
 			so.allow = next;

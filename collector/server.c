@@ -8,6 +8,7 @@
 #include <zmq.h>
 
 #include "collector/auth.h"
+#include "common/clock.h"
 #include "wire/wire.h"
 
 #define MAX_PENDING 8192 /* batches in one transaction */
@@ -57,24 +58,6 @@ server_opts_init(server_opts *o)
 	o->expo           = NULL;
 }
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t) ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static void
 send_ack(srv *s, zmq_msg_t *id, uint64_t inc, uint64_t seq, int status)
 {
@@ -98,7 +81,7 @@ static void
 log_malformed(srv *s, zmq_msg_t *body, const char *why)
 {
 	const char *peer = zmq_msg_gets(body, "Peer-Address");
-	int64_t     sec  = mono_ns() / 1000000000ll;
+	int64_t     sec  = now_mono_ns() / 1000000000ll;
 
 	s->malformed++;
 	if (sec != s->malformed_window) {
@@ -155,7 +138,8 @@ store_alerts(srv *s)
 			break;
 	}
 	if (rc != 0 && rc != STORE_EMAPFULL)
-		fprintf(stderr, "vitalsd: storing alerts: %s\n", s->st->err);
+		fprintf(stderr, "vitalsd: storing alerts: %s\n",
+		    store_errmsg(s->st));
 }
 
 /*
@@ -167,13 +151,13 @@ store_alerts(srv *s)
 static void
 reap_readers(srv *s)
 {
-	int64_t m = mono_ns();
+	int64_t m = now_mono_ns();
 	int     dead = 0;
 
 	if (m - s->last_reap < READER_CHECK_NS)
 		return;
 	s->last_reap = m;
-	if (mdb_reader_check(s->st->env, &dead) == 0 && dead > 0 &&
+	if (store_reader_check(s->st, &dead) == 0 && dead > 0 &&
 	    !s->o->quiet)
 		fprintf(stderr,
 		    "vitalsd: cleared %d read transaction(s) of exited "
@@ -185,7 +169,7 @@ reap_readers(srv *s)
 static void
 tick(srv *s)
 {
-	int64_t m = mono_ns();
+	int64_t m = now_mono_ns();
 
 	if (s->al == NULL || m - s->last_tick < TICK_NS)
 		return;
@@ -240,10 +224,10 @@ commit_group(srv *s)
 {
 	char    why[256];
 	int     rc;
-	int64_t t0 = mono_ns();
+	int64_t t0 = now_mono_ns();
 
 	for (;;) {
-		int64_t now = now_ns();
+		int64_t now = now_wall_ns();
 
 		if ((rc = ingest_begin(s->in)) != 0)
 			break;
@@ -275,10 +259,10 @@ commit_group(srv *s)
 			fprintf(stderr,
 			    "vitalsd: %s; holding %zu batches "
 			    "unacknowledged, retrying every %d ms\n",
-			    s->st->err, s->n, RETRY_MS);
+			    store_errmsg(s->st), s->n, RETRY_MS);
 		s->blocked = 1;
 		if (s->o->expo != NULL)
-			expo_blocked(s->o->expo, s->st->err);
+			expo_blocked(s->o->expo, store_errmsg(s->st));
 		return rc;
 	}
 	if (s->blocked)
@@ -288,9 +272,9 @@ commit_group(srv *s)
 	if (s->blocked && s->o->expo != NULL)
 		expo_blocked(s->o->expo, NULL);
 	s->blocked = 0;
-	pace(s, mono_ns() - t0);
+	pace(s, now_mono_ns() - t0);
 	if (s->o->expo != NULL)
-		publish(s, mono_ns() - t0);
+		publish(s, now_mono_ns() - t0);
 	{
 		const char *note = ingest_notice(s->in);
 
@@ -306,7 +290,7 @@ commit_group(srv *s)
 	}
 	/* Detection sees each stored sample once: after its commit. */
 	if (s->al != NULL) {
-		int64_t now = now_ns();
+		int64_t now = now_wall_ns();
 
 		for (size_t i = 0; i < s->n; i++)
 			if (s->p[i].status == WIRE_ACK_STORED)
@@ -359,7 +343,7 @@ receive_one(srv *s)
 		&p->b, why, sizeof(why)) != 0)
 		goto bad;
 	if (s->n == 0)
-		s->first_ns = mono_ns();
+		s->first_ns = now_mono_ns();
 	if (p->b.flags & WIRE_URGENT)
 		s->urgent = 1;
 	s->n++;
@@ -368,15 +352,14 @@ receive_one(srv *s)
 bad:
 	log_malformed(s, &p->body, why);
 	{
-		const uint8_t *d = zmq_msg_data(&p->body);
-		size_t         n = zmq_msg_size(&p->body);
+		uint64_t inc, seq;
 
 		/* If it names a batch, refuse it so the sender stops
 		 * resending it. */
-		if (n >= 24 && d[0] == WIRE_MAGIC0 && d[1] == WIRE_MAGIC1 &&
-		    d[3] == WIRE_BATCH)
-			send_ack(s, &p->id, wire_get64(d + 8),
-			    wire_get64(d + 16), WIRE_ACK_REJECTED);
+		if (wire_batch_peek(zmq_msg_data(&p->body),
+		        zmq_msg_size(&p->body), &inc, &seq)
+		    == 0)
+			send_ack(s, &p->id, inc, seq, WIRE_ACK_REJECTED);
 	}
 	zmq_msg_close(&p->id);
 	zmq_msg_close(&p->body);
@@ -387,7 +370,7 @@ static void
 log_stats(srv *s, int force)
 {
 	ingest_stats is;
-	int64_t      now = mono_ns();
+	int64_t      now = now_mono_ns();
 
 	if (!force && now - s->last_stats < STATS_EVERY_NS)
 		return;
@@ -472,14 +455,14 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 	}
 	if (open_socket(&s, ctx, au) != 0)
 		goto out;
-	s.last_stats = mono_ns();
+	s.last_stats = now_mono_ns();
 	if (au != NULL)
 		fprintf(stderr,
 		    "vitalsd: CURVE on: server public key %s, %zu client "
 		    "keys allowed by %s\n",
 		    auth_public_key(au), auth_allowed(au), o->allow);
 	fprintf(stderr, "vitalsd: listening on %s, storing in %s\n",
-	    o->listen, st->dir);
+	    o->listen, store_dir(st));
 
 	while (!*stop) {
 		zmq_pollitem_t item = { s.sock, 0, ZMQ_POLLIN, 0 };
@@ -500,8 +483,9 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 			continue;
 		}
 		if (s.n > 0) {
-			int64_t left = s.urgent ? 0
-			                        : s.first_ns + s.wait_ns - mono_ns();
+			int64_t left = s.urgent
+			    ? 0
+			    : s.first_ns + s.wait_ns - now_mono_ns();
 			timeout = left > 0 ? left / 1000000 : 0;
 		} else {
 			timeout = 200;
@@ -514,7 +498,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		if (s.n > 0 &&
 		    (got == 0 || s.n >= MAX_PENDING ||
 			s.samples >= o->commit_samples || s.urgent ||
-			mono_ns() - s.first_ns >= s.wait_ns))
+			now_mono_ns() - s.first_ns >= s.wait_ns))
 			commit_group(&s);
 		tick(&s);
 		reap_readers(&s);

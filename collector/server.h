@@ -1,4 +1,13 @@
 /*
+ * collector: `vitalsd`, the one process that writes the store. The
+ * module owns the socket and who may use it (server.c, auth.c), the
+ * write path's own policy (ingest.c: deduplication, caches) and the
+ * detection side (alerting.c, hooks.c). It must not lay out bytes of
+ * its own: messages are decoded by wire/, records, keys and transactions
+ * are store/'s (no LMDB call here), and whether a series is anomalous is
+ * for detect/ to say. No batch is acknowledged before the transaction
+ * holding it committed.
+ *
  * server: the collector's ZeroMQ side. Receives batches on a ROUTER
  * socket, validates them, hands them to ingest in groups (one LMDB
  * transaction per group), and acknowledges each batch only after its

@@ -188,6 +188,84 @@ typedef void (*detect_emit_fn)(void *ctx, const detect_alert *a);
  */
 size_t detect_alert_json(const detect_alert *a, char *buf, size_t len);
 
+/*
+ * Write the alert vitalsd stores when a run first reaches a series cap
+ * (which: "per-run" or "total", cap its value), as the store keeps it: the
+ * fields of detect_alert_json() without the newline, rule and kind
+ * "series_limit", severity warning, state firing, rank -1, "value":null,
+ * baseline null and a message naming the cap. time_ns is when it was
+ * reached (wall clock, >= 0). Returns the length needed, like
+ * detect_alert_json().
+ */
+size_t detect_alert_series_limit_json(const char *run, size_t runlen,
+    const char *host, size_t hostlen, const char *metric, size_t mlen,
+    uint64_t step, int64_t time_ns, const char *which, uint64_t cap, char *buf,
+    size_t len);
+
+/* The fields of a written alert, in the order they are written. */
+enum detect_alert_field {
+	DETECT_AF_RULE = 0,
+	DETECT_AF_KIND,
+	DETECT_AF_SEVERITY,
+	DETECT_AF_STATE,
+	DETECT_AF_RUN,
+	DETECT_AF_RANK,
+	DETECT_AF_HOST,
+	DETECT_AF_METRIC,
+	DETECT_AF_STEP,
+	DETECT_AF_TIME,
+	DETECT_AF_VALUE,
+	DETECT_AF_BASELINE,
+	DETECT_AF_MESSAGE,
+	DETECT_AF_COUNT
+};
+/** @return "rule", "kind", ... "message" (a literal), NULL if out of
+ * range: the JSON keys, and the columns of `vitals alerts --format csv`. */
+const char *detect_alert_field_name(int field);
+
+/* What a field of a read alert holds. */
+enum detect_alert_type {
+	DETECT_AT_ABSENT = 0, /* no such key */
+	DETECT_AT_NULL,
+	DETECT_AT_STRING,
+	DETECT_AT_INT,   /* a number written without '.', 'e' or 'E' */
+	DETECT_AT_REAL,  /* any other number, NaN, Infinity, -Infinity */
+	DETECT_AT_OTHER, /* true, false, an object or an array */
+};
+
+/** One field of a read alert. */
+typedef struct detect_alert_value {
+	int         type; /* enum detect_alert_type */
+	const char *str;  /* DETECT_AT_STRING: unescaped, NUL-terminated
+	                   * (cut at a \u0000), owned by the record */
+	int64_t  i;       /* DETECT_AT_INT, clamped to the int64 range */
+	uint64_t u;       /* DETECT_AT_INT, clamped to [0, UINT64_MAX] */
+	double   num;     /* DETECT_AT_INT or DETECT_AT_REAL; NaN otherwise */
+} detect_alert_value;
+
+/** An alert read back: each field as written. Free with
+ * detect_alert_record_free(). */
+typedef struct detect_alert_record {
+	detect_alert_value f[DETECT_AF_COUNT]; /* by enum detect_alert_field */
+	char              *mem;                /* the strings */
+} detect_alert_record;
+
+/**
+ * Read an alert as detect_alert_json() writes it (and as stored, without
+ * the newline): one JSON object whose fields are taken by name (a key
+ * given twice: the last; other keys ignored; what follows the object is
+ * ignored). NaN, Infinity and -Infinity are read as numbers.
+ * @param[out] out  set on success; on failure every field is absent.
+ * @param[out] err  on failure, "offset N: expected ..., found ...".
+ * @return 0, DETECT_EPARSE (not a JSON object) or DETECT_ENOMEM.
+ */
+int detect_alert_parse(const char *json, size_t len, detect_alert_record *out,
+    char *err, size_t errlen);
+
+/** Release what detect_alert_parse() allocated; the record may be read
+ * again only after another parse. NULL is a no-op. */
+void detect_alert_record_free(detect_alert_record *r);
+
 /* ---- engine --------------------------------------------------------- */
 
 /**

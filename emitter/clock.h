@@ -11,6 +11,11 @@
  * error times the sample's age plus the jitter of one pair (tens of ns).
  * Elsewhere the "ticks" are CLOCK_REALTIME nanoseconds and the conversion
  * is the identity.
+ *
+ * Internal to libvitals (its API is include/vitals.h alone). It
+ * owns the emitter's timestamps; the hot path (vte_clock_ticks) must not
+ * make a system call where the TSC serves, and only the I/O thread
+ * updates and reads a calibration.
  */
 #ifndef VTE_CLOCK_H
 #define VTE_CLOCK_H

@@ -2,6 +2,10 @@
  * curve: the emitter's CURVE keys (ZeroMQ's CurveZMQ): the collector's
  * public key and the emitter's own key pair, read once from files by
  * vt_open() and set on the DEALER socket before it connects.
+ *
+ * Internal to libvitals. It owns the key material from the files to the
+ * socket and wipes every copy (vte_curve_wipe); it must not touch the
+ * socket (io.c sets the keys) nor put a key in a message.
  */
 #ifndef VTE_CURVE_H
 #define VTE_CURVE_H

@@ -25,6 +25,13 @@
 #include "emitter/io.h"
 #include "emitter/names.h"
 #include "emitter/ring.h"
+#include "wire/wire.h"
+
+/* The public limits are the wire's: a name the API accepts is one the
+ * collector accepts. include/vitals.h stays self-contained (it cannot
+ * include wire.h), so the two spellings are checked here. */
+_Static_assert(VT_NAME_MAX == WIRE_NAME_MAX, "metric name limit");
+_Static_assert(VT_RUN_MAX == WIRE_RUN_MAX, "run name limit");
 
 #define DEFAULT_MAX_BUFFER ((size_t) 64 << 20)
 #define MIN_MAX_BUFFER ((size_t) 1 << 20)

@@ -2,6 +2,10 @@
  * ident: who an emitter is (run, host, pid, ranks, incarnation), resolved
  * once from the options and the environment trainers already set, and
  * repeated in every batch.
+ *
+ * Internal to libvitals. It owns reading the identity from the options
+ * and the environment; it must not change the environment nor lay out
+ * bytes (wire/ encodes the identity into each batch).
  */
 #ifndef VTE_IDENT_H
 #define VTE_IDENT_H

@@ -346,7 +346,7 @@ send_batch(vte_io *io, batch *b, int64_t now)
 	/* Only while ZeroMQ holds no copy may the header be rewritten: the
 	 * floor may have risen since the batch was sealed. */
 	if (atomic_load_explicit(&b->buf->refs, memory_order_acquire) == 1)
-		wire_put64(b->buf->data + 24, io->base);
+		wire_put_batch_floor(b->buf->data, io->base);
 	atomic_fetch_add_explicit(&b->buf->refs, 1, memory_order_relaxed);
 	if (zmq_msg_init_data(
 	        &m, b->buf->data, b->buf->len, zmq_release, b->buf)

@@ -1,4 +1,15 @@
 /*
+ * The emitter module (emitter/, built into libvitals with wire/) owns the
+ * trainer's side: the public API of include/vitals.h (emitter.c), the
+ * hot path from a vt_emit() call to the ring, and this I/O thread, which
+ * owns every ZeroMQ call and the batches until they are acknowledged. It
+ * must not touch the wire layout (it writes messages only through the
+ * wire_* calls, never at an offset of its own), must not block the hot
+ * path (a full ring drops and counts), must not print, exit or install
+ * signal handlers on the host's behalf, and keeps no mutable globals
+ * beyond the process-wide default emitter. Nothing but the vt_* functions
+ * of include/vitals.h is exported from libvitals.so.
+ *
  * io: the emitter's I/O thread. It drains the ring into batches, sends
  * them to the collector over a ZeroMQ DEALER socket, keeps every batch
  * until it is acknowledged, and resends what goes unacknowledged.

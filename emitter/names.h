@@ -13,6 +13,10 @@
  * for an id is written before the name is published in the table, and a
  * sample carrying the id is pushed through the ring after that, so the
  * I/O thread always sees a complete entry.
+ *
+ * Internal to libvitals. It owns the mapping between names and ids for
+ * one emitter; what a valid name is, is the wire's rule (wire_name_check),
+ * not this table's.
  */
 #ifndef VTE_NAMES_H
 #define VTE_NAMES_H

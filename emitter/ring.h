@@ -14,6 +14,10 @@
  * Sequence numbers are 32 bits (compared by signed difference, valid for
  * rings below 2^31 slots), which keeps a slot at 32 bytes: two per cache
  * line.
+ *
+ * Internal to libvitals. It owns the samples between a logging thread
+ * and the I/O thread; a push must not block, allocate or make a system
+ * call, and only the I/O thread pops.
  */
 #ifndef VTE_RING_H
 #define VTE_RING_H

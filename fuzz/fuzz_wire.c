@@ -1,13 +1,21 @@
 /*
  * Fuzz target: the wire decoder, and what vitalsd does next with a batch
- * that decodes (every name and sample read, every sample fed to the
- * built-in detectors, a FINAL batch ending its rank).
+ * that decodes: collector/feed.c, the same step from a batch to the
+ * built-in detectors that vitalsd's detection thread runs (every name and
+ * sample read, times rounded to the store's quantum, a FINAL batch ending
+ * its rank), then a tick far in the future.
  */
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/feed.h"
 #include "detect/detect.h"
 #include "wire/wire.h"
+
+/* vitalsd's default --time-quantum-ns (1 ms) and a fixed arrival time, so
+ * that a run is repeatable. */
+#define FUZZ_QUANTUM_NS 1000000
+#define FUZZ_RECV_NS 1700000000000000000ll
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -24,13 +32,11 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static detect_engine *engine;
+	static const char    *names[FEED_NAMES_MAX];
+	static size_t         lens[FEED_NAMES_MAX];
 	wire_batch            b;
 	wire_ack              ack;
 	char                  err[256];
-	size_t                off = 0, len;
-	int64_t               last = 0;
-	const char           *names[256];
-	size_t                lens[256];
 
 	wire_ack_decode(data, size, &ack);
 	if (wire_batch_decode(data, size, &b, err, sizeof(err)) != 0)
@@ -38,43 +44,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (engine == NULL) {
 		detect_rules *r;
 
-		if (detect_rules_default(&r) != 0 ||
-		    detect_engine_new(r, &engine) != 0)
+		if (detect_rules_default(&r) != 0
+		    || detect_engine_new(r, &engine) != 0)
 			return 0;
 		detect_rules_free(r);
 	}
-	for (uint32_t i = 0; i < b.nnames; i++) {
-		const char *n = wire_names_next(&b, &off, &len);
-
-		if (i < 256) {
-			names[i] = n;
-			lens[i]  = len;
-		}
-	}
-	for (uint32_t i = 0; i < b.nsamples; i++) {
-		wire_sample   ws;
-		detect_sample s;
-
-		wire_batch_sample(&b, i, &ws);
-		if (ws.name >= 256)
-			continue;
-		s.run     = b.id.run;
-		s.runlen  = b.id.run_len;
-		s.host    = b.id.host;
-		s.hostlen = b.id.host_len;
-		s.rank    = b.id.rank;
-		s.metric  = names[ws.name];
-		s.mlen    = lens[ws.name];
-		s.step    = ws.step;
-		s.time_ns = ws.time_ns;
-		s.value   = ws.value;
-		detect_feed(engine, &s, ignore, NULL);
-		last = ws.time_ns;
-	}
-	/* A goodbye: the rank ended (as vitalsd does after storing it). */
-	if (b.flags & WIRE_FINAL)
-		detect_end(engine, b.id.run, b.id.run_len, b.id.rank, last,
-		    ignore, NULL);
+	feed_batch(engine, &b, FUZZ_QUANTUM_NS, FUZZ_RECV_NS, names, lens,
+	    ignore, NULL);
 	detect_tick(engine, INT64_MAX / 2, ignore, NULL);
 	return 0;
 }

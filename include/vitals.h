@@ -29,6 +29,15 @@
 extern "C" {
 #endif
 
+/* The ABI is exactly this header: libvitals.so is built with
+ * -fvisibility=hidden, and only the functions marked VT_API here are
+ * exported from it (tests/it_abi.sh checks). */
+#if defined(__GNUC__) || defined(__clang__)
+#define VT_API __attribute__((visibility("default")))
+#else
+#define VT_API
+#endif
+
 #define VT_VERSION_MAJOR 0
 #define VT_VERSION_MINOR 1
 #define VT_VERSION_PATCH 0
@@ -148,7 +157,7 @@ typedef struct vt_stats {
  * ignored). The other environment variables are read by vt_open().
  * @param[out] opts Options to initialise.
  */
-void vt_opts_init(vt_opts *opts);
+VT_API void vt_opts_init(vt_opts *opts);
 
 /**
  * Create an emitter and start its I/O thread. The collector need not be
@@ -165,7 +174,7 @@ void vt_opts_init(vt_opts *opts);
  * @note A malformed rank variable in the environment (RANK=abc) is
  *	ignored and the next source is used.
  */
-int vt_open(const vt_opts *opts, vt_emitter **out);
+VT_API int vt_open(const vt_opts *opts, vt_emitter **out);
 
 /**
  * Flush what is pending for at most the emitter's close timeout, stop the
@@ -173,7 +182,7 @@ int vt_open(const vt_opts *opts, vt_emitter **out);
  * lost and were counted as pending. NULL is a no-op. Never waits longer
  * than the close timeout plus a few ms.
  */
-void vt_close(vt_emitter *em);
+VT_API void vt_close(vt_emitter *em);
 
 /**
  * Record one sample, timestamped now (wall clock, ns). Never blocks on the
@@ -186,13 +195,14 @@ void vt_close(vt_emitter *em);
  * @return 0; VT_EFULL if the buffer was full (sample dropped and counted);
  *	VT_ENAME, VT_ETOOMANY, VT_EFORKED, VT_EINVAL.
  */
-int vt_emit(vt_emitter *em, const char *metric, uint64_t step, double value);
+VT_API int vt_emit(
+    vt_emitter *em, const char *metric, uint64_t step, double value);
 
 /**
  * Record one sample with an explicit wall time in ns since the epoch
  * (for replaying a log, or a trainer with its own clock).
  */
-int vt_emit_at(vt_emitter *em, const char *metric, uint64_t step,
+VT_API int vt_emit_at(vt_emitter *em, const char *metric, uint64_t step,
     int64_t time_ns, double value);
 
 /**
@@ -203,7 +213,7 @@ int vt_emit_at(vt_emitter *em, const char *metric, uint64_t step,
  * @return 0, or VT_ETIMEDOUT; VT_EINVAL (NULL), VT_EFORKED, VT_ECLOSED
  *	(the default emitter after the exit-time flush).
  */
-int vt_flush(vt_emitter *em, unsigned timeout_ms);
+VT_API int vt_flush(vt_emitter *em, unsigned timeout_ms);
 
 /**
  * Say goodbye without closing: flush, then tell the collector that this
@@ -217,7 +227,7 @@ int vt_flush(vt_emitter *em, unsigned timeout_ms);
  * or marked with vt_mark_failed().
  * @return 0, VT_ETIMEDOUT, VT_EINVAL, VT_EFORKED or VT_ECLOSED.
  */
-int vt_end(vt_emitter *em, unsigned timeout_ms);
+VT_API int vt_end(vt_emitter *em, unsigned timeout_ms);
 
 /**
  * Say that this process is ending because of an error (an unhandled
@@ -226,7 +236,7 @@ int vt_end(vt_emitter *em, unsigned timeout_ms);
  * silence. NULL marks every emitter of the process, the default one
  * included. Thread-safe and async-signal-safe (one atomic store).
  */
-void vt_mark_failed(vt_emitter *em);
+VT_API void vt_mark_failed(vt_emitter *em);
 
 /**
  * Read the emitter's counters. Each is read atomically, but not all at the
@@ -234,12 +244,12 @@ void vt_mark_failed(vt_emitter *em);
  * @param[in] em The emitter (NULL: all zero).
  * @param[out] out Counters.
  */
-void vt_get_stats(const vt_emitter *em, vt_stats *out);
+VT_API void vt_get_stats(const vt_emitter *em, vt_stats *out);
 
 /**
  * The incarnation id of this emitter: random, unique per vt_open().
  */
-uint64_t vt_incarnation(const vt_emitter *em);
+VT_API uint64_t vt_incarnation(const vt_emitter *em);
 
 /**
  * Detail on the last error of a call on @p em (calls that succeed do not
@@ -249,7 +259,7 @@ uint64_t vt_incarnation(const vt_emitter *em);
  * @note When several threads use the handle, the message may describe
  *	another thread's error.
  */
-const char *vt_errmsg(const vt_emitter *em);
+VT_API const char *vt_errmsg(const vt_emitter *em);
 
 /**
  * Record one sample on the process-wide default emitter, creating it on
@@ -263,14 +273,14 @@ const char *vt_errmsg(const vt_emitter *em);
  *	could not be created (that failure is remembered, and returned without
  *	retrying, until vt_shutdown()); VT_ECLOSED during process exit.
  */
-int vt_log(const char *metric, uint64_t step, double value);
+VT_API int vt_log(const char *metric, uint64_t step, double value);
 
 /**
  * The process-wide default emitter, created on first use.
  * @return Borrowed pointer valid until vt_shutdown() or exit; NULL if it
  *	could not be created.
  */
-vt_emitter *vt_default(void);
+VT_API vt_emitter *vt_default(void);
 
 /**
  * Flush and close the default emitter now (bounded by its close timeout).
@@ -278,17 +288,17 @@ vt_emitter *vt_default(void);
  * @note Must not race with vt_log() or uses of vt_default()'s pointer on
  *	other threads (as vt_close() must not race with calls on its handle).
  */
-void vt_shutdown(void);
+VT_API void vt_shutdown(void);
 
 /**
  * @return A static string describing @p code.
  */
-const char *vt_strerror(int code);
+VT_API const char *vt_strerror(int code);
 
 /**
  * @return The library's version as #VT_VERSION_NUM.
  */
-unsigned vt_version(void);
+VT_API unsigned vt_version(void);
 
 #ifdef __cplusplus
 }

@@ -6,22 +6,23 @@
 #include <sys/stat.h>
 
 #include "store/block.h"
-#include "wire/wire.h"
+#include "store/store_int.h"
+#include "store/write.h"
 
 int
-scan_runs(store *st, MDB_txn *txn, scan_run_fn fn, void *ctx)
+scan_runs(store *st, store_txn *txn, scan_run_fn fn, void *ctx)
 {
 	MDB_cursor *cur;
 	MDB_val     k, v;
 	int         rc, op = MDB_FIRST;
 
-	if ((rc = mdb_cursor_open(txn, st->runs, &cur)) != 0)
+	if ((rc = mdb_cursor_open(txn->txn, st->runs, &cur)) != 0)
 		return store_fail(st, rc, "reading runs");
 	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
 		run_rec r;
 
 		op = MDB_NEXT;
-		if (store_run_get(v.mv_data, v.mv_size, &r) != 0) {
+		if (store_run_decode(v.mv_data, v.mv_size, &r) != 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: run record of %.*s does not parse", st->dir,
 			    (int) k.mv_size, (const char *) k.mv_data);
@@ -37,101 +38,120 @@ scan_runs(store *st, MDB_txn *txn, scan_run_fn fn, void *ctx)
 }
 
 int
-scan_run_get(store *st, MDB_txn *txn, const char *run, run_rec *out)
+scan_run_get(store *st, store_txn *txn, const char *run, run_rec *out)
 {
-	MDB_val k, v;
-	int     rc;
-
-	k.mv_data = (void *) (uintptr_t) run;
-	k.mv_size = strlen(run);
-	rc        = mdb_get(txn, st->runs, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return STORE_ENOTFOUND;
-	if (rc != 0)
-		return store_fail(st, rc, "reading a run");
-	return store_run_get(v.mv_data, v.mv_size, out);
+	(void) st;
+	return store_get_run(txn, run, strlen(run), out);
 }
 
 int
-scan_refused_get(store *st, MDB_txn *txn, const char *run, size_t runlen,
+scan_refused_get(store *st, store_txn *txn, const char *run, size_t runlen,
     uint64_t *out)
 {
-	uint8_t key[STORE_REFUSED_KEY_MAX];
-	MDB_val k, v;
-	int     rc;
+	int rc;
 
+	(void) st;
 	*out = 0;
-	if (runlen > STORE_REFUSED_KEY_MAX - 8)
-		return 0;
-	k.mv_data = key;
-	k.mv_size = store_refused_key(key, run, runlen);
-	rc        = mdb_get(txn, st->meta, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return 0;
-	if (rc != 0)
-		return store_fail(st, rc, "reading a refused count");
-	if (v.mv_size != 8)
-		return STORE_ECORRUPT;
-	*out = wire_get64(v.mv_data);
-	return 0;
+	rc   = store_get_refused(txn, run, runlen, out);
+	return rc == STORE_ENOTFOUND ? 0 : rc;
 }
 
-/* Per rank, the latest incarnation seen so far. */
-typedef struct fin_rank {
-	int32_t  rank;
-	uint64_t start;
-	int      ended;
-} fin_rank;
-
-typedef struct fin_ctx {
-	fin_rank *v;
-	size_t    n, cap;
-} fin_ctx;
+/* The emitters of a run, to be grouped by rank. */
+typedef struct ranks_ctx {
+	emitter_rec        *v;  /* in key order */
+	const emitter_rec **by; /* sorted by ranks_cmp */
+	size_t              n, cap;
+} ranks_ctx;
 
 static int
-fin_each(void *vctx, const char *run, size_t runlen, const emitter_rec *r)
+ranks_each(void *vctx, const char *run, size_t runlen, const emitter_rec *r)
 {
-	fin_ctx *c = vctx;
-	size_t   i;
+	ranks_ctx *c = vctx;
 
 	(void) run;
 	(void) runlen;
-	for (i = 0; i < c->n && c->v[i].rank != r->rank; i++)
-		;
-	if (i == c->n) {
-		if (c->n == c->cap) {
-			size_t    nc = c->cap ? c->cap * 2 : 64;
-			fin_rank *nv = realloc(c->v, nc * sizeof(*nv));
+	if (c->n == c->cap) {
+		size_t       nc = c->cap ? c->cap * 2 : 64;
+		emitter_rec *nv = realloc(c->v, nc * sizeof(*nv));
 
-			if (nv == NULL)
-				return STORE_ENOMEM;
-			c->v   = nv;
-			c->cap = nc;
+		if (nv == NULL)
+			return STORE_ENOMEM;
+		c->v   = nv;
+		c->cap = nc;
+	}
+	c->v[c->n++] = *r;
+	return 0;
+}
+
+/* By rank, then start time, then key order (the incarnation), so the
+ * last of a rank is its latest process. */
+static int
+ranks_cmp(const void *a, const void *b)
+{
+	const emitter_rec *x = *(const emitter_rec *const *) a;
+	const emitter_rec *y = *(const emitter_rec *const *) b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+int
+scan_ranks(store *st, store_txn *txn, const char *run, scan_rank_fn fn,
+    void *ctx)
+{
+	ranks_ctx c = { NULL, NULL, 0, 0 };
+	int       rc;
+
+	rc = scan_emitters(st, txn, run, ranks_each, &c);
+	if (rc == 0 && c.n > 0 &&
+	    (c.by = malloc(c.n * sizeof(*c.by))) == NULL)
+		rc = STORE_ENOMEM;
+	if (rc == 0) {
+		for (size_t i = 0; i < c.n; i++)
+			c.by[i] = &c.v[i];
+		qsort(c.by, c.n, sizeof(*c.by), ranks_cmp);
+		for (size_t i = 0, j; rc == 0 && i < c.n; i = j) {
+			scan_rank r;
+
+			for (j = i; j < c.n && c.by[j]->rank == c.by[i]->rank;
+			     j++)
+				;
+			r.rank = c.by[i]->rank;
+			r.inc  = c.by + i;
+			r.n    = j - i;
+			rc     = fn(ctx, &r);
 		}
-		c->v[c->n++] = (fin_rank) { r->rank, 0, 0 };
 	}
-	if (r->start_ns >= c->v[i].start) {
-		c->v[i].start = r->start_ns;
-		c->v[i].ended = r->ended != 0;
-	}
+	free(c.by);
+	free(c.v);
+	return rc;
+}
+
+typedef struct fin_ctx {
+	int ranks, ended;
+} fin_ctx;
+
+static int
+fin_each(void *vctx, const scan_rank *r)
+{
+	fin_ctx *c = vctx;
+
+	c->ranks++;
+	c->ended += r->inc[r->n - 1]->ended != 0;
 	return 0;
 }
 
 int
-scan_run_finished(store *st, MDB_txn *txn, const char *run, int *out)
+scan_run_finished(store *st, store_txn *txn, const char *run, int *out)
 {
-	fin_ctx c = { NULL, 0, 0 };
+	fin_ctx c = { 0, 0 };
 	int     rc;
 
-	*out = 0;
-	rc   = scan_emitters(st, txn, run, fin_each, &c);
-	if (rc == 0) {
-		*out = c.n > 0;
-		for (size_t i = 0; i < c.n; i++)
-			if (!c.v[i].ended)
-				*out = 0;
-	}
-	free(c.v);
+	rc   = scan_ranks(st, txn, run, fin_each, &c);
+	*out = rc == 0 && c.ranks > 0 && c.ended == c.ranks;
 	return rc;
 }
 
@@ -140,7 +160,7 @@ scan_run_finished(store *st, MDB_txn *txn, const char *run, int *out)
  * given): one contiguous key range, since keys sort by run, metric, rank.
  */
 static int
-series_range(store *st, MDB_txn *txn, const char *run, const char *metric,
+series_range(store *st, store_txn *txn, const char *run, const char *metric,
     scan_series_fn fn, void *ctx)
 {
 	MDB_cursor *cur;
@@ -150,9 +170,9 @@ series_range(store *st, MDB_txn *txn, const char *run, const char *metric,
 	int         rc, op = MDB_FIRST;
 	uint8_t     key[STORE_KEY_MAX];
 
-	if (rl > 128 || ml > 255)
+	if (rl > WIRE_RUN_MAX || ml > WIRE_NAME_MAX)
 		return 0;
-	if ((rc = mdb_cursor_open(txn, st->series, &cur)) != 0)
+	if ((rc = mdb_cursor_open(txn->txn, st->series, &cur)) != 0)
 		return store_fail(st, rc, "reading series");
 	if (run != NULL) {
 		memcpy(key, run, rl);
@@ -172,7 +192,7 @@ series_range(store *st, MDB_txn *txn, const char *run, const char *metric,
 		op = MDB_NEXT;
 		if (store_series_key_parse(k.mv_data, k.mv_size, &s.run,
 			&s.runlen, &s.metric, &s.mlen, &s.rank) != 0 ||
-		    store_series_get(v.mv_data, v.mv_size, &s.rec) != 0) {
+		    store_series_decode(v.mv_data, v.mv_size, &s.rec) != 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: a series record does not parse", st->dir);
 			rc = STORE_ECORRUPT;
@@ -192,13 +212,13 @@ series_range(store *st, MDB_txn *txn, const char *run, const char *metric,
 
 int
 scan_series_of(
-    store *st, MDB_txn *txn, const char *run, scan_series_fn fn, void *ctx)
+    store *st, store_txn *txn, const char *run, scan_series_fn fn, void *ctx)
 {
 	return series_range(st, txn, run, NULL, fn, ctx);
 }
 
 int
-scan_series_metric(store *st, MDB_txn *txn, const char *run,
+scan_series_metric(store *st, store_txn *txn, const char *run,
     const char *metric, scan_series_fn fn, void *ctx)
 {
 	return series_range(st, txn, run, metric, fn, ctx);
@@ -206,7 +226,7 @@ scan_series_metric(store *st, MDB_txn *txn, const char *run,
 
 int
 scan_emitters(
-    store *st, MDB_txn *txn, const char *run, scan_emitter_fn fn, void *ctx)
+    store *st, store_txn *txn, const char *run, scan_emitter_fn fn, void *ctx)
 {
 	MDB_cursor *cur;
 	MDB_val     k, v;
@@ -214,10 +234,10 @@ scan_emitters(
 	int         rc, op = MDB_FIRST;
 	uint8_t     key[STORE_KEY_MAX];
 
-	if ((rc = mdb_cursor_open(txn, st->emitters, &cur)) != 0)
+	if ((rc = mdb_cursor_open(txn->txn, st->emitters, &cur)) != 0)
 		return store_fail(st, rc, "reading emitters");
 	if (run != NULL) {
-		if (rl > 128) {
+		if (rl > WIRE_RUN_MAX) {
 			mdb_cursor_close(cur);
 			return 0;
 		}
@@ -234,7 +254,7 @@ scan_emitters(
 
 		op = MDB_NEXT;
 		if (z == NULL ||
-		    store_emitter_get(v.mv_data, v.mv_size, &r) != 0) {
+		    store_emitter_decode(v.mv_data, v.mv_size, &r) != 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: an emitter record does not parse", st->dir);
 			rc = STORE_ECORRUPT;
@@ -316,7 +336,7 @@ merge_emit(store *st, merge *m, uint64_t limit, int drain, uint64_t from,
 }
 
 int
-scan_samples(store *st, MDB_txn *txn, uint32_t sid, uint64_t from,
+scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
     uint64_t to, scan_sample_fn fn, void *ctx)
 {
 	MDB_cursor *cur;
@@ -326,7 +346,7 @@ scan_samples(store *st, MDB_txn *txn, uint32_t sid, uint64_t from,
 	uint64_t    order = 0;
 	int         rc;
 
-	if ((rc = mdb_cursor_open(txn, st->blocks, &cur)) != 0)
+	if ((rc = mdb_cursor_open(txn->txn, st->blocks, &cur)) != 0)
 		return store_fail(st, rc, "reading blocks");
 	store_block_key(key, sid, 0, 0);
 	k.mv_data = key;
@@ -394,7 +414,7 @@ out:
 }
 
 int
-scan_usage_get(store *st, MDB_txn *txn, scan_usage *out)
+scan_usage_get(store *st, store_txn *txn, scan_usage *out)
 {
 	MDB_dbi     dbs[] = { st->meta, st->series, st->blocks, st->emitters,
                 st->runs };
@@ -408,7 +428,7 @@ scan_usage_get(store *st, MDB_txn *txn, scan_usage *out)
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
-		if ((rc = mdb_stat(txn, dbs[i], &ms)) != 0)
+		if ((rc = mdb_stat(txn->txn, dbs[i], &ms)) != 0)
 			return store_fail(st, rc, "reading statistics");
 		out->used_bytes += (uint64_t) ms.ms_psize *
 		    (ms.ms_branch_pages + ms.ms_leaf_pages +
@@ -417,14 +437,14 @@ scan_usage_get(store *st, MDB_txn *txn, scan_usage *out)
 			out->blocks = ms.ms_entries;
 	}
 	/* The main database holds the names of the others. */
-	if ((rc = mdb_stat(txn, 0, &ms)) == 0)
+	if ((rc = mdb_stat(txn->txn, 0, &ms)) == 0)
 		out->used_bytes += (uint64_t) ms.ms_psize *
 		    (ms.ms_branch_pages + ms.ms_leaf_pages);
 	(void) info;
 	snprintf(path, sizeof(path), "%s/data.mdb", st->dir);
 	if (stat(path, &sb) == 0)
 		out->file_bytes = (uint64_t) sb.st_size;
-	if ((rc = mdb_cursor_open(txn, st->blocks, &cur)) != 0)
+	if ((rc = mdb_cursor_open(txn->txn, st->blocks, &cur)) != 0)
 		return store_fail(st, rc, "reading blocks");
 	while (mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0)
 		out->block_bytes += v.mv_size;
@@ -433,7 +453,7 @@ scan_usage_get(store *st, MDB_txn *txn, scan_usage *out)
 }
 
 int
-scan_alerts(store *st, MDB_txn *txn, const char *run, uint64_t after_seq,
+scan_alerts(store *st, store_txn *txn, const char *run, uint64_t after_seq,
     scan_alert_fn fn, void *ctx)
 {
 	MDB_cursor *cur;
@@ -442,10 +462,10 @@ scan_alerts(store *st, MDB_txn *txn, const char *run, uint64_t after_seq,
 	int         rc, op = MDB_FIRST;
 	uint8_t     key[STORE_KEY_MAX];
 
-	if ((rc = mdb_cursor_open(txn, st->alerts, &cur)) != 0)
+	if ((rc = mdb_cursor_open(txn->txn, st->alerts, &cur)) != 0)
 		return store_fail(st, rc, "reading alerts");
 	if (run != NULL) {
-		if (rl > 128) {
+		if (rl > WIRE_RUN_MAX) {
 			mdb_cursor_close(cur);
 			return 0;
 		}

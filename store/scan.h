@@ -1,8 +1,10 @@
 /*
- * scan: the read side of the store. Lists runs, series and emitters, and
- * reads one series in step order over a step range. Every function takes
- * a read transaction from store_read_begin(); results borrowed from it are
- * valid until it ends.
+ * scan: the read side of the store. Lists runs, series, emitters (and
+ * the ranks they make up) and alerts, and reads one series in step order
+ * over a step range. Every function takes the store and a transaction
+ * begun on it (store_read_begin(), or the writer's own); results
+ * borrowed from it are valid until it ends (store_read_end()). Failures
+ * are described by store_errmsg(st).
  */
 #ifndef STORE_SCAN_H
 #define STORE_SCAN_H
@@ -29,40 +31,57 @@ typedef int (*scan_sample_fn)(
     void *ctx, uint64_t step, int64_t time_ns, double value);
 
 /* Every run, in name order. */
-int scan_runs(store *st, MDB_txn *txn, scan_run_fn fn, void *ctx);
+int scan_runs(store *st, store_txn *txn, scan_run_fn fn, void *ctx);
 
 /* One run's record: 0, or STORE_ENOTFOUND. */
-int scan_run_get(store *st, MDB_txn *txn, const char *run, run_rec *out);
+int scan_run_get(store *st, store_txn *txn, const char *run, run_rec *out);
 
 /* Samples of a run refused by a series cap (0 if none). Returns 0 or a
  * store_err. */
-int scan_refused_get(store *st, MDB_txn *txn, const char *run, size_t runlen,
+int scan_refused_get(store *st, store_txn *txn, const char *run, size_t runlen,
     uint64_t *out);
 
+/*
+ * One rank of a run: its incarnations (one per process start) in start
+ * order, so inc[n - 1] is its latest. Borrowed: valid during the
+ * callback.
+ */
+typedef struct scan_rank {
+	int32_t                   rank;
+	size_t                    n; /* at least 1 */
+	const emitter_rec *const *inc;
+} scan_rank;
+typedef int (*scan_rank_fn)(void *ctx, const scan_rank *r);
+
+/* The ranks of one run (not NULL), in rank order. Ties in start time go to the later incarnation key. Returns 0,
+ * the callback's non-zero value, or a store_err. */
+int scan_ranks(store *st, store_txn *txn, const char *run, scan_rank_fn fn,
+    void *ctx);
+
 /* Whether the run is finished: it has emitters, and the latest
- * incarnation (by start time) of each of its ranks ended normally (a
+ * incarnation (scan_ranks) of each of its ranks ended normally (a
  * FINAL batch). Returns 0 or a store_err. */
-int scan_run_finished(store *st, MDB_txn *txn, const char *run, int *out);
+int scan_run_finished(store *st, store_txn *txn, const char *run, int *out);
 
 /* The series of one run (run == NULL: of every run), sorted by metric
  * then rank. */
 int scan_series_of(
-    store *st, MDB_txn *txn, const char *run, scan_series_fn fn, void *ctx);
+    store *st, store_txn *txn, const char *run, scan_series_fn fn, void *ctx);
 
 /* The series of one metric of one run, by rank: one key range. */
-int scan_series_metric(store *st, MDB_txn *txn, const char *run,
+int scan_series_metric(store *st, store_txn *txn, const char *run,
     const char *metric, scan_series_fn fn, void *ctx);
 
 /* The emitters (incarnations) of one run, or of all runs if run is NULL. */
 int scan_emitters(
-    store *st, MDB_txn *txn, const char *run, scan_emitter_fn fn, void *ctx);
+    store *st, store_txn *txn, const char *run, scan_emitter_fn fn, void *ctx);
 
 /* Alerts of one run (or all runs if run is NULL) in the order they were
  * raised; json is one JSON object (not NUL-terminated), seq numbers the
  * alert within the store. */
 typedef int (*scan_alert_fn)(void *ctx, const char *run, size_t runlen,
     uint64_t seq, const char *json, size_t len);
-int scan_alerts(store *st, MDB_txn *txn, const char *run, uint64_t after_seq,
+int scan_alerts(store *st, store_txn *txn, const char *run, uint64_t after_seq,
     scan_alert_fn fn, void *ctx);
 
 /*
@@ -72,7 +91,7 @@ int scan_alerts(store *st, MDB_txn *txn, const char *run, uint64_t after_seq,
  * non-zero value, or a store_err (STORE_ECORRUPT names the block in
  * st->err).
  */
-int scan_samples(store *st, MDB_txn *txn, uint32_t sid, uint64_t from,
+int scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
     uint64_t to, scan_sample_fn fn, void *ctx);
 
 /* Space used by the data: pages in use times page size, and the entries
@@ -83,6 +102,6 @@ typedef struct scan_usage {
 	uint64_t blocks;
 	uint64_t block_bytes; /* bytes of encoded blocks */
 } scan_usage;
-int scan_usage_get(store *st, MDB_txn *txn, scan_usage *out);
+int scan_usage_get(store *st, store_txn *txn, scan_usage *out);
 
 #endif /* STORE_SCAN_H */

@@ -1,4 +1,4 @@
-#include "store.h"
+#include "store/store_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "wire/wire.h"
+#include "wire/le.h"
 
 /* The map starts small and doubles when full: a short run costs little
  * address space and the growth path is exercised by every long test. */
@@ -300,21 +300,120 @@ store_close(store *st)
 	free(st);
 }
 
+const char *
+store_errmsg(const store *st)
+{
+	return st->err;
+}
+
+const char *
+store_dir(const store *st)
+{
+	return st->dir;
+}
+
 /*
  * Readers adopt a map that the collector grew since they opened the
  * environment (LMDB reports MDB_MAP_RESIZED once).
  */
 int
-store_read_begin(store *st, MDB_txn **txn)
+store_read_begin(store *st, store_txn **out)
 {
-	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
+	store_txn *t = calloc(1, sizeof(*t));
+	int        rc;
 
+	*out = NULL;
+	if (t == NULL) {
+		snprintf(st->err, sizeof(st->err), "%s: out of memory",
+		    st->dir);
+		return STORE_ENOMEM;
+	}
+	rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &t->txn);
 	if (rc == MDB_MAP_RESIZED) {
 		mdb_env_set_mapsize(st->env, 0);
-		rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
+		rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &t->txn);
 	}
-	if (rc != 0)
+	if (rc != 0) {
+		free(t);
 		return store_fail(st, rc, "starting a read transaction");
+	}
+	t->st = st;
+	*out  = t;
+	return 0;
+}
+
+void
+store_read_end(store_txn *t)
+{
+	if (t == NULL)
+		return;
+	mdb_txn_abort(t->txn);
+	free(t);
+}
+
+int
+store_reader_check(store *st, int *dead)
+{
+	int rc;
+
+	*dead = 0;
+	if ((rc = mdb_reader_check(st->env, dead)) != 0)
+		return store_fail(st, rc, "clearing dead readers");
+	return 0;
+}
+
+uint64_t
+store_map_size(const store *st)
+{
+	MDB_envinfo info;
+
+	if (mdb_env_info(st->env, &info) != 0)
+		return 0;
+	return info.me_mapsize;
+}
+
+int
+store_meta_get(store_txn *t, const char *key, size_t klen, size_t width,
+    uint64_t *out)
+{
+	MDB_val k, v;
+	int     rc;
+
+	k.mv_data = (void *) (uintptr_t) key;
+	k.mv_size = klen;
+	rc        = mdb_get(t->txn, t->st->meta, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return STORE_ENOTFOUND;
+	if (rc != 0)
+		return store_fail(t->st, rc, "reading a meta key");
+	if (v.mv_size != width) {
+		snprintf(t->st->err, sizeof(t->st->err),
+		    "%s: meta key %.*s has %zu bytes, not %zu", t->st->dir,
+		    (int) klen, key, v.mv_size, width);
+		return STORE_ECORRUPT;
+	}
+	*out = width == 4 ? wire_get32(v.mv_data) : wire_get64(v.mv_data);
+	return 0;
+}
+
+int
+store_meta_put(store_txn *t, const char *key, size_t klen, size_t width,
+    uint64_t n)
+{
+	uint8_t buf[8];
+	MDB_val k, v;
+	int     rc;
+
+	if (width == 4)
+		wire_put32(buf, (uint32_t) n);
+	else
+		wire_put64(buf, n);
+	k.mv_data = (void *) (uintptr_t) key;
+	k.mv_size = klen;
+	v.mv_data = buf;
+	v.mv_size = width;
+	if ((rc = mdb_put(t->txn, t->st->meta, &k, &v, 0)) != 0)
+		return store_fail(t->st, rc, "writing a meta key");
 	return 0;
 }
 
@@ -457,7 +556,7 @@ get_f64(const uint8_t *p)
 }
 
 void
-store_series_put(uint8_t buf[SERIES_REC_SIZE], const series_rec *r)
+store_series_encode(uint8_t buf[SERIES_REC_SIZE], const series_rec *r)
 {
 	wire_put32(buf, r->sid);
 	wire_put32(buf + 4, r->nblocks);
@@ -473,7 +572,7 @@ store_series_put(uint8_t buf[SERIES_REC_SIZE], const series_rec *r)
 }
 
 int
-store_series_get(const void *buf, size_t len, series_rec *r)
+store_series_decode(const void *buf, size_t len, series_rec *r)
 {
 	const uint8_t *p = buf;
 
@@ -492,11 +591,17 @@ store_series_get(const void *buf, size_t len, series_rec *r)
 	return 0;
 }
 
+/* Emitter and alert keys (run NUL u64) use the same buffers as series
+ * keys. */
+_Static_assert(WIRE_RUN_MAX + 1 + 8 <= STORE_KEY_MAX,
+    "an emitter or alert key fits STORE_KEY_MAX");
+
 /* Emitter records: a fixed part, the dedup window, then the host name. */
-#define EMITTER_FIXED (8 * 11 + 4 * 4 + 8 * 16 + 2)
+_Static_assert(sizeof(((emitter_rec *) 0)->host) == WIRE_HOST_MAX + 1,
+    "an emitter record holds any host the wire carries");
 
 size_t
-store_emitter_put(uint8_t *buf, const emitter_rec *r)
+store_emitter_encode(uint8_t *buf, const emitter_rec *r)
 {
 	size_t off = 0, hl = strlen(r->host);
 
@@ -527,12 +632,12 @@ store_emitter_put(uint8_t *buf, const emitter_rec *r)
 }
 
 int
-store_emitter_get(const void *buf, size_t len, emitter_rec *r)
+store_emitter_decode(const void *buf, size_t len, emitter_rec *r)
 {
 	const uint8_t *p   = buf;
 	size_t         off = 0, hl;
 
-	if (len < EMITTER_FIXED)
+	if (len < EMITTER_REC_FIXED)
 		return STORE_ECORRUPT;
 	r->incarnation = wire_get64(p + off), off += 8;
 	r->start_ns    = wire_get64(p + off), off += 8;
@@ -562,7 +667,7 @@ store_emitter_get(const void *buf, size_t len, emitter_rec *r)
 }
 
 void
-store_run_put(uint8_t buf[RUN_REC_SIZE], const run_rec *r)
+store_run_encode(uint8_t buf[RUN_REC_SIZE], const run_rec *r)
 {
 	wire_put64(buf, (uint64_t) r->first_time);
 	wire_put64(buf + 8, (uint64_t) r->last_time);
@@ -576,7 +681,7 @@ store_run_put(uint8_t buf[RUN_REC_SIZE], const run_rec *r)
 }
 
 int
-store_run_get(const void *buf, size_t len, run_rec *r)
+store_run_decode(const void *buf, size_t len, run_rec *r)
 {
 	const uint8_t *p = buf;
 

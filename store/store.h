@@ -1,17 +1,33 @@
 /*
- * store: the LMDB environment that holds runs, series, sample blocks and
- * emitters. The collector is its only writer; every viewer (vitals query,
- * top, ...) opens it read-only in its own process. docs/storage.md
- * describes the key layout.
+ * store: the on-disk state of vitals, one LMDB environment per folder
+ * holding runs, series, sample blocks, emitters, alerts and the meta keys
+ * (format, next_sid, next_alert, refused:RUN), plus writer.lock.
+ * docs/storage.md describes every key and record.
  *
- * Thread rule: a store handle is used by one thread at a time.
+ * What it owns: the LMDB environment and every call into LMDB (no other
+ * module includes <lmdb.h> or sees an LMDB type), the key layouts and
+ * record encodings, the write transaction and its meta counters
+ * (store/write.h), the read transactions and what they list
+ * (store/scan.h), the writer lock and the growth of the map.
+ * What it must not touch: the network and the wire format (wire/wire.h
+ * is used for its length limits and byte order only), deduplication and
+ * the write caches (collector/ingest.c), detection, and any output: it
+ * never prints; a failure is a store_err with its sentence on the handle
+ * (store_errmsg).
+ *
+ * The collector is the only writer; every viewer (vitals query, top, ...)
+ * opens the folder read-only in its own process.
+ *
+ * Thread rule: a store handle, and each transaction begun on it, is used
+ * by one thread at a time.
  */
 #ifndef STORE_H
 #define STORE_H
 
-#include <lmdb.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "wire/wire.h"
 
 #define STORE_FORMAT 1
 
@@ -20,35 +36,29 @@ enum store_flags {
 	STORE_NOSYNC = 1 << 1, /* survive a process crash, not power loss */
 };
 
-/* Error codes of this module; details in store_errmsg(). */
+/* Error codes of this module (append only); the sentence is in
+ * store_errmsg(). */
 enum store_err {
 	STORE_OK = 0,
 	STORE_EIO,       /* the file system failed */
 	STORE_ENOSPC,    /* disk full: nothing of the transaction was kept */
-	STORE_EMAPFULL,  /* the map must grow (handled inside the writer) */
-	STORE_ENOTFOUND, /* no database in that folder */
+	STORE_EMAPFULL,  /* the map must grow: store_grow(), then redo */
+	STORE_ENOTFOUND, /* no database in that folder; no such record */
 	STORE_ECORRUPT,  /* a record does not parse */
 	STORE_EFORMAT,   /* written by an incompatible version */
 	STORE_ENOMEM,
 	STORE_EBUSY, /* another process writes this database */
 };
 
-typedef struct store {
-	MDB_env *env;
-	MDB_dbi  meta;     /* "format" -> u32; "next_sid" -> u32 */
-	MDB_dbi  series;   /* series key -> series_rec */
-	MDB_dbi  blocks;   /* sid BE, first step BE, block no BE -> block */
-	MDB_dbi  emitters; /* run NUL incarnation BE -> emitter_rec */
-	MDB_dbi  runs;     /* run -> run_rec */
-	MDB_dbi  alerts;   /* run NUL seq BE -> alert as one JSON object */
-	int      flags;
-	int      lock_fd; /* writer: holds the folder's writer.lock */
-	char     dir[1024];
-	char     err[1400];
-} store;
+/* An open environment (opaque). */
+typedef struct store store;
 
-/* A series is (run, metric, rank). */
-#define STORE_KEY_MAX (128 + 1 + 255 + 1 + 4)
+/* A read or write transaction on a store (opaque): one consistent moment
+ * of the database. Begun by store_read_begin() or store_write_begin(). */
+typedef struct store_txn store_txn;
+
+/* A series is (run, metric, rank): run NUL metric NUL rank+1 (u32 BE). */
+#define STORE_KEY_MAX (WIRE_RUN_MAX + 1 + WIRE_NAME_MAX + 1 + 4)
 
 typedef struct series_rec {
 	uint32_t sid;
@@ -60,7 +70,6 @@ typedef struct series_rec {
 	uint64_t tail_first_step; /* key of the block being appended to */
 	uint32_t tail_no;
 } series_rec;
-#define SERIES_REC_SIZE 72
 
 typedef struct emitter_rec {
 	uint64_t incarnation;
@@ -72,7 +81,7 @@ typedef struct emitter_rec {
 	uint64_t first_step, last_step;
 	uint64_t floor; /* dedup window: every seq below is settled */
 	uint64_t window[16]; /* bit i: seq floor + i is stored */
-	char     host[256];
+	char     host[WIRE_HOST_MAX + 1];
 	int64_t  ended; /* collector clock when its FINAL batch came; 0:
 	                 * still running, or it died */
 } emitter_rec;
@@ -85,30 +94,53 @@ typedef struct run_rec {
 	uint32_t emitters; /* incarnations seen */
 	uint32_t series;
 } run_rec;
-#define RUN_REC_SIZE 60
 
 /*
  * Open (creating unless STORE_RDONLY) the environment in dir. A writer
  * takes an exclusive lock (flock on dir/writer.lock, holding its pid)
  * for as long as it is open: a second writer gets STORE_EBUSY naming the
  * first, since two would each number new series on their own. On failure
- * returns a store_err and, if *out could be allocated, nothing is leaked;
- * the reason is written to err.
+ * returns a store_err, *out is NULL, nothing is leaked, and the reason is
+ * written to err.
  */
 int  store_open(const char *dir, int flags, store **out, char *err,
      size_t errlen);
+/* Close (NULL: nothing). Every transaction must have ended. */
 void store_close(store *st);
 
-/* Begin a read transaction, adopting a map grown by the writer. */
-int store_read_begin(store *st, MDB_txn **txn);
+/* The sentence of the last failure on st. Borrowed: valid until the next
+ * call on st or on a transaction of it. */
+const char *store_errmsg(const store *st);
 
-/* Grow the map (writer only, no transaction open). */
+/* The folder st was opened on. Borrowed: valid until store_close(). */
+const char *store_dir(const store *st);
+
+/*
+ * Begin a read transaction, adopting a map grown by the writer since the
+ * last one. Returns 0 or a store_err (*out is then NULL).
+ */
+int store_read_begin(store *st, store_txn **out);
+
+/* End a read transaction (NULL: nothing). What was borrowed from it is
+ * no longer valid. */
+void store_read_end(store_txn *txn);
+
+/* Double the map (writer only, no transaction open). Returns 0 or a
+ * store_err (STORE_EMAPFULL at the 1 TiB limit). */
 int store_grow(store *st);
 
-/* Translate an LMDB or errno code into a store_err with a message. */
-int store_fail(store *st, int rc, const char *what);
+/* The size of the map now, in bytes. */
+uint64_t store_map_size(const store *st);
 
-/* Keys. */
+/*
+ * Clear the reader slots left by processes that died inside a read
+ * transaction (LMDB keeps every page freed since such a reader's
+ * snapshot). *dead counts them. Returns 0 or a store_err.
+ */
+int store_reader_check(store *st, int *dead);
+
+/* Keys. buf holds STORE_KEY_MAX bytes; runlen <= WIRE_RUN_MAX and
+ * mlen <= WIRE_NAME_MAX. */
 size_t store_series_key(uint8_t *buf, const char *run, size_t runlen,
     const char *metric, size_t mlen, int32_t rank);
 /* Split a series key; pointers point into key. Returns -1 if malformed. */
@@ -116,19 +148,9 @@ int store_series_key_parse(const uint8_t *key, size_t len, const char **run,
     size_t *runlen, const char **metric, size_t *mlen, int32_t *rank);
 void store_block_key(uint8_t buf[16], uint32_t sid, uint64_t first_step,
     uint32_t no);
+/* run NUL incarnation (u64 BE); alerts use the same layout with their
+ * sequence number. */
 size_t store_emitter_key(uint8_t *buf, const char *run, size_t runlen,
     uint64_t incarnation);
-/* The meta key of a run's refused-sample count ("refused:" run). */
-#define STORE_REFUSED_KEY_MAX (8 + 128)
-size_t store_refused_key(uint8_t *buf, const char *run, size_t runlen);
-
-/* Records (explicit little-endian encodings, independent of the ABI). */
-void store_series_put(uint8_t buf[SERIES_REC_SIZE], const series_rec *r);
-int  store_series_get(const void *buf, size_t len, series_rec *r);
-size_t store_emitter_put(uint8_t *buf, const emitter_rec *r);
-int    store_emitter_get(const void *buf, size_t len, emitter_rec *r);
-#define EMITTER_REC_MAX (256 + 400)
-void store_run_put(uint8_t buf[RUN_REC_SIZE], const run_rec *r);
-int  store_run_get(const void *buf, size_t len, run_rec *r);
 
 #endif /* STORE_H */

@@ -140,6 +140,16 @@ check "rules check: a broken file exits 1 naming line and column" \
 	sh -c "[ $rc = 1 ] && grep -q 'broken.rules:4:6: expected a number for .z.' '$T/rules.err'"
 "$BIN/vitals" replay --rules "$T/broken.rules" "$T/run.csv" 2>/dev/null
 check "replay refuses a broken rules file" [ $? = 1 ]
+# Rules files are read with vitalsd's 1 MiB cap by every command: valid
+# rules padded with comments past it are refused, naming the file.
+cp "$T/default.rules" "$T/big.rules"
+python3 -c "print(('# padding' + ' ' * 70 + chr(10)) * 14000, end='')" \
+	>>"$T/big.rules"
+"$BIN/vitals" rules check "$T/big.rules" >/dev/null 2>"$T/big.err"
+check "rules check refuses a rules file over 1 MiB, naming it" \
+	sh -c "[ $? = 1 ] && grep -q 'big.rules: larger than 1 MiB' '$T/big.err'"
+"$BIN/vitals" replay --rules "$T/big.rules" "$T/run.csv" >/dev/null 2>&1
+check "replay refuses a rules file over 1 MiB" [ $? = 1 ]
 
 # rules check --db lists the stored series each rule matches.
 start_collector

@@ -856,6 +856,118 @@ TEST(alert_json_round_trips)
 	CHECK(strlen(small) == sizeof(small) - 1);
 }
 
+/* The alert reader gives back every field the writer wrote, each as the
+ * JSON type it was written as. */
+TEST(alert_reader_reads_what_the_writer_wrote)
+{
+	detect_alert        a = { 0 };
+	detect_alert_record r;
+	char                buf[1024], err[128];
+	size_t              n;
+
+	a.rule     = "r\"1\\";
+	a.kind     = "nonfinite";
+	a.severity = DETECT_CRITICAL;
+	a.state    = DETECT_RESOLVED;
+	a.run      = "run\n1\x01\xc3\xa9";
+	a.runlen   = 8;
+	a.rank     = -1;
+	a.host     = "h";
+	a.hostlen  = 1;
+	a.metric   = "loss";
+	a.mlen     = 4;
+	a.step     = 18446744073709551615ull;
+	a.time_ns  = 1700000000123456789ll;
+	a.value    = NAN;
+	a.baseline = 0.1;
+	a.message  = "m";
+	n          = detect_alert_json(&a, buf, sizeof(buf));
+	REQUIRE(n < sizeof(buf));
+	REQUIRE(detect_alert_parse(buf, n, &r, err, sizeof(err)) == 0);
+	CHECK(strcmp(r.f[DETECT_AF_RULE].str, "r\"1\\") == 0);
+	CHECK(strcmp(r.f[DETECT_AF_SEVERITY].str, "critical") == 0);
+	CHECK(strcmp(r.f[DETECT_AF_STATE].str, "resolved") == 0);
+	CHECK(strcmp(r.f[DETECT_AF_RUN].str, "run\n1\x01\xc3\xa9") == 0);
+	CHECK(r.f[DETECT_AF_RANK].type == DETECT_AT_INT
+	    && r.f[DETECT_AF_RANK].i == -1);
+	CHECK(r.f[DETECT_AF_STEP].type == DETECT_AT_INT
+	    && r.f[DETECT_AF_STEP].u == 18446744073709551615ull
+	    && r.f[DETECT_AF_STEP].i == INT64_MAX);
+	CHECK(r.f[DETECT_AF_TIME].type == DETECT_AT_REAL
+	    && r.f[DETECT_AF_TIME].num == 1700000000.123456789);
+	CHECK(r.f[DETECT_AF_VALUE].type == DETECT_AT_REAL
+	    && isnan(r.f[DETECT_AF_VALUE].num));
+	CHECK(r.f[DETECT_AF_BASELINE].type == DETECT_AT_REAL
+	    && r.f[DETECT_AF_BASELINE].num == 0.1);
+	CHECK(strcmp(r.f[DETECT_AF_MESSAGE].str, "m") == 0);
+	detect_alert_record_free(&r);
+	for (int i = 0; i < DETECT_AF_COUNT; i++)
+		CHECK(strstr(buf, detect_alert_field_name(i)) != NULL);
+	CHECK(detect_alert_field_name(DETECT_AF_COUNT) == NULL);
+}
+
+TEST(alert_reader_types_and_errors)
+{
+	detect_alert_record r;
+	char                err[128];
+	const char         *j = " {\"rank\":2,\"x\":[1,{\"y\":\"z\"}],"
+	                        "\"value\":null,\"kind\":\"a\\u00e9\\ud83d\\ude00\","
+	                        "\"kind\":\"b\\u00e9\\ud83d\\ude00\","
+	                        "\"baseline\":-Infinity,\"host\":true,"
+	                        "\"step\":-3} trailing";
+
+	REQUIRE(detect_alert_parse(j, strlen(j), &r, err, sizeof(err)) == 0);
+	CHECK(r.f[DETECT_AF_RANK].type == DETECT_AT_INT
+	    && r.f[DETECT_AF_RANK].num == 2);
+	CHECK(r.f[DETECT_AF_VALUE].type == DETECT_AT_NULL
+	    && isnan(r.f[DETECT_AF_VALUE].num));
+	CHECK(strcmp(r.f[DETECT_AF_KIND].str, "b\xc3\xa9\xf0\x9f\x98\x80") == 0);
+	CHECK(r.f[DETECT_AF_BASELINE].type == DETECT_AT_REAL
+	    && r.f[DETECT_AF_BASELINE].num == -INFINITY);
+	CHECK(r.f[DETECT_AF_HOST].type == DETECT_AT_OTHER);
+	CHECK(r.f[DETECT_AF_STEP].i == -3 && r.f[DETECT_AF_STEP].u == 0);
+	CHECK(r.f[DETECT_AF_RULE].type == DETECT_AT_ABSENT);
+	detect_alert_record_free(&r);
+
+	CHECK(detect_alert_parse("[1]", 3, &r, err, sizeof(err))
+	    == DETECT_EPARSE);
+	CHECK(strcmp(err, "offset 0: expected '{', found '['") == 0);
+	CHECK(r.f[DETECT_AF_RULE].type == DETECT_AT_ABSENT && r.mem == NULL);
+	CHECK(detect_alert_parse("{\"rule\":\"x", 10, &r, err, sizeof(err))
+	    == DETECT_EPARSE);
+	CHECK(strcmp(err, "offset 10: expected '\"' to end the string, "
+	                  "found the end")
+	    == 0);
+	CHECK(detect_alert_parse("{\"rule\" 1}", 10, &r, err, sizeof(err))
+	    == DETECT_EPARSE);
+	CHECK(strcmp(err, "offset 8: expected ':', found '1'") == 0);
+	CHECK(detect_alert_parse("", 0, &r, err, sizeof(err)) == DETECT_EPARSE);
+}
+
+/* The alert vitalsd stores when a run reaches a series cap, byte for byte
+ * as the collector has always stored it. */
+TEST(alert_series_limit_json)
+{
+	char   buf[1024], small[8];
+	size_t n = detect_alert_series_limit_json("r\"1", 3, "h", 1, "loss",
+	    4, 7, 1700000000000000001ll, "per-run", 3, buf, sizeof(buf));
+
+	CHECK(n == strlen(buf));
+	CHECK(strcmp(buf,
+	          "{\"rule\":\"series_limit\",\"kind\":\"series_limit\","
+	          "\"severity\":\"warning\",\"state\":\"firing\","
+	          "\"run\":\"r\\\"1\",\"rank\":-1,\"host\":\"h\","
+	          "\"metric\":\"loss\",\"step\":7,"
+	          "\"time\":1700000000.000000001,\"value\":null,"
+	          "\"baseline\":null,\"message\":\"per-run series cap of 3 "
+	          "reached: samples of new series are refused (not stored)\"}")
+	    == 0);
+	CHECK(detect_alert_series_limit_json("r", 1, "h", 1, "m", 1, 0, 0,
+	          "total", 1, small, sizeof(small))
+	    > sizeof(small));
+	CHECK(strlen(small) == sizeof(small) - 1);
+}
+
 /* ---- replay input ------------------------------------------------------- */
 
 static int
@@ -991,6 +1103,9 @@ main(void)
 	RUN(exec_action_on_firing_above_exec_on);
 	RUN(reload_keeps_state_of_unchanged_rules);
 	RUN(alert_json_round_trips);
+	RUN(alert_reader_reads_what_the_writer_wrote);
+	RUN(alert_reader_types_and_errors);
+	RUN(alert_series_limit_json);
 	RUN(replay_jsonl_and_csv_read_the_same);
 	RUN(replay_errors_name_line_and_column);
 	return harness_done();

@@ -2,7 +2,8 @@
  * Unit tests of the store and the collector's write path (ingest) on a
  * real LMDB environment in a temporary folder: samples read back exactly,
  * duplicates are discarded across reopen, restarts merge in step order,
- * the map grows, an aborted transaction leaves nothing behind.
+ * the map grows, an aborted transaction leaves nothing behind, a rank's
+ * latest incarnation is the one that started last.
  */
 #include "collector/ingest.h"
 #include "store/block.h"
@@ -149,10 +150,10 @@ static int
 read_series(const char *run, const char *metric, int32_t rank, uint64_t from,
     uint64_t to, got *g)
 {
-	store   *st;
-	MDB_txn *txn;
-	char     err[1400];
-	find_ctx f = { metric, rank, 0, { 0 } };
+	store     *st;
+	store_txn *txn;
+	char       err[1400];
+	find_ctx   f = { metric, rank, 0, { 0 } };
 	int      rc;
 
 	memset(g, 0, sizeof(*g));
@@ -165,8 +166,8 @@ read_series(const char *run, const char *metric, int32_t rank, uint64_t from,
 	scan_series_of(st, txn, run, find_series, &f);
 	rc = f.sid ? scan_samples(st, txn, f.sid, from, to, collect, g) : -2;
 	if (rc != 0 && rc != -2)
-		printf("  scan: %d %s\n", rc, st->err);
-	mdb_txn_abort(txn);
+		printf("  scan: %d %s\n", rc, store_errmsg(st));
+	store_read_end(txn);
 	store_close(st);
 	return rc;
 }
@@ -204,10 +205,10 @@ TEST(store_and_read_back)
 	{
 		/* The run's record follows every commit, not only the
 		 * first. */
-		store   *rs;
-		MDB_txn *txn;
-		run_rec  rr;
-		char     err[1400];
+		store     *rs;
+		store_txn *txn;
+		run_rec    rr;
+		char       err[1400];
 
 		REQUIRE(store_open(dir, STORE_RDONLY, &rs, err, sizeof(err)) ==
 		    0);
@@ -217,7 +218,7 @@ TEST(store_and_read_back)
 		CHECK_EQ_INT(rr.last_step, 3999);
 		CHECK_EQ_INT(rr.series, 1);
 		CHECK_EQ_INT(rr.emitters, 1);
-		mdb_txn_abort(txn);
+		store_read_end(txn);
 		store_close(rs);
 	}
 	for (uint64_t i = 0; i < 4000 && i < g.n; i++) {
@@ -317,7 +318,6 @@ TEST(map_grows)
 {
 	store      *st;
 	ingest     *in;
-	MDB_envinfo info;
 	got         g;
 	spec        s = { "big", 5, 1, 1, 0, 0, "noise", 0, 20000, val_noise };
 
@@ -347,8 +347,7 @@ TEST(map_grows)
 		}
 		REQUIRE(rc == 0);
 	}
-	mdb_env_info(st->env, &info);
-	CHECK(info.me_mapsize > (16u << 20));
+	CHECK(store_map_size(st) > (16u << 20));
 	ingest_close(in);
 	store_close(st);
 	REQUIRE(read_series("big", "noise", 0, 2399990, UINT64_MAX, &g) == 0);
@@ -410,7 +409,7 @@ TEST(alerts_in_order_per_run)
 {
 	store      *st;
 	ingest     *in;
-	MDB_txn    *txn;
+	store_txn  *txn;
 	alerts_seen a = { 0 };
 
 	fresh_dir();
@@ -439,7 +438,108 @@ TEST(alerts_in_order_per_run)
 	memset(&a, 0, sizeof(a));
 	CHECK(scan_alerts(st, txn, NULL, 0, each_alert, &a) == 0);
 	CHECK_EQ_INT(a.n, 3);
-	mdb_txn_abort(txn);
+	store_read_end(txn);
+	store_close(st);
+}
+
+/* Apply one batch of s from a process started at start_ns, FINAL if
+ * final (its last batch). */
+static int
+apply_from(ingest *in, const spec *s, uint64_t start_ns, int final)
+{
+	wire_batch b;
+	char       why[200];
+	int        is_new, rc;
+
+	make(s, &b);
+	b.id.start_ns = start_ns;
+	if (final)
+		b.flags |= WIRE_FINAL;
+	if (ingest_begin(in) != 0)
+		return -100;
+	rc = ingest_batch(in, &b, 1, &is_new, why, sizeof(why));
+	if (rc < 0) {
+		ingest_abort(in);
+		return rc;
+	}
+	return ingest_commit(in) != 0 ? -101 : rc;
+}
+
+typedef struct ranks_seen {
+	int      n;
+	int32_t  rank[4];
+	size_t   incs[4];
+	uint64_t latest[4];
+} ranks_seen;
+
+static int
+each_rank(void *ctx, const scan_rank *r)
+{
+	ranks_seen *c = ctx;
+
+	if (c->n < 4) {
+		c->rank[c->n]   = r->rank;
+		c->incs[c->n]   = r->n;
+		c->latest[c->n] = r->inc[r->n - 1]->incarnation;
+	}
+	c->n++;
+	return 0;
+}
+
+static int
+run_finished(store *st)
+{
+	store_txn *txn;
+	int        fin = -1;
+
+	if (store_read_begin(st, &txn) != 0)
+		return -1;
+	if (scan_run_finished(st, txn, "rr", &fin) != 0)
+		fin = -1;
+	store_read_end(txn);
+	return fin;
+}
+
+TEST(ranks_latest_incarnation_by_start)
+{
+	store     *st;
+	ingest    *in;
+	store_txn *txn;
+	ranks_seen c = { 0 };
+	spec       s = { "rr", 9, 1, 1, 0, 0, "loss", 0, 10, val_lin };
+
+	fresh_dir();
+	open_both(&st, &in);
+	/* Rank 0: incarnation 9 started first and ended; incarnation 3
+	 * (a lower key) started later and still runs. */
+	CHECK_EQ_INT(apply_from(in, &s, 100, 1), WIRE_ACK_STORED);
+	s.inc = 3, s.step0 = 5;
+	CHECK_EQ_INT(apply_from(in, &s, 300, 0), WIRE_ACK_STORED);
+	/* Rank 1: incarnation 2, ended, then 5, running. */
+	s.rank = 1, s.inc = 2, s.step0 = 0;
+	CHECK_EQ_INT(apply_from(in, &s, 100, 1), WIRE_ACK_STORED);
+	s.inc = 5;
+	CHECK_EQ_INT(apply_from(in, &s, 200, 0), WIRE_ACK_STORED);
+
+	REQUIRE(store_read_begin(st, &txn) == 0);
+	CHECK(scan_ranks(st, txn, "rr", each_rank, &c) == 0);
+	store_read_end(txn);
+	CHECK_EQ_INT(c.n, 2);
+	CHECK(c.rank[0] == 0 && c.rank[1] == 1);
+	CHECK(c.incs[0] == 2 && c.incs[1] == 2);
+	CHECK_EQ_INT(c.latest[0], 3);
+	CHECK_EQ_INT(c.latest[1], 5);
+	/* The latest of each rank still runs: not finished. */
+	CHECK_EQ_INT(run_finished(st), 0);
+
+	/* Both latest incarnations say goodbye. */
+	s.rank = 0, s.inc = 3, s.seq = s.floor = 2, s.step0 = 20;
+	CHECK_EQ_INT(apply_from(in, &s, 300, 1), WIRE_ACK_STORED);
+	CHECK_EQ_INT(run_finished(st), 0);
+	s.rank = 1, s.inc = 5;
+	CHECK_EQ_INT(apply_from(in, &s, 200, 1), WIRE_ACK_STORED);
+	CHECK_EQ_INT(run_finished(st), 1);
+	ingest_close(in);
 	store_close(st);
 }
 
@@ -478,6 +578,7 @@ main(void)
 	RUN(map_grows);
 	RUN(abort_leaves_nothing);
 	RUN(alerts_in_order_per_run);
+	RUN(ranks_latest_incarnation_by_start);
 	RUN(readonly_missing_db_is_clear);
 	fresh_dir();
 	rmdir(dir);

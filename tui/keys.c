@@ -65,23 +65,6 @@ filter_key(ui *u, model *m, int ch)
 }
 
 static int
-view_key(ui *u, model *m, int ch)
-{
-	switch (u->view) {
-	case UI_OVERVIEW:
-		return panel_overview_key(u, m, ch);
-	case UI_DETAIL:
-		return panel_detail_key(u, m, ch);
-	case UI_RANKS:
-		return panel_ranks_key(u, m, ch);
-	case UI_ALERTS:
-		return panel_alerts_key(u, m, ch);
-	default:
-		return 0;
-	}
-}
-
-static int
 set_view(ui *u, const model *m, enum ui_view v)
 {
 	long mi = ui_metric(u, m);
@@ -113,7 +96,7 @@ keys_handle(ui *u, model *m, int ch)
 	if (u->picker)
 		return panel_runs_key(u, m, ch);
 	/* The view's own meaning of a key comes first (a in alerts). */
-	if ((f = view_key(u, m, ch)) != 0)
+	if ((f = panel_of(u->view)->key(u, m, ch)) != 0)
 		return f;
 	switch (ch) {
 	case 'q':

@@ -7,6 +7,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/clock.h"
+
 /* When reading the whole series index takes longer than this, it is read
  * again only when series are added; at other changes the series of the
  * metrics on screen are reread (one key range each), and a sweep rereads
@@ -17,32 +19,10 @@
 /* Rates are measured over this many seconds of refreshes. */
 #define TM_RATE_WINDOW 5.0
 
-static double
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 double
 model_wall_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
-/* Copy a string, cut to fit. */
-static void
-copy_str(char *dst, size_t len, const char *src)
-{
-	size_t n = strnlen(src, len - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = 0;
+	return now_wall_s();
 }
 
 static void
@@ -104,9 +84,9 @@ model_open(
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (run != NULL && strlen(run) >= TM_RUN_MAX) {
+	if (run != NULL && strlen(run) >= MODEL_RUN_MAX) {
 		snprintf(err, errlen, "--run: a run name has at most %d bytes",
-		    TM_RUN_MAX - 1);
+		    MODEL_RUN_MAX - 1);
 		free(m);
 		return -1;
 	}
@@ -128,8 +108,7 @@ model_close(model *m)
 {
 	if (m == NULL)
 		return;
-	if (m->txn != NULL)
-		mdb_txn_abort(m->txn);
+	store_read_end(m->txn);
 	run_reset(m);
 	free(m->runs);
 	free(m->scratch);
@@ -154,11 +133,11 @@ on_run(void *ctx, const char *run, size_t runlen, const run_rec *r)
 {
 	model *m = ctx;
 
-	if (runlen >= TM_RUN_MAX)
+	if (runlen >= MODEL_RUN_MAX)
 		return 0;
 	if (m->nruns == m->runs_cap) {
 		size_t  nc = m->runs_cap ? m->runs_cap * 2 : 16;
-		tm_run *nr = realloc(m->runs, nc * sizeof(*nr));
+		model_run *nr = realloc(m->runs, nc * sizeof(*nr));
 
 		if (nr == NULL)
 			return STORE_ENOMEM;
@@ -183,7 +162,7 @@ read_runs(model *m)
 static void
 choose_run(model *m)
 {
-	const tm_run *best = NULL;
+	const model_run *best = NULL;
 
 	for (size_t i = 0; i < m->nruns; i++)
 		if (m->runs[i].rec.samples > 0
@@ -212,9 +191,9 @@ lower_is_worse(const char *name)
 
 typedef struct build_ctx {
 	model     *m;
-	tm_series *series;
+	model_series *series;
 	size_t     n, cap;
-	tm_metric *metrics;
+	model_metric *metrics;
 	size_t     nm, mcap;
 	uint32_t   max_sid;
 	int        oom;
@@ -224,17 +203,17 @@ static int
 on_series_build(void *vctx, const scan_series *s)
 {
 	build_ctx *c = vctx;
-	tm_series *x;
+	model_series *x;
 
-	if (s->mlen >= TM_NAME_MAX)
+	if (s->mlen >= MODEL_NAME_MAX)
 		return 0;
 	if (c->nm == 0 || strlen(c->metrics[c->nm - 1].name) != s->mlen
 	    || memcmp(c->metrics[c->nm - 1].name, s->metric, s->mlen) != 0) {
-		tm_metric *mt;
+		model_metric *mt;
 
 		if (c->nm == c->mcap) {
 			size_t     nc = c->mcap ? c->mcap * 2 : 32;
-			tm_metric *nm = realloc(c->metrics, nc * sizeof(*nm));
+			model_metric *nm = realloc(c->metrics, nc * sizeof(*nm));
 
 			if (nm == NULL)
 				goto oom;
@@ -251,7 +230,7 @@ on_series_build(void *vctx, const scan_series *s)
 	}
 	if (c->n == c->cap) {
 		size_t     nc = c->cap ? c->cap * 2 : 64;
-		tm_series *ns = realloc(c->series, nc * sizeof(*ns));
+		model_series *ns = realloc(c->series, nc * sizeof(*ns));
 
 		if (ns == NULL)
 			goto oom;
@@ -297,12 +276,12 @@ series_rebuild(model *m)
 		return rc;
 	}
 	for (size_t i = 0; i < c.n; i++) {
-		tm_series *x = &c.series[i];
+		model_series *x = &c.series[i];
 
 		by[x->sid] = (uint32_t) i + 1;
 		x->changed = m->frame;
 		if (x->sid < m->nby_sid && m->by_sid[x->sid] != 0) {
-			tm_series *o = &m->series[m->by_sid[x->sid] - 1];
+			model_series *o = &m->series[m->by_sid[x->sid] - 1];
 
 			x->cache = o->cache;
 			o->cache = NULL;
@@ -332,7 +311,7 @@ on_series_inc(void *vctx, const scan_series *s)
 {
 	inc_ctx   *c = vctx;
 	model     *m = c->m;
-	tm_series *x;
+	model_series *x;
 
 	if (c->i >= m->nseries || m->series[c->i].sid != s->rec.sid) {
 		c->mismatch = 1;
@@ -385,7 +364,7 @@ nth(double *v, size_t n, size_t k)
 /* Latest value over ranks: min, median, max, and the worst rank (a
  * non-finite one first, else the extreme in the bad direction). */
 static int
-fold(model *m, tm_metric *mt)
+fold(model *m, model_metric *mt)
 {
 	size_t nf = 0;
 
@@ -407,7 +386,7 @@ fold(model *m, tm_metric *mt)
 	mt->last_step  = 0;
 	mt->last_time  = 0;
 	for (size_t i = 0; i < mt->n; i++) {
-		const tm_series *s = &m->series[mt->first + i];
+		const model_series *s = &m->series[mt->first + i];
 		double           v = s->rec.last_value;
 
 		if (s->rec.last_step > mt->last_step)
@@ -476,7 +455,7 @@ read_series(model *m)
 /* State of one metric_refresh: the next of the metric's series. */
 typedef struct refresh_ctx {
 	model     *m;
-	tm_metric *mt;
+	model_metric *mt;
 	size_t     i;
 } refresh_ctx;
 
@@ -485,8 +464,8 @@ refresh_one(void *vctx, const scan_series *s)
 {
 	refresh_ctx *c = vctx;
 	model       *m = c->m;
-	tm_metric   *mt = c->mt;
-	tm_series   *x;
+	model_metric   *mt = c->mt;
+	model_series   *x;
 
 	/* A series we do not hold (a new rank): stop, read it all. */
 	if (c->i >= mt->n || m->series[mt->first + c->i].sid != s->rec.sid)
@@ -537,7 +516,7 @@ refresh_wanted(model *m)
 	int  rc;
 
 	for (size_t i = 0; i < m->nseries; i++) {
-		const tm_series *s = &m->series[i];
+		const model_series *s = &m->series[i];
 
 		if (s->want == 0 || (long) s->metric == last)
 			continue;
@@ -553,11 +532,11 @@ refresh_wanted(model *m)
 static int
 sweep(model *m)
 {
-	double t0 = mono_now();
+	double t0 = now_mono_s();
 	int    rc;
 
 	for (size_t n = 0; n < m->nmetrics && m->index_at >= 0; n++) {
-		if (mono_now() - t0 >= TM_SWEEP_BUDGET)
+		if (now_mono_s() - t0 >= TM_SWEEP_BUDGET)
 			break;
 		if (m->sweep_next >= m->nmetrics)
 			m->sweep_next = 0;
@@ -569,62 +548,10 @@ sweep(model *m)
 
 /* ---- emitters and ranks ---------------------------------------------- */
 
-typedef struct emi {
-	int32_t  rank;
-	uint64_t start, first_step, last_step, dropped, samples;
-	int64_t  last_seen, ended;
-	char     host[64];
-} emi;
-
-typedef struct emi_ctx {
-	emi   *v;
-	size_t n, cap;
-} emi_ctx;
-
-static int
-on_emitter(void *vctx, const char *run, size_t runlen, const emitter_rec *r)
-{
-	emi_ctx *c = vctx;
-	emi     *e;
-
-	(void) run;
-	(void) runlen;
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 64;
-		emi   *ne = realloc(c->v, nc * sizeof(*ne));
-
-		if (ne == NULL)
-			return STORE_ENOMEM;
-		c->v   = ne;
-		c->cap = nc;
-	}
-	e             = &c->v[c->n++];
-	e->rank       = r->rank;
-	e->start      = r->start_ns;
-	e->first_step = r->first_step;
-	e->last_step  = r->last_step;
-	e->dropped    = r->dropped;
-	e->samples    = r->samples;
-	e->last_seen  = r->last_seen;
-	e->ended      = r->ended;
-	copy_str(e->host, sizeof(e->host), r->host);
-	return 0;
-}
-
-static int
-emi_cmp(const void *a, const void *b)
-{
-	const emi *x = a, *y = b;
-
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
 static int
 rank_cmp(const void *a, const void *b)
 {
-	const tm_rank *x = a, *y = b;
+	const model_rank *x = a, *y = b;
 
 	return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
@@ -647,28 +574,99 @@ model_rank_find(const model *m, int32_t rank)
 	return -1;
 }
 
+_Static_assert(sizeof(((model_rank *) 0)->host) ==
+	sizeof(((emitter_rec *) 0)->host),
+    "a rank shows its host whole");
+
+/* The ranks being read: one model_rank per rank with an emitter, and the
+ * run's figures over them (set on the model once all is read). */
+typedef struct ranks_ctx {
+	model_rank *v;
+	size_t   n, cap;
+	uint32_t restarts;
+	uint64_t lost_steps, dropped, step;
+	int64_t  last_seen;
+} ranks_ctx;
+
 /*
- * Ranks from the emitters (an incarnation per process start), their
- * newest sample from the series (with_series; else as last read). A
- * rank's restarts are its incarnations beyond the first, its lost steps
- * those each incarnation redid, from where it started up to the furthest
- * step reached before. The run's figures are the largest over ranks, as
- * a job restart restarts every rank at once.
+ * A rank's restarts are its incarnations beyond the first, its lost
+ * steps those each incarnation redid, from where it started up to the
+ * furthest step reached before. The run's figures are the largest over
+ * ranks, as a job restart restarts every rank at once.
+ */
+static int
+on_rank(void *vctx, const scan_rank *sr)
+{
+	ranks_ctx *c        = vctx;
+	uint64_t   furthest = 0;
+	int        any      = 0;
+	model_rank   *r;
+
+	if (c->n == c->cap) {
+		size_t   nc = c->cap ? c->cap * 2 : 64;
+		model_rank *nv = realloc(c->v, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return STORE_ENOMEM;
+		c->v   = nv;
+		c->cap = nc;
+	}
+	r = &c->v[c->n++];
+	memset(r, 0, sizeof(*r));
+	r->rank      = sr->rank;
+	r->alert_sev = -1;
+	for (size_t j = 0; j < sr->n; j++) {
+		const emitter_rec *e = sr->inc[j];
+
+		r->incarnations++;
+		r->dropped += e->dropped;
+		if (e->last_seen > r->last_seen)
+			r->last_seen = e->last_seen;
+		if (e->samples == 0)
+			continue;
+		if (any && e->first_step <= furthest)
+			r->lost_steps += furthest - e->first_step + 1;
+		if (!any || e->last_step > furthest)
+			furthest = e->last_step;
+		any     = 1;
+		r->step = e->last_step;
+	}
+	/* The latest incarnation is the rank now. */
+	memcpy(r->host, sr->inc[sr->n - 1]->host, sizeof(r->host));
+	r->ended = sr->inc[sr->n - 1]->ended != 0;
+	/* A job restart restarts every rank: count it once. */
+	if (r->incarnations - 1 > c->restarts)
+		c->restarts = r->incarnations - 1;
+	if (r->lost_steps > c->lost_steps)
+		c->lost_steps = r->lost_steps;
+	c->dropped += r->dropped;
+	if (r->last_seen > c->last_seen)
+		c->last_seen = r->last_seen;
+	if (r->step > c->step)
+		c->step = r->step;
+	return 0;
+}
+
+/*
+ * Ranks from the emitters (scan_ranks: an incarnation per process
+ * start), their newest sample from the series (with_series; else as last
+ * read).
  */
 static int
 read_ranks(model *m, int with_series)
 {
-	emi_ctx  c = { 0 };
-	tm_rank *nr;
-	size_t   n = 0, extra = 0;
-	int      rc;
+	ranks_ctx c = { 0 };
+	model_rank  *nr;
+	size_t    n, extra = 0;
+	int       rc, finished = 0;
 
-	rc = scan_emitters(m->st, m->txn, m->run, on_emitter, &c);
+	rc = scan_ranks(m->st, m->txn, m->run, on_rank, &c);
+	if (rc == 0)
+		rc = scan_run_finished(m->st, m->txn, m->run, &finished);
 	if (rc != 0) {
 		free(c.v);
 		return rc;
 	}
-	qsort(c.v, c.n, sizeof(*c.v), emi_cmp);
 	/* Ranks seen only in series (no emitter record) are kept too. */
 	for (size_t i = 0; i < m->nseries; i++)
 		if (i == 0 || m->series[i].rank != m->series[i - 1].rank)
@@ -678,54 +676,16 @@ read_ranks(model *m, int with_series)
 		free(c.v);
 		return STORE_ENOMEM;
 	}
-	m->restarts   = 0;
-	m->lost_steps = 0;
-	m->dropped    = 0;
-	m->last_seen  = 0;
-	m->step       = 0;
-	m->finished   = c.n > 0;
-	for (size_t i = 0; i < c.n;) {
-		tm_rank *r        = &nr[n++];
-		uint64_t furthest = 0;
-		int      any      = 0;
-		size_t   j        = i;
-
-		r->rank      = c.v[i].rank;
-		r->alert_sev = -1;
-		for (; j < c.n && c.v[j].rank == r->rank; j++) {
-			const emi *e = &c.v[j];
-
-			r->incarnations++;
-			r->dropped += e->dropped;
-			if (e->last_seen > r->last_seen)
-				r->last_seen = e->last_seen;
-			copy_str(r->host, sizeof(r->host), e->host);
-			if (e->samples == 0)
-				continue;
-			if (any && e->first_step <= furthest)
-				r->lost_steps += furthest - e->first_step + 1;
-			if (!any || e->last_step > furthest)
-				furthest = e->last_step;
-			any     = 1;
-			r->step = e->last_step;
-		}
-		/* Its incarnations are in start order: the last is now. */
-		r->ended = c.v[j - 1].ended != 0;
-		if (!r->ended)
-			m->finished = 0;
-		/* A job restart restarts every rank: count it once. */
-		if (r->incarnations - 1 > m->restarts)
-			m->restarts = r->incarnations - 1;
-		if (r->lost_steps > m->lost_steps)
-			m->lost_steps = r->lost_steps;
-		m->dropped += r->dropped;
-		if (r->last_seen > m->last_seen)
-			m->last_seen = r->last_seen;
-		if (r->step > m->step)
-			m->step = r->step;
-		i = j;
-	}
+	if (c.n > 0)
+		memcpy(nr, c.v, c.n * sizeof(*nr));
+	n = c.n;
 	free(c.v);
+	m->finished   = finished;
+	m->restarts   = c.restarts;
+	m->lost_steps = c.lost_steps;
+	m->dropped    = c.dropped;
+	m->last_seen  = c.last_seen;
+	m->step       = c.step;
 	if (!with_series) {
 		/* Newest samples as last read with the whole index. */
 		for (size_t i = 0; i < n; i++) {
@@ -736,9 +696,9 @@ read_ranks(model *m, int with_series)
 		}
 	}
 	for (size_t i = 0; with_series && i < m->nseries; i++) {
-		const tm_series *s   = &m->series[i];
-		tm_rank          key = { .rank = s->rank };
-		tm_rank *r = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
+		const model_series *s   = &m->series[i];
+		model_rank          key = { .rank = s->rank };
+		model_rank *r = bsearch(&key, nr, n, sizeof(*nr), rank_cmp);
 
 		if (r == NULL) {
 			r            = &nr[n++];
@@ -772,7 +732,7 @@ mark_stalls(model *m)
 	if (th < 2.0)
 		th = 2.0;
 	for (size_t i = 0; i < m->nranks; i++) {
-		tm_rank *r = &m->ranks[i];
+		model_rank *r = &m->ranks[i];
 
 		r->lag_s   = r->last_time > 0
 		      ? (double) (m->rec.last_time - r->last_time) / 1e9
@@ -865,11 +825,11 @@ read_run(model *m, double now)
 		    || m->index_cost < TM_INDEX_CHEAP || m->index_at < 0;
 
 		if (whole) {
-			double t0 = mono_now();
+			double t0 = now_mono_s();
 
 			if ((rc = read_series(m)) != 0)
 				return rc;
-			m->index_cost = mono_now() - t0;
+			m->index_cost = now_mono_s() - t0;
 			m->index_at   = now;
 		} else {
 			m->partial = m->frame;
@@ -893,13 +853,13 @@ read_run(model *m, double now)
 int
 model_update(model *m, model_want_fn want, void *ctx)
 {
-	double t0 = mono_now();
+	double t0 = now_mono_s();
 	int    rc;
 
 	m->frame++;
 	m->read_series = 0;
 	if ((rc = store_read_begin(m->st, &m->txn)) != 0) {
-		snprintf(m->err, sizeof(m->err), "%s", m->st->err);
+		snprintf(m->err, sizeof(m->err), "%s", store_errmsg(m->st));
 		return -1;
 	}
 	rc = read_runs(m);
@@ -921,15 +881,16 @@ model_update(model *m, model_want_fn want, void *ctx)
 		if (rc == 0)
 			rc = model_samples_read(m);
 	}
-	mdb_txn_abort(m->txn);
+	store_read_end(m->txn);
 	m->txn = NULL;
 	model_samples_evict(m);
-	m->update_ms = (mono_now() - t0) * 1e3;
+	m->update_ms = (now_mono_s() - t0) * 1e3;
 	if (rc != 0) {
 		if (rc == STORE_ENOMEM)
 			snprintf(m->err, sizeof(m->err), "out of memory");
 		else
-			snprintf(m->err, sizeof(m->err), "%s", m->st->err);
+			snprintf(m->err, sizeof(m->err), "%s",
+			    store_errmsg(m->st));
 		return -1;
 	}
 	return 0;
@@ -957,7 +918,7 @@ model_metric_find(const model *m, const char *name)
 long
 model_series_of(const model *m, size_t mi, int32_t rank)
 {
-	const tm_metric *mt;
+	const model_metric *mt;
 
 	if (mi >= m->nmetrics)
 		return -1;

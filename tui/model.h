@@ -1,7 +1,7 @@
 /*
  * model: what `vitals top` shows, read from the store incrementally.
  *
- * Each refresh is one short read transaction (begun, read, aborted):
+ * Each refresh is one short read transaction (begun, read, ended):
  *
  *  1. the runs and the watched run's record; when the record is as it was
  *     at the last refresh nothing else of the run is read;
@@ -32,14 +32,15 @@
 
 #include "store/scan.h"
 #include "store/store.h"
+#include "wire/wire.h"
 
-#define TM_ALL UINT64_MAX /* a span of steps: the whole history */
-#define TM_NAME_MAX 256   /* metric names are at most 255 bytes */
-#define TM_RUN_MAX 129    /* run names are at most 128 bytes */
+#define MODEL_ALL UINT64_MAX /* a span of steps: the whole history */
+#define MODEL_NAME_MAX (WIRE_NAME_MAX + 1) /* a metric name and its NUL */
+#define MODEL_RUN_MAX (WIRE_RUN_MAX + 1)   /* a run name and its NUL */
 
 /* The samples held for one series: steps strictly increasing (after a
  * restart the sample stored last for a step wins). */
-typedef struct tm_samples {
+typedef struct model_samples {
 	uint64_t *step;
 	double   *value;
 	size_t    n, cap;
@@ -47,20 +48,20 @@ typedef struct tm_samples {
 	uint64_t  seen; /* the series' sample count when last read */
 	unsigned  used; /* frame it was last asked for */
 	uint64_t  span; /* span it was read for */
-} tm_samples;
+} model_samples;
 
-typedef struct tm_series {
+typedef struct model_series {
 	uint32_t    sid;
 	int32_t     rank;
 	uint32_t    metric;  /* index into model.metrics */
 	unsigned    changed; /* frame of the last change */
 	uint64_t    want;    /* span asked for this frame, 0 if none */
 	series_rec  rec;
-	tm_samples *cache;
-} tm_series;
+	model_samples *cache;
+} model_series;
 
-typedef struct tm_metric {
-	char     name[TM_NAME_MAX];
+typedef struct model_metric {
+	char     name[MODEL_NAME_MAX];
 	size_t   first, n; /* its series: series[first, first + n) */
 	double   value;    /* the median over ranks, or the value */
 	double   min, max;
@@ -73,11 +74,11 @@ typedef struct tm_metric {
 	int      alert_sev;      /* highest severity firing, -1 if none */
 	char     alert_kind[32]; /* kind of that alert, or of the latest */
 	uint64_t alert_seq;      /* latest alert naming it, 0 if none */
-} tm_metric;
+} model_metric;
 
-typedef struct tm_rank {
+typedef struct model_rank {
 	int32_t  rank;
-	char     host[64];
+	char     host[WIRE_HOST_MAX + 1]; /* of its latest incarnation */
 	uint32_t incarnations;
 	uint64_t lost_steps; /* rolled back by its restarts */
 	uint64_t dropped;
@@ -88,18 +89,18 @@ typedef struct tm_rank {
 	int      stalled;
 	int      ended;     /* its latest incarnation closed normally */
 	int      alert_sev; /* highest severity firing on it, -1 if none */
-} tm_rank;
+} model_rank;
 
-enum tm_severity { TM_INFO = 0, TM_WARNING, TM_CRITICAL };
+enum model_severity { MODEL_INFO = 0, MODEL_WARNING, MODEL_CRITICAL };
 
-typedef struct tm_alert {
+typedef struct model_alert {
 	uint64_t seq;
 	char     rule[64];
 	char     kind[32];
 	char     host[64];
-	char     metric[TM_NAME_MAX];
+	char     metric[MODEL_NAME_MAX];
 	char     message[240];
-	int      severity; /* enum tm_severity */
+	int      severity; /* enum model_severity */
 	int      firing;   /* 1 firing, 0 resolved */
 	int32_t  rank;
 	uint64_t step;
@@ -109,16 +110,16 @@ typedef struct tm_alert {
 	int      acked;   /* muted in the alerts view */
 	long     mi;      /* its metric's index, valid for mgen */
 	unsigned mgen;
-} tm_alert;
+} model_alert;
 
-typedef struct tm_run {
-	char    name[TM_RUN_MAX];
+typedef struct model_run {
+	char    name[MODEL_RUN_MAX];
 	run_rec rec;
-} tm_run;
+} model_run;
 
 typedef struct model {
-	store   *st;
-	MDB_txn *txn; /* open only inside model_update */
+	store     *st;
+	store_txn *txn; /* open only inside model_update */
 	char     err[1400];
 	unsigned frame;
 	unsigned index_changed; /* frame the series or ranks were reread */
@@ -130,22 +131,22 @@ typedef struct model {
 	size_t sweep_next;      /* next metric the sweep rereads */
 	double ranks_at;        /* monotonic s of the last emitter read */
 
-	tm_run *runs;
+	model_run *runs;
 	size_t  nruns, runs_cap;
 
-	char    run[TM_RUN_MAX]; /* watched run, "" until one exists */
+	char    run[MODEL_RUN_MAX]; /* watched run, "" until one exists */
 	int     run_fixed;       /* named by --run: never chosen for us */
 	int     run_found;
 	run_rec rec;
 	int     have_rec;
 
-	tm_series *series;
+	model_series *series;
 	size_t     nseries;
 	uint32_t  *by_sid; /* sid -> index + 1 (0: not of this run) */
 	size_t     nby_sid;
-	tm_metric *metrics;
+	model_metric *metrics;
 	size_t     nmetrics;
-	tm_rank   *ranks;
+	model_rank   *ranks;
 	size_t     nranks;
 
 	/* Header figures. */
@@ -164,7 +165,7 @@ typedef struct model {
 	size_t nhist, hist_at;
 
 	/* Alerts of the watched run, oldest first. */
-	tm_alert *alerts;
+	model_alert *alerts;
 	size_t    nalerts, alerts_cap;
 	uint64_t  alert_seq;      /* the last seen */
 	int       firing[3];      /* by severity */
@@ -218,6 +219,6 @@ double model_wall_now(void);
 
 /* Parse one stored alert (JSON) into a. Returns 0, or -1 if it is not a
  * JSON object. Fields missing from it keep neutral values. */
-int model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a);
+int model_alert_parse(const char *json, size_t len, uint64_t seq, model_alert *a);
 
 #endif /* TUI_MODEL_H */

@@ -1,51 +1,44 @@
 /*
- * The alerts part of the model: parse each stored alert (one JSON object)
- * once, keep the transitions in order, and know for every (rule, metric,
- * rank) which transition is the latest, so that "firing" means firing
- * now.
+ * The alerts part of the model: read each stored alert (one JSON object,
+ * with detect/'s alert reader) once, keep the transitions in order, and
+ * know for every (rule, metric, rank) which transition is the latest, so
+ * that "firing" means firing now.
  */
 #include "tui/model_priv.h"
 
-#include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "detect/detect.h"
+
 /* Transitions kept; beyond, the oldest that are no longer current go. */
 #define TM_ALERTS_MAX 20000
 
 static void
-get_str(struct json_object *o, const char *key, char *dst, size_t len)
+get_str(const detect_alert_record *r, int field, char *dst, size_t len)
 {
-	struct json_object *v;
-
-	if (json_object_object_get_ex(o, key, &v)
-	    && json_object_is_type(v, json_type_string))
-		snprintf(dst, len, "%s", json_object_get_string(v));
+	if (r->f[field].type == DETECT_AT_STRING)
+		snprintf(dst, len, "%s", r->f[field].str);
 }
 
 static double
-get_num(struct json_object *o, const char *key, double dflt)
+get_num(const detect_alert_record *r, int field, double dflt)
 {
-	struct json_object *v;
+	int t = r->f[field].type;
 
-	if (!json_object_object_get_ex(o, key, &v))
-		return dflt;
-	if (json_object_is_type(v, json_type_double)
-	    || json_object_is_type(v, json_type_int))
-		return json_object_get_double(v);
-	return dflt;
+	return t == DETECT_AT_INT || t == DETECT_AT_REAL ? r->f[field].num
+	                                                 : dflt;
 }
 
 int
-model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a)
+model_alert_parse(const char *json, size_t len, uint64_t seq, model_alert *a)
 {
-	struct json_tokener *tok;
-	struct json_object  *o;
-	char                 sev[16] = "", state[16] = "";
-	double               d;
+	detect_alert_record r;
+	char                sev[16] = "", state[16] = "";
+	double              d;
 
 	memset(a, 0, sizeof(*a));
 	a->seq      = seq;
@@ -53,51 +46,38 @@ model_alert_parse(const char *json, size_t len, uint64_t seq, tm_alert *a)
 	a->value    = NAN;
 	a->baseline = NAN;
 	a->time     = NAN;
-	a->severity = TM_WARNING;
+	a->severity = MODEL_WARNING;
 	a->firing   = 1;
-	if (len > INT_MAX || (tok = json_tokener_new()) == NULL)
+	if (detect_alert_parse(json, len, &r, NULL, 0) != 0)
 		return -1;
-	o = json_tokener_parse_ex(tok, json, (int) len);
-	json_tokener_free(tok);
-	if (o == NULL)
-		return -1;
-	if (!json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		return -1;
-	}
-	get_str(o, "rule", a->rule, sizeof(a->rule));
-	get_str(o, "kind", a->kind, sizeof(a->kind));
-	get_str(o, "host", a->host, sizeof(a->host));
-	get_str(o, "metric", a->metric, sizeof(a->metric));
-	get_str(o, "message", a->message, sizeof(a->message));
-	get_str(o, "severity", sev, sizeof(sev));
-	get_str(o, "state", state, sizeof(state));
+	get_str(&r, DETECT_AF_RULE, a->rule, sizeof(a->rule));
+	get_str(&r, DETECT_AF_KIND, a->kind, sizeof(a->kind));
+	get_str(&r, DETECT_AF_HOST, a->host, sizeof(a->host));
+	get_str(&r, DETECT_AF_METRIC, a->metric, sizeof(a->metric));
+	get_str(&r, DETECT_AF_MESSAGE, a->message, sizeof(a->message));
+	get_str(&r, DETECT_AF_SEVERITY, sev, sizeof(sev));
+	get_str(&r, DETECT_AF_STATE, state, sizeof(state));
 	if (strcmp(sev, "info") == 0)
-		a->severity = TM_INFO;
+		a->severity = MODEL_INFO;
 	else if (strcmp(sev, "critical") == 0)
-		a->severity = TM_CRITICAL;
+		a->severity = MODEL_CRITICAL;
 	a->firing = strcmp(state, "resolved") != 0;
-	d         = get_num(o, "rank", -1);
+	d         = get_num(&r, DETECT_AF_RANK, -1);
 	a->rank   = d >= INT32_MIN && d <= INT32_MAX ? (int32_t) d : -1;
-	d         = get_num(o, "step", 0);
+	d         = get_num(&r, DETECT_AF_STEP, 0);
 	a->step   = d > 0 && d < 1.8e19 ? (uint64_t) d : 0;
-	{
-		/* Steps beyond 2^53 are exact only as integers. */
-		struct json_object *v;
-
-		if (json_object_object_get_ex(o, "step", &v)
-		    && json_object_is_type(v, json_type_int))
-			a->step = json_object_get_uint64(v);
-	}
-	a->time     = get_num(o, "time", NAN);
-	a->value    = get_num(o, "value", NAN);
-	a->baseline = get_num(o, "baseline", NAN);
-	json_object_put(o);
+	/* Steps beyond 2^53 are exact only as integers. */
+	if (r.f[DETECT_AF_STEP].type == DETECT_AT_INT)
+		a->step = r.f[DETECT_AF_STEP].u;
+	a->time     = get_num(&r, DETECT_AF_TIME, NAN);
+	a->value    = get_num(&r, DETECT_AF_VALUE, NAN);
+	a->baseline = get_num(&r, DETECT_AF_BASELINE, NAN);
+	detect_alert_record_free(&r);
 	return 0;
 }
 
 static uint64_t
-alert_hash(const tm_alert *a)
+alert_hash(const model_alert *a)
 {
 	uint64_t h = 1469598103934665603ull;
 
@@ -111,7 +91,7 @@ alert_hash(const tm_alert *a)
 }
 
 static int
-same_key(const tm_alert *a, const tm_alert *b)
+same_key(const model_alert *a, const model_alert *b)
 {
 	return a->rank == b->rank && strcmp(a->rule, b->rule) == 0
 	    && strcmp(a->metric, b->metric) == 0;
@@ -122,8 +102,8 @@ same_key(const tm_alert *a, const tm_alert *b)
 static long
 keys_put(model *m, size_t idx)
 {
-	const tm_alert *a    = &m->alerts[idx];
-	size_t          mask = m->akeys_cap - 1;
+	const model_alert *a    = &m->alerts[idx];
+	size_t             mask = m->akeys_cap - 1;
 
 	for (size_t i = (size_t) alert_hash(a) & mask;; i = (i + 1) & mask) {
 		uint32_t v = m->akeys[i];
@@ -181,18 +161,18 @@ static int
 on_alert(void *ctx, const char *run, size_t runlen, uint64_t seq,
     const char *json, size_t len)
 {
-	model    *m = ctx;
-	tm_alert *a;
-	long      prev;
-	int       rc;
+	model       *m = ctx;
+	model_alert *a;
+	long         prev;
+	int          rc;
 
 	(void) run;
 	(void) runlen;
 	if (m->nalerts >= TM_ALERTS_MAX && (rc = compact(m)) != 0)
 		return rc;
 	if (m->nalerts == m->alerts_cap) {
-		size_t    nc = m->alerts_cap ? m->alerts_cap * 2 : 64;
-		tm_alert *na = realloc(m->alerts, nc * sizeof(*na));
+		size_t       nc = m->alerts_cap ? m->alerts_cap * 2 : 64;
+		model_alert *na = realloc(m->alerts, nc * sizeof(*na));
 
 		if (na == NULL)
 			return STORE_ENOMEM;
@@ -206,7 +186,7 @@ on_alert(void *ctx, const char *run, size_t runlen, uint64_t seq,
 		snprintf(a->message, sizeof(a->message),
 		    "alert %llu is not a JSON object",
 		    (unsigned long long) seq);
-		a->severity = TM_WARNING;
+		a->severity = MODEL_WARNING;
 		a->firing   = 0;
 	}
 	a->current = 1;
@@ -241,8 +221,8 @@ model_alerts_apply(model *m)
 	for (size_t i = 0; i < m->nranks; i++)
 		m->ranks[i].alert_sev = -1;
 	for (size_t i = 0; i < m->nalerts; i++) {
-		tm_alert *a = &m->alerts[i];
-		long      mi, ri;
+		model_alert *a = &m->alerts[i];
+		long         mi, ri;
 
 		if (a->mgen != m->metrics_gen + 1) {
 			a->mi   = model_metric_find(m, a->metric);
@@ -251,7 +231,7 @@ model_alerts_apply(model *m)
 		mi = a->mi;
 
 		if (mi >= 0) {
-			tm_metric *mt = &m->metrics[mi];
+			model_metric *mt = &m->metrics[mi];
 
 			mt->alert_seq = a->seq;
 			/* The kind shown: the worst firing, else the latest.

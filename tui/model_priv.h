@@ -13,7 +13,7 @@
 int model_samples_read(model *m);
 /* Free caches not asked for in a while. */
 void model_samples_evict(model *m);
-void model_cache_free(tm_samples *c);
+void model_cache_free(model_samples *c);
 
 /* Fold in alerts after m->alert_seq. Returns 0 or a store_err. */
 int model_alerts_read(model *m);

@@ -13,7 +13,7 @@
 #define TM_CACHE_KEEP 40
 
 void
-model_cache_free(tm_samples *c)
+model_cache_free(model_samples *c)
 {
 	if (c == NULL)
 		return;
@@ -23,16 +23,16 @@ model_cache_free(tm_samples *c)
 }
 
 typedef struct sample_ctx {
-	tm_samples *c;
-	uint64_t    k; /* callbacks */
-	int         oom;
+	model_samples *c;
+	uint64_t       k; /* callbacks */
+	int            oom;
 } sample_ctx;
 
 static int
 on_sample(void *vctx, uint64_t step, int64_t t, double v)
 {
-	sample_ctx *x = vctx;
-	tm_samples *c = x->c;
+	sample_ctx    *x = vctx;
+	model_samples *c = x->c;
 
 	(void) t;
 	x->k++;
@@ -66,7 +66,7 @@ oom:
 }
 
 static int
-cache_read(model *m, tm_series *s, uint64_t from, uint64_t *count)
+cache_read(model *m, model_series *s, uint64_t from, uint64_t *count)
 {
 	sample_ctx x = { s->cache, 0, 0 };
 	int        rc;
@@ -83,11 +83,11 @@ cache_read(model *m, tm_series *s, uint64_t from, uint64_t *count)
  * stored samples among them.
  */
 static int
-cache_load(model *m, tm_series *s, uint64_t span)
+cache_load(model *m, model_series *s, uint64_t span)
 {
-	tm_samples *c;
-	uint64_t    last = s->rec.last_step, from, k;
-	int         rc;
+	model_samples *c;
+	uint64_t       last = s->rec.last_step, from, k;
+	int            rc;
 
 	if (span > TM_CACHE_SPAN)
 		span = TM_CACHE_SPAN;
@@ -152,7 +152,7 @@ model_samples_read(model *m)
 	int rc;
 
 	for (size_t i = 0; i < m->nseries; i++) {
-		tm_series *s = &m->series[i];
+		model_series *s = &m->series[i];
 
 		if (s->want == 0 || s->rec.samples == 0)
 			continue;
@@ -166,7 +166,7 @@ void
 model_samples_evict(model *m)
 {
 	for (size_t i = 0; i < m->nseries; i++) {
-		tm_series *s = &m->series[i];
+		model_series *s = &m->series[i];
 
 		if (s->cache != NULL
 		    && m->frame - s->cache->used > TM_CACHE_KEEP) {

@@ -1,15 +1,56 @@
-/* Helpers shared by the panels. */
+/* The table of views, and helpers shared by the panels. */
 #include "tui/panel.h"
+
+static const panel panels[UI_NVIEWS] = {
+	[UI_OVERVIEW] = {
+		.want = panel_overview_want,
+		.draw = panel_overview_draw,
+		.key  = panel_overview_key,
+		.hint = "Enter chart  Tab/1-4 view  / filter  r run  z span  "
+		        "p pause  ? help  q quit",
+	},
+	[UI_DETAIL] = {
+		.want = panel_detail_want,
+		.draw = panel_detail_draw,
+		.key  = panel_detail_key,
+		.hint = "\u2191\u2193 metric  \u2190\u2192 rank  l log  "
+		        "z zoom  +/- steps  Enter ranks  Esc back  ? help"
+		        "  q quit",
+		.hint_ascii = "up/dn metric  left/right rank  l log  z zoom  "
+		              "+/- steps  Enter ranks  Esc back  ? help  q quit",
+	},
+	[UI_RANKS] = {
+		.want = panel_ranks_want,
+		.draw = panel_ranks_draw,
+		.key  = panel_ranks_key,
+		.hint = "\u2191\u2193 rank  \u2190\u2192 metric  Enter "
+		        "chart  z/+/- span  Esc back  ? help  q quit",
+		.hint_ascii = "up/dn rank  left/right metric  Enter chart  "
+		              "z/+/- span  Esc back  ? help  q quit",
+	},
+	[UI_ALERTS] = {
+		.draw = panel_alerts_draw,
+		.key  = panel_alerts_key,
+		.hint = "a acknowledge  A all  Enter chart  Esc back  ? help  "
+		        "q quit",
+	},
+};
+
+const panel *
+panel_of(enum ui_view v)
+{
+	return &panels[(unsigned) v < UI_NVIEWS ? v : UI_OVERVIEW];
+}
 
 enum crt_role
 panel_sev_role(int severity)
 {
 	switch (severity) {
-	case TM_CRITICAL:
+	case MODEL_CRITICAL:
 		return CRT_CRIT;
-	case TM_WARNING:
+	case MODEL_WARNING:
 		return CRT_WARN;
-	case TM_INFO:
+	case MODEL_INFO:
 		return CRT_INFO;
 	default:
 		return CRT_NORMAL;
@@ -20,11 +61,11 @@ const char *
 panel_sev_name(int severity)
 {
 	switch (severity) {
-	case TM_CRITICAL:
+	case MODEL_CRITICAL:
 		return "CRIT";
-	case TM_WARNING:
+	case MODEL_WARNING:
 		return "WARN";
-	case TM_INFO:
+	case MODEL_INFO:
 		return "INFO";
 	default:
 		return "";
@@ -68,17 +109,4 @@ panel_move(int ch, size_t *sel, size_t n, int page)
 	}
 	*sel = s;
 	return 1;
-}
-
-void
-panel_scroll(size_t sel, size_t *top, size_t n, int page)
-{
-	if (page < 1)
-		page = 1;
-	if (sel < *top)
-		*top = sel;
-	if (sel >= *top + (size_t) page)
-		*top = sel - (size_t) page + 1;
-	if (*top + (size_t) page > n)
-		*top = n > (size_t) page ? n - (size_t) page : 0;
 }

@@ -35,8 +35,8 @@ panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
 	draw_fmt(y, 1, w - 1, t,
 	    "alerts of %s: %zu firing (%d critical, %d warning, %d info), "
 	    "%zu resolved",
-	    m->run[0] ? m->run : "-", nf, m->firing[TM_CRITICAL],
-	    m->firing[TM_WARNING], m->firing[TM_INFO], u->nalist - nf);
+	    m->run[0] ? m->run : "-", nf, m->firing[MODEL_CRITICAL],
+	    m->firing[MODEL_WARNING], m->firing[MODEL_INFO], u->nalist - nf);
 	snprintf(b, sizeof(b), " %-4s %-8s %-3s %-8s %8s %4s %-14s %-16s %s",
 	    "SEV", "STATE", "ACK", "TIME", "STEP", "RANK", "RULE", "METRIC",
 	    "MESSAGE");
@@ -52,10 +52,10 @@ panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
 	if (page > 0 && u->alert_sel >= top + (size_t) page)
 		top = u->alert_sel - (size_t) page + 1;
 	for (int i = 0; i < page && top + (size_t) i < u->nalist; i++) {
-		size_t          k = top + (size_t) i;
-		const tm_alert *a = &m->alerts[u->alist[k]];
-		attr_t          at;
-		char            rk[16];
+		size_t             k = top + (size_t) i;
+		const model_alert *a = &m->alerts[u->alist[k]];
+		attr_t             at;
+		char               rk[16];
 
 		if (a->rank >= 0)
 			snprintf(rk, sizeof(rk), "%d", (int) a->rank);
@@ -83,12 +83,12 @@ panel_alerts_draw(const ui *u, const model *m, int y, int h, int w)
 int
 panel_alerts_key(ui *u, model *m, int ch)
 {
-	tm_alert *a = u->nalist ? &m->alerts[u->alist[u->alert_sel]] : NULL;
-	long      mi;
+	model_alert *a = u->nalist ? &m->alerts[u->alist[u->alert_sel]] : NULL;
+	long         mi;
 
 	if (ch != ' '
 	    && panel_move(ch, &u->alert_sel, u->nalist, page_rows(u))) {
-		panel_scroll(
+		ui_scroll(
 		    u->alert_sel, &u->alert_top, u->nalist, page_rows(u));
 		if (u->nalist)
 			u->alert_sel_seq

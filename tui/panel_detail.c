@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tui/chart.h"
+#include "tui/canvas.h"
 #include "tui/draw.h"
 #include "tui/fmt.h"
 #include "tui/panel.h"
@@ -37,7 +37,7 @@ shown_series(const ui *u, const model *m)
 static uint64_t
 detail_span(const ui *u)
 {
-	return u->zoom ? u->zoom_n : TM_ALL;
+	return u->zoom ? u->zoom_n : MODEL_ALL;
 }
 
 void
@@ -87,7 +87,7 @@ nice(double x)
 }
 
 static size_t
-lower_bound(const tm_samples *c, uint64_t step)
+lower_bound(const model_samples *c, uint64_t step)
 {
 	size_t a = 0, b = c->n;
 
@@ -124,7 +124,7 @@ usable(const ui *u, double v)
 
 /* The window and value range; returns 0 if there is nothing to plot. */
 static int
-frame_of(const ui *u, const tm_samples *c, frame *f)
+frame_of(const ui *u, const model_samples *c, frame *f)
 {
 	double pad;
 
@@ -182,8 +182,8 @@ px_y(const frame *f, double t, int ph)
 }
 
 static void
-plot(const ui *u, const tm_samples *c, const frame *f, int y, int x, int rows,
-    int cols)
+plot(const ui *u, const model_samples *c, const frame *f, int y, int x,
+    int rows, int cols)
 {
 	canvas cv;
 	int    have = 0, px = 0, py = 0, per = crt_utf8() ? 2 : 1;
@@ -332,9 +332,9 @@ markers(const model *m, const char *metric, int32_t rank, const frame *f,
 	int any = 0;
 
 	for (size_t i = 0; i < m->nalerts; i++) {
-		const tm_alert *a = &m->alerts[i];
-		int             col;
-		attr_t          at;
+		const model_alert *a = &m->alerts[i];
+		int                col;
+		attr_t             at;
 
 		if (!a->firing || strcmp(a->metric, metric) != 0
 		    || a->step < f->start || a->step > f->end)
@@ -362,7 +362,7 @@ alert_list(const model *m, const char *metric, int y, int h, int w)
 	char b[600], clk[16];
 
 	for (size_t k = m->nalerts; k-- > 0 && used < h;) {
-		const tm_alert *a = &m->alerts[k];
+		const model_alert *a = &m->alerts[k];
 
 		if (strcmp(a->metric, metric) != 0)
 			continue;
@@ -397,12 +397,12 @@ count_alerts(const model *m, const char *metric)
 void
 panel_detail_draw(const ui *u, const model *m, int y, int h, int w)
 {
-	long             si = shown_series(u, m), mi = ui_metric(u, m);
-	const tm_series *s;
-	const tm_metric *mt;
-	frame            f;
-	char             b[400], n1[32], n2[32], n3[32], rk[64];
-	int              nal, alines, rows, cols;
+	long                si = shown_series(u, m), mi = ui_metric(u, m);
+	const model_series *s;
+	const model_metric *mt;
+	frame               f;
+	char                b[400], n1[32], n2[32], n3[32], rk[64];
+	int                 nal, alines, rows, cols;
 
 	if (h <= 0)
 		return;

@@ -172,7 +172,7 @@ line_health(const ui *u, const model *m)
 	sep(1, &x, w, A_NORMAL);
 	if (!seg(1, &x, w, A_NORMAL, "firing:"))
 		return;
-	for (int s = TM_CRITICAL; s >= TM_INFO; s--) {
+	for (int s = MODEL_CRITICAL; s >= MODEL_INFO; s--) {
 		attr_t a = m->firing[s] ? crt_attr(panel_sev_role(s))
 		                        : crt_attr(CRT_DIM);
 
@@ -184,13 +184,13 @@ line_health(const ui *u, const model *m)
 
 /* The alert to show under the figures: the worst firing one (newest
  * among equals), else the latest transition. */
-static const tm_alert *
+static const model_alert *
 headline(const model *m)
 {
-	const tm_alert *best = NULL;
+	const model_alert *best = NULL;
 
 	for (size_t i = 0; i < m->nalerts; i++) {
-		const tm_alert *a = &m->alerts[i];
+		const model_alert *a = &m->alerts[i];
 
 		if (a->current && a->firing
 		    && (best == NULL || a->severity >= best->severity))
@@ -204,9 +204,9 @@ headline(const model *m)
 static void
 line_alert(const ui *u, const model *m)
 {
-	const tm_alert *a = headline(m);
-	char            b[600], clk[16], rk[24];
-	attr_t          at;
+	const model_alert *a = headline(m);
+	char               b[600], clk[16], rk[24];
+	attr_t             at;
 
 	if (a == NULL) {
 		draw_str(2, 1, u->cols - 1, crt_attr(CRT_DIM),
@@ -237,31 +237,13 @@ panel_header_draw(const ui *u, const model *m)
 	line_alert(u, m);
 }
 
+/* The view's keys; a hint without arrows serves both glyph sets. */
 static const char *
 hints(const ui *u)
 {
-	int uni = crt_utf8();
+	const panel *p = panel_of(u->view);
 
-	switch (u->view) {
-	case UI_DETAIL:
-		return uni
-		    ? "\u2191\u2193 metric  \u2190\u2192 rank  l log  "
-		      "z zoom  +/- steps  Enter ranks  Esc back  ? help"
-		      "  q quit"
-		    : "up/dn metric  left/right rank  l log  z zoom  "
-		      "+/- steps  Enter ranks  Esc back  ? help  q quit";
-	case UI_RANKS:
-		return uni ? "\u2191\u2193 rank  \u2190\u2192 metric  Enter "
-		             "chart  z/+/- span  Esc back  ? help  q quit"
-		           : "up/dn rank  left/right metric  Enter chart  "
-		             "z/+/- span  Esc back  ? help  q quit";
-	case UI_ALERTS:
-		return "a acknowledge  A all  Enter chart  Esc back  ? help  "
-		       "q quit";
-	default:
-		return "Enter chart  Tab/1-4 view  / filter  r run  z span  "
-		       "p pause  ? help  q quit";
-	}
+	return crt_utf8() || p->hint_ascii == NULL ? p->hint : p->hint_ascii;
 }
 
 void

@@ -74,7 +74,7 @@ layout(int w, int name, ov_cols *c)
 static uint64_t
 spark_span(const ui *u)
 {
-	return u->spark_all ? TM_ALL : u->spark_span;
+	return u->spark_all ? MODEL_ALL : u->spark_span;
 }
 
 static int
@@ -99,7 +99,7 @@ panel_overview_want(const ui *u, model *m)
  * its span through *chg (NaN if unknown).
  */
 static void
-sparkline(const tm_metric *mt, const tm_samples *c, uint64_t span, int y,
+sparkline(const model_metric *mt, const model_samples *c, uint64_t span, int y,
     int x, int w, attr_t row, double *chg)
 {
 	double   v[256];
@@ -115,7 +115,8 @@ sparkline(const tm_metric *mt, const tm_samples *c, uint64_t span, int y,
 	if (w > 256)
 		w = 256;
 	end   = c->step[c->n - 1];
-	start = span == TM_ALL || end + 1 < span ? c->step[0] : end - span + 1;
+	start = span == MODEL_ALL || end + 1 < span ? c->step[0]
+	                                            : end - span + 1;
 	if (start < c->step[0])
 		start = c->step[0];
 	range  = end - start + 1;
@@ -179,19 +180,19 @@ sparkline(const tm_metric *mt, const tm_samples *c, uint64_t span, int y,
 static void
 row_draw(const ui *u, const model *m, const ov_cols *c, size_t r, int y, int w)
 {
-	const tm_metric *mt  = &m->metrics[u->rows[r]];
-	const tm_series *rep = &m->series[mt->first];
-	int              sel = r == u->sel, x = 0;
-	attr_t           a = A_NORMAL, num, spark;
-	char             b[64];
-	double           chg;
+	const model_metric *mt  = &m->metrics[u->rows[r]];
+	const model_series *rep = &m->series[mt->first];
+	int                 sel = r == u->sel, x = 0;
+	attr_t              a = A_NORMAL, num, spark;
+	char                b[64];
+	double              chg;
 
 	if (mt->alert_sev >= 0)
 		a = crt_attr(panel_sev_role(mt->alert_sev));
 	spark = mt->alert_sev >= 0 ? a : crt_attr(CRT_ACCENT);
 	if (sel) {
 		a = crt_attr(CRT_SELECT)
-		    | (mt->alert_sev >= TM_WARNING ? A_BOLD : 0);
+		    | (mt->alert_sev >= MODEL_WARNING ? A_BOLD : 0);
 		spark = a;
 		draw_fill(y, 0, w, a);
 	}

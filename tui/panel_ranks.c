@@ -73,7 +73,8 @@ median(double *v, size_t n)
 }
 
 static int
-heat_build(const ui *u, const model *m, const tm_metric *mt, int cols, heat *h)
+heat_build(
+    const ui *u, const model *m, const model_metric *mt, int cols, heat *h)
 {
 	uint64_t range;
 	size_t   cells;
@@ -109,7 +110,8 @@ heat_build(const ui *u, const model *m, const tm_metric *mt, int cols, heat *h)
 	for (size_t i = 0; i < cells; i++)
 		h->mean[i] = 0;
 	for (int r = 0; r < h->nser; r++) {
-		const tm_samples *c = m->series[mt->first + (size_t) r].cache;
+		const model_samples *c
+		    = m->series[mt->first + (size_t) r].cache;
 
 		for (size_t i = 0; c != NULL && i < c->n; i++) {
 			size_t k;
@@ -162,7 +164,7 @@ heat_build(const ui *u, const model *m, const tm_metric *mt, int cols, heat *h)
 }
 
 static void
-heat_row(const heat *h, const tm_metric *mt, int r, int y, int x)
+heat_row(const heat *h, const model_metric *mt, int r, int y, int x)
 {
 	for (int b = 0; b < h->nb; b++) {
 		size_t k = (size_t) r * (size_t) h->nb + (size_t) b;
@@ -208,13 +210,13 @@ page_rows(const ui *u)
 void
 panel_ranks_draw(const ui *u, const model *m, int y, int h, int w)
 {
-	long             mi = ui_metric(u, m);
-	const tm_metric *mt;
-	heat             ht;
-	int              hostw = w >= 110 ? 12 : 0, x, hx, hw, page;
-	attr_t           t     = crt_attr(CRT_TITLE);
-	double           now   = model_wall_now();
-	char             b[600], n1[32];
+	long                mi = ui_metric(u, m);
+	const model_metric *mt;
+	heat                ht;
+	int                 hostw = w >= 110 ? 12 : 0, x, hx, hw, page;
+	attr_t              t     = crt_attr(CRT_TITLE);
+	double              now   = model_wall_now();
+	char                b[600], n1[32];
 
 	if (h <= 0)
 		return;
@@ -256,10 +258,10 @@ panel_ranks_draw(const ui *u, const model *m, int y, int h, int w)
 	draw_rstr(y + 1, hx + hw + 1, DEVW, t, "DEV");
 	page = h - 2;
 	for (int i = 0; i < page && u->rank_top + (size_t) i < mt->n; i++) {
-		int              r  = (int) u->rank_top + i;
-		const tm_series *s  = &m->series[mt->first + (size_t) r];
-		long             ri = model_rank_find(m, s->rank);
-		const tm_rank   *rk = ri >= 0 ? &m->ranks[ri] : NULL;
+		int                 r  = (int) u->rank_top + i;
+		const model_series *s  = &m->series[mt->first + (size_t) r];
+		long                ri = model_rank_find(m, s->rank);
+		const model_rank   *rk = ri >= 0 ? &m->ranks[ri] : NULL;
 		int         yy = y + 2 + i, sel = (size_t) r == u->rank_sel;
 		attr_t      a     = A_NORMAL;
 		const char *state = "ok";
@@ -321,7 +323,7 @@ panel_ranks_key(ui *u, model *m, int ch)
 	if (mi < 0)
 		return 0;
 	if (panel_move(ch, &u->rank_sel, m->metrics[mi].n, page_rows(u))) {
-		panel_scroll(
+		ui_scroll(
 		    u->rank_sel, &u->rank_top, m->metrics[mi].n, page_rows(u));
 		return UI_HANDLED | UI_REDRAW;
 	}
@@ -333,7 +335,7 @@ panel_ranks_key(ui *u, model *m, int ch)
 		mi = ui_metric(u, m);
 		if (u->rank_sel >= m->metrics[mi].n)
 			u->rank_sel = m->metrics[mi].n - 1;
-		panel_scroll(
+		ui_scroll(
 		    u->rank_sel, &u->rank_top, m->metrics[mi].n, page_rows(u));
 		return UI_HANDLED | UI_REDRAW | UI_REFRESH;
 	case '\n':

@@ -33,8 +33,8 @@ panel_runs_draw(const ui *u, const model *m, int y, int h, int w)
 	if (h > 3 && u->run_sel >= top + (size_t) (h - 2))
 		top = u->run_sel - (size_t) (h - 2) + 1;
 	for (int i = 0; i + 2 < h && top + (size_t) i < m->nruns; i++) {
-		size_t        k = top + (size_t) i;
-		const tm_run *r = &m->runs[k];
+		size_t           k = top + (size_t) i;
+		const model_run *r = &m->runs[k];
 		attr_t a = k == u->run_sel ? crt_attr(CRT_SELECT) : A_NORMAL;
 
 		snprintf(b, sizeof(b), " %s %-*.*s %10llu %9s %6u %6u %8s",

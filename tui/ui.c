@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tui/panel.h"
-
 /* A pattern that backtracks without end must not freeze the screen. */
 #define UI_MATCH_LIMIT 100000
 
@@ -136,10 +134,23 @@ ui_body_lines(const ui *u)
 	return h > 0 ? h : 0;
 }
 
+void
+ui_scroll(size_t sel, size_t *top, size_t n, int page)
+{
+	if (page < 1)
+		page = 1;
+	if (sel < *top)
+		*top = sel;
+	if (sel >= *top + (size_t) page)
+		*top = sel - (size_t) page + 1;
+	if (*top + (size_t) page > n)
+		*top = n > (size_t) page ? n - (size_t) page : 0;
+}
+
 static int
 alert_order(const model *m, size_t a, size_t b)
 {
-	const tm_alert *x = &m->alerts[a], *y = &m->alerts[b];
+	const model_alert *x = &m->alerts[a], *y = &m->alerts[b];
 
 	if (x->firing != y->firing)
 		return x->firing ? -1 : 1;
@@ -234,30 +245,9 @@ ui_sync(ui *u, const model *m)
 		if (mi >= 0 && u->rank_sel >= m->metrics[mi].n)
 			u->rank_sel = m->metrics[mi].n - 1;
 		if (mi >= 0)
-			panel_scroll(
+			ui_scroll(
 			    u->rank_sel, &u->rank_top, m->metrics[mi].n, rp);
 	}
 	if (u->run_sel >= m->nruns)
 		u->run_sel = m->nruns ? m->nruns - 1 : 0;
-}
-
-void
-ui_want(void *ctx, model *m)
-{
-	ui *u = ctx;
-
-	ui_sync(u, m);
-	switch (u->view) {
-	case UI_OVERVIEW:
-		panel_overview_want(u, m);
-		break;
-	case UI_DETAIL:
-		panel_detail_want(u, m);
-		break;
-	case UI_RANKS:
-		panel_ranks_want(u, m);
-		break;
-	default:
-		break;
-	}
 }

@@ -49,7 +49,7 @@ typedef struct ui {
 	size_t *rows;
 	size_t  nrows, rows_cap;
 	size_t  sel, top;
-	char    metric[TM_NAME_MAX];
+	char    metric[MODEL_NAME_MAX];
 
 	/* Overview: sparkline span. */
 	uint64_t spark_span;
@@ -103,7 +103,7 @@ void ui_message(ui *u, const char *text);
 /* Rows of body between the header and the status line. */
 int ui_body_lines(const ui *u);
 
-/* Mark the series the current view draws (model_want_fn). */
-void ui_want(void *ctx, model *m);
+/* Keep sel visible in a window of page rows starting at *top. */
+void ui_scroll(size_t sel, size_t *top, size_t n, int page);
 
 #endif /* TUI_UI_H */

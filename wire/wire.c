@@ -4,46 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-void
-wire_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t) v;
-	p[1] = (uint8_t) (v >> 8);
-}
-
-void
-wire_put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
-}
-
-void
-wire_put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
-}
-
-uint16_t
-wire_get16(const uint8_t *p)
-{
-	return (uint16_t) (p[0] | (p[1] << 8));
-}
-
-uint32_t
-wire_get32(const uint8_t *p)
-{
-	return (uint32_t) p[0] | ((uint32_t) p[1] << 8) |
-	    ((uint32_t) p[2] << 16) | ((uint32_t) p[3] << 24);
-}
-
-uint64_t
-wire_get64(const uint8_t *p)
-{
-	return (uint64_t) wire_get32(p) | ((uint64_t) wire_get32(p + 4) << 32);
-}
-
 /*
  * UTF-8 per RFC 3629: no overlong forms, no surrogates, nothing above
  * U+10FFFF. Control characters are refused because names end up in CSV,
@@ -109,6 +69,12 @@ void
 wire_put_batch_flags(uint8_t *buf, uint32_t flags)
 {
 	wire_put32(buf + 4, flags);
+}
+
+void
+wire_put_batch_floor(uint8_t *buf, uint64_t floor)
+{
+	wire_put64(buf + 24, floor);
 }
 
 size_t
@@ -321,6 +287,20 @@ wire_batch_decode(
 			    i, ni, out->nnames,
 			    off + (size_t) i * WIRE_SAMPLE_SIZE);
 	}
+	return 0;
+}
+
+int
+wire_batch_peek(
+    const void *buf, size_t len, uint64_t *incarnation, uint64_t *seq)
+{
+	const uint8_t *p = buf;
+
+	if (len < 24 || p[0] != WIRE_MAGIC0 || p[1] != WIRE_MAGIC1
+	    || p[3] != WIRE_BATCH)
+		return -1;
+	*incarnation = wire_get64(p + 8);
+	*seq         = wire_get64(p + 16);
 	return 0;
 }
 

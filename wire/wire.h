@@ -1,13 +1,24 @@
 /*
  * wire: the binary protocol between emitters and the collector.
  * docs/protocol.md is the normative description; this module encodes and
- * validates it. Integers are little-endian.
+ * validates it. Integers are little-endian (wire/le.h).
+ *
+ * The module owns the message layout: every offset, size and limit of a
+ * BATCH and an ACK is spelled here and in wire.c only, and everyone else
+ * reads and writes messages through these calls (the emitter rewrites a
+ * sealed batch's floor with wire_put_batch_floor(); the collector names a
+ * batch it cannot decode with wire_batch_peek()). It must not touch
+ * anything else: no sockets, no allocation, no clock, no store. It is
+ * linked into libvitals, vitalsd and the fuzzers, and exports nothing
+ * from libvitals.so (the library's ABI is include/vitals.h).
  */
 #ifndef WIRE_H
 #define WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "wire/le.h"
 
 #define WIRE_MAGIC0 'V'
 #define WIRE_MAGIC1 'T'
@@ -81,14 +92,6 @@ typedef struct wire_ack {
 	uint64_t seq;
 } wire_ack;
 
-/* Little-endian stores and loads on unaligned memory. */
-void     wire_put16(uint8_t *p, uint16_t v);
-void     wire_put32(uint8_t *p, uint32_t v);
-void     wire_put64(uint8_t *p, uint64_t v);
-uint16_t wire_get16(const uint8_t *p);
-uint32_t wire_get32(const uint8_t *p);
-uint64_t wire_get64(const uint8_t *p);
-
 /*
  * Check that [s, s+len) is a valid name: 1..max bytes of UTF-8 without
  * control characters (C0, DEL) and without the NUL byte.
@@ -114,6 +117,9 @@ size_t wire_put_batch_head(uint8_t *buf, const wire_ident *id, uint64_t seq,
     uint64_t floor, uint64_t dropped);
 /* Sets the flags of a batch whose head is written (they start at 0). */
 void wire_put_batch_flags(uint8_t *buf, uint32_t flags);
+/* Sets the floor of a batch whose head is written: a sealed batch is sent
+ * again with the floor the emitter has reached since. */
+void wire_put_batch_floor(uint8_t *buf, uint64_t floor);
 /* Writes the name count at *off, advancing it. */
 void wire_put_names_count(uint8_t *buf, size_t *off, uint16_t n);
 /* Writes one name (u8 length, bytes) at *off, advancing it. */
@@ -130,6 +136,15 @@ void wire_put_sample(uint8_t *buf, size_t *off, const wire_sample *s);
  */
 int wire_batch_decode(
     const void *buf, size_t len, wire_batch *out, char *err, size_t errlen);
+
+/*
+ * Read the incarnation and sequence of a message that did not decode, so
+ * that the collector can refuse the batch it names. Returns 0 if the
+ * message is long enough and starts as a BATCH (magic, type; any
+ * version), else -1 and leaves the outputs alone.
+ */
+int wire_batch_peek(
+    const void *buf, size_t len, uint64_t *incarnation, uint64_t *seq);
 
 /* Sample i of a decoded batch (i < nsamples). */
 void wire_batch_sample(const wire_batch *b, uint32_t i, wire_sample *out);

@@ -1,5 +1,5 @@
 /*
- * slowreader: holds one LMDB read transaction on a vitals store for a
+ * slowreader: holds one read transaction on a vitals store for a
  * while, as a viewer stuck on a long query would.
  *
  *	slowreader DB SECONDS
@@ -16,9 +16,9 @@
 int
 main(int argc, char **argv)
 {
-	store   *st = NULL;
-	MDB_txn *txn;
-	char     err[1400];
+	store     *st = NULL;
+	store_txn *txn;
+	char       err[1400];
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: slowreader DB SECONDS\n");
@@ -29,14 +29,14 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (store_read_begin(st, &txn) != 0) {
-		fprintf(stderr, "slowreader: %s\n", st->err);
+		fprintf(stderr, "slowreader: %s\n", store_errmsg(st));
 		store_close(st);
 		return 1;
 	}
 	printf("holding\n");
 	fflush(stdout);
 	sleep((unsigned) strtoul(argv[2], NULL, 10));
-	mdb_txn_abort(txn);
+	store_read_end(txn);
 	store_close(st);
 	return 0;
 }

@@ -1,26 +1,31 @@
-#include "tui/top.h"
+#include "tui/tui.h"
 
 #include <stdio.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "tui/crt.h"
 #include "tui/draw.h"
 #include "tui/keys.h"
 #include "tui/panel.h"
 
-static double
-mono(void)
+/* Between reading the index and the samples (model_want_fn): the ui
+ * follows the fresh index, then the view marks the series it draws. */
+static void
+want(void *ctx, model *m)
 {
-	struct timespec ts;
+	ui          *u = ctx;
+	const panel *p = panel_of(u->view);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+	ui_sync(u, m);
+	if (p->want != NULL)
+		p->want(u, m);
 }
 
 int
 tui_update(ui *u, model *m)
 {
-	int rc = model_update(m, ui_want, u);
+	int rc = model_update(m, want, u);
 
 	ui_sync(u, m);
 	return rc;
@@ -43,14 +48,8 @@ tui_draw(const ui *u, const model *m)
 		panel_help_draw(u, y, h, u->cols);
 	else if (u->picker)
 		panel_runs_draw(u, m, y, h, u->cols);
-	else if (u->view == UI_DETAIL)
-		panel_detail_draw(u, m, y, h, u->cols);
-	else if (u->view == UI_RANKS)
-		panel_ranks_draw(u, m, y, h, u->cols);
-	else if (u->view == UI_ALERTS)
-		panel_alerts_draw(u, m, y, h, u->cols);
 	else
-		panel_overview_draw(u, m, y, h, u->cols);
+		panel_of(u->view)->draw(u, m, y, h, u->cols);
 	panel_status_draw(u, m);
 	refresh();
 }
@@ -69,7 +68,7 @@ loop(ui *u, model *m)
 		if (crt_signal() != 0)
 			return 0;
 		getmaxyx(stdscr, u->lines, u->cols);
-		now = mono();
+		now = now_mono_s();
 		if (force || (!u->paused && now >= next)) {
 			if (tui_update(u, m) != 0 && now - shown_err > 5) {
 				ui_message(u, m->err);
@@ -83,7 +82,8 @@ loop(ui *u, model *m)
 			tui_draw(u, m);
 			dirty = 0;
 		}
-		wait = u->paused ? 1000 : (int) ((next - mono()) * 1000) + 1;
+		wait = u->paused ? 1000
+		                 : (int) ((next - now_mono_s()) * 1000) + 1;
 		if (wait < 1)
 			wait = 1;
 		ch = crt_getkey(wait);

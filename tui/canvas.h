@@ -1,10 +1,10 @@
 /*
- * chart: a pixel canvas drawn with Unicode braille (2 x 4 dots a cell) or,
+ * canvas: a grid of pixels drawn with Unicode braille (2 x 4 dots a cell) or,
  * without Unicode, ASCII (1 x 3 a cell: ' - . | :). Used by the detail
  * view for line charts.
  */
-#ifndef TUI_CHART_H
-#define TUI_CHART_H
+#ifndef TUI_CANVAS_H
+#define TUI_CANVAS_H
 
 #include <stdint.h>
 
@@ -31,4 +31,4 @@ void canvas_line(canvas *c, int x0, int y0, int x1, int y1);
  * they are. */
 void canvas_draw(const canvas *c, int y, int x, attr_t a);
 
-#endif /* TUI_CHART_H */
+#endif /* TUI_CANVAS_H */

@@ -1,4 +1,4 @@
-#include "tui/chart.h"
+#include "tui/canvas.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,273 @@
+/*
+ * cache: the write caches of ingest (series records with their tail
+ * encoders, emitter records, runs): which entries are dirty in the open
+ * transaction, and what is evicted after a commit to stay within the
+ * bounds of ingest_opts. Everything evicted is clean and is read back
+ * from the store on demand.
+ */
+#include "collector/ingest_int.h"
+
+#include <stdlib.h>
+
+#include "store/write.h"
+
+/* ---- the tables ------------------------------------------------------ */
+
+void
+cache_drop(ingest *in)
+{
+	size_t pos = 0;
+	void  *v;
+
+	if (in->series != NULL) {
+		while ((v = table_next(in->series, &pos)) != NULL) {
+			free(((ser *) v)->enc);
+			free(v);
+		}
+	}
+	pos = 0;
+	while (in->emitters != NULL
+	    && (v = table_next(in->emitters, &pos)) != NULL)
+		free(v);
+	pos = 0;
+	while (in->runs != NULL && (v = table_next(in->runs, &pos)) != NULL)
+		free(v);
+	table_free(in->series);
+	table_free(in->emitters);
+	table_free(in->runs);
+	in->series = in->emitters = in->runs = NULL;
+	in->dirty_series                     = NULL;
+	in->dirty_emitters                   = NULL;
+	in->dirty_runs                       = NULL;
+	in->nenc                             = 0;
+	in->notice[0]                        = 0;
+}
+
+int
+cache_make(ingest *in)
+{
+	in->series   = table_new();
+	in->emitters = table_new();
+	in->runs     = table_new();
+	if (in->series == NULL || in->emitters == NULL || in->runs == NULL) {
+		cache_drop(in);
+		return STORE_ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- dirty entries --------------------------------------------------- */
+
+void
+cache_mark_run(ingest *in, run *r)
+{
+	if (!r->dirty) {
+		r->dirty       = 1;
+		r->next_dirty  = in->dirty_runs;
+		in->dirty_runs = r;
+	}
+}
+
+void
+cache_mark_emitter(ingest *in, emi *e)
+{
+	if (!e->dirty) {
+		e->dirty           = 1;
+		e->next_dirty      = in->dirty_emitters;
+		in->dirty_emitters = e;
+	}
+}
+
+void
+cache_mark_series(ingest *in, ser *s)
+{
+	if (!s->dirty) {
+		s->dirty         = 1;
+		s->next_dirty    = in->dirty_series;
+		in->dirty_series = s;
+	}
+}
+
+void
+cache_settle(ingest *in)
+{
+	for (ser *s = in->dirty_series, *n; s != NULL; s = n) {
+		n             = s->next_dirty;
+		s->dirty      = 0;
+		s->next_dirty = NULL;
+	}
+	for (emi *e = in->dirty_emitters, *n; e != NULL; e = n) {
+		n             = e->next_dirty;
+		e->dirty      = 0;
+		e->next_dirty = NULL;
+	}
+	for (run *r = in->dirty_runs, *n; r != NULL; r = n) {
+		n                = r->next_dirty;
+		r->dirty         = 0;
+		r->refused_dirty = 0;
+		r->next_dirty    = NULL;
+	}
+	in->dirty_series   = NULL;
+	in->dirty_emitters = NULL;
+	in->dirty_runs     = NULL;
+}
+
+/* ---- eviction -------------------------------------------------------- */
+
+/*
+ * Inside a transaction that touches more series than the encoder bound
+ * (a trainer logging a new name every step): write the tails of the other
+ * loaded series into the transaction and free their encoders; load_tail()
+ * in ingest.c resumes them when they come back. Returns 0 or a
+ * store_err.
+ */
+int
+cache_shed_encoders(ingest *in, const ser *keep)
+{
+	size_t pos = 0;
+	ser   *s;
+	int    rc;
+
+	while ((s = table_next(in->series, &pos)) != NULL) {
+		if (s->enc == NULL || s == keep)
+			continue;
+		if (s->dirty
+		    && (rc = store_put_tail(in->txn, &s->rec, s->enc)) != 0)
+			return rc;
+		free(s->enc);
+		s->enc = NULL;
+		in->nenc--;
+		in->stats.evictions++;
+	}
+	return 0;
+}
+
+/* Free the encoders of series not touched by the last commit; all of them
+ * if that is not enough. Their tails are stored: load_tail() resumes. */
+static void
+evict_encoders(ingest *in)
+{
+	size_t pos = 0;
+	ser   *s;
+
+	for (int pass = 0; pass < 2 && in->nenc > in->opts.cache_encoders;
+	     pass++) {
+		pos = 0;
+		while ((s = table_next(in->series, &pos)) != NULL) {
+			if (s->enc == NULL
+			    || (pass == 0 && s->used == in->stats.commits))
+				continue;
+			free(s->enc);
+			s->enc = NULL;
+			in->nenc--;
+			in->stats.evictions++;
+		}
+	}
+}
+
+/* How evict_table reads and frees the entries of one cache. */
+typedef struct cache_kind {
+	uint64_t (*used)(const void *entry);
+	const uint8_t *(*key)(const void *entry, size_t *len);
+	void (*drop)(ingest *in, void *entry);
+} cache_kind;
+
+static uint64_t
+ser_used(const void *v)
+{
+	return ((const ser *) v)->used;
+}
+
+static const uint8_t *
+ser_key(const void *v, size_t *len)
+{
+	*len = ((const ser *) v)->keylen;
+	return ((const ser *) v)->key;
+}
+
+static void
+ser_drop(ingest *in, void *v)
+{
+	ser *s = v;
+
+	if (s->enc != NULL)
+		in->nenc--;
+	free(s->enc);
+	free(s);
+}
+
+static uint64_t
+emi_used(const void *v)
+{
+	return ((const emi *) v)->used;
+}
+
+static const uint8_t *
+emi_key(const void *v, size_t *len)
+{
+	*len = ((const emi *) v)->keylen;
+	return ((const emi *) v)->key;
+}
+
+static void
+emi_drop(ingest *in, void *v)
+{
+	(void) in;
+	free(v);
+}
+
+static const cache_kind series_kind   = { ser_used, ser_key, ser_drop };
+static const cache_kind emitters_kind = { emi_used, emi_key, emi_drop };
+
+/*
+ * Past its bound, rebuild a cache with only what the last commit touched
+ * (or empty it, if that is itself more than half the bound), so eviction
+ * costs O(1) amortised per entry. Everything in the caches is clean here
+ * (just committed). Returns 0, or -1 when out of memory (the caller then
+ * drops the caches, which is always safe).
+ */
+static int
+evict_table(ingest *in, table **t, size_t bound, const cache_kind *k)
+{
+	size_t   pos = 0, keep = 0;
+	uint64_t now = in->stats.commits;
+	table   *nt;
+	void    *v;
+
+	if (table_count(*t) <= bound)
+		return 0;
+	while ((v = table_next(*t, &pos)) != NULL)
+		keep += k->used(v) == now;
+	if (keep > bound / 2)
+		keep = 0;
+	if ((nt = table_new()) == NULL)
+		return -1;
+	pos = 0;
+	while ((v = table_next(*t, &pos)) != NULL) {
+		size_t         len;
+		const uint8_t *key = k->key(v, &len);
+
+		if (keep > 0 && k->used(v) == now
+		    && table_put(nt, key, len, v) == 0)
+			continue;
+		k->drop(in, v);
+		in->stats.evictions++;
+	}
+	table_free(*t);
+	*t = nt;
+	return 0;
+}
+
+void
+cache_evict(ingest *in)
+{
+	if (in->series == NULL)
+		return;
+	evict_encoders(in);
+	if (evict_table(in, &in->series, in->opts.cache_series, &series_kind)
+	        != 0
+	    || evict_table(
+	           in, &in->emitters, in->opts.cache_emitters, &emitters_kind)
+	        != 0)
+		cache_drop(in);
+}

@@ -1,0 +1,76 @@
+/*
+ * store_int: what the files of store/ share and nobody else sees: the
+ * LMDB handles behind the opaque store and store_txn, the record
+ * encodings and the meta keys. Included by the .c files of store/ only;
+ * everything above store/ goes through store.h, write.h and scan.h.
+ */
+#ifndef STORE_STORE_INT_H
+#define STORE_STORE_INT_H
+
+#include <lmdb.h>
+
+#include "store/store.h"
+
+struct store {
+	MDB_env *env;
+	MDB_dbi  meta;    /* "format" -> u32; "next_sid" -> u32;
+	                   * "next_alert" -> u64; "refused:" run -> u64 */
+	MDB_dbi series;   /* series key -> series record */
+	MDB_dbi blocks;   /* sid BE, first step BE, block no BE -> block */
+	MDB_dbi emitters; /* run NUL incarnation BE -> emitter record */
+	MDB_dbi runs;     /* run -> run record */
+	MDB_dbi alerts;   /* run NUL seq BE -> alert as one JSON object */
+	int     flags;
+	int     lock_fd; /* writer: holds the folder's writer.lock */
+	/*
+	 * Writer only: the meta counters as the open write transaction
+	 * sees them. Loaded on first use (0: not loaded), kept across
+	 * commits (no other process writes them), forgotten when a
+	 * transaction is aborted or fails to commit, so they never run
+	 * ahead of the disk.
+	 */
+	uint32_t next_sid;
+	uint64_t next_alert;
+	int      next_sid_dirty, next_alert_dirty;
+	char     dir[1024];
+	char     err[1400];
+};
+
+struct store_txn {
+	store   *st;
+	MDB_txn *txn;
+	int      write;
+};
+
+/* Record an LMDB or errno failure on st; returns the store_err. */
+int store_fail(store *st, int rc, const char *what);
+
+/* Records (explicit little-endian encodings, independent of the ABI). */
+#define SERIES_REC_SIZE 72
+#define RUN_REC_SIZE 60
+/* The fixed part of an emitter record: 11 u64, 4 u32, the window, the
+ * host length (u16); then the host and, once set, ended (u64). */
+#define EMITTER_REC_FIXED (8 * 11 + 4 * 4 + 8 * 16 + 2)
+#define EMITTER_REC_MAX (EMITTER_REC_FIXED + WIRE_HOST_MAX + 8)
+
+void   store_series_encode(uint8_t buf[SERIES_REC_SIZE], const series_rec *r);
+int    store_series_decode(const void *buf, size_t len, series_rec *r);
+size_t store_emitter_encode(uint8_t *buf, const emitter_rec *r);
+int    store_emitter_decode(const void *buf, size_t len, emitter_rec *r);
+void   store_run_encode(uint8_t buf[RUN_REC_SIZE], const run_rec *r);
+int    store_run_decode(const void *buf, size_t len, run_rec *r);
+
+/* The meta key of a run's refused-sample count ("refused:" run). */
+#define STORE_REFUSED_KEY_MAX (8 + WIRE_RUN_MAX)
+size_t store_refused_key(uint8_t *buf, const char *run, size_t runlen);
+
+/*
+ * An unsigned counter of width 4 or 8 bytes in the meta database. get:
+ * 0, STORE_ENOTFOUND (absent) or a store_err; put: 0 or a store_err.
+ */
+int store_meta_get(
+    store_txn *t, const char *key, size_t klen, size_t width, uint64_t *out);
+int store_meta_put(
+    store_txn *t, const char *key, size_t klen, size_t width, uint64_t v);
+
+#endif /* STORE_STORE_INT_H */
