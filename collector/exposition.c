@@ -693,14 +693,27 @@ expo_health(expo *x, char *why, size_t len)
 
 /* ---- rendering ---------------------------------------------------------- */
 
-/* Copy the exposed entries of t into the scratch array (mutex held). */
+#define TAKE_CHUNK 4096 /* entries copied per hold of the mutex */
+
+/*
+ * Copy the exposed entries of t into the scratch array (render_mu held,
+ * mu not). The mutex is taken for TAKE_CHUNK entries at a time, so a
+ * publishing thread waits for one chunk at most, never for the whole
+ * table. Entries are only ever appended and never change whether they
+ * are exposed, so the entries present when the copy starts are copied
+ * whole; those added meanwhile wait for the next scrape.
+ */
 static size_t
 take(expo *x, const tab *t)
 {
-	size_t k = 0;
+	size_t n0, shown, k = 0;
 
-	if (t->shown > x->scratch_cap) {
-		size_t nc = t->shown * 2;
+	pthread_mutex_lock(&x->mu);
+	n0    = t->n;
+	shown = t->shown;
+	pthread_mutex_unlock(&x->mu);
+	if (shown > x->scratch_cap) {
+		size_t nc = shown * 2;
 		snap  *ns = realloc(x->scratch, nc * sizeof(*ns));
 
 		if (ns == NULL)
@@ -708,18 +721,24 @@ take(expo *x, const tab *t)
 		x->scratch     = ns;
 		x->scratch_cap = nc;
 	}
-	for (size_t i = 0; i < t->n; i++) {
-		const ent *e = &t->e[i];
+	for (size_t i0 = 0; i0 < n0; i0 += TAKE_CHUNK) {
+		size_t end = i0 + TAKE_CHUNK < n0 ? i0 + TAKE_CHUNK : n0;
 
-		if (e->hidden != SHOWN)
-			continue;
-		x->scratch[k].labels = e->labels;
-		x->scratch[k].lablen = e->lablen;
-		x->scratch[k].v      = e->v;
-		x->scratch[k].t      = e->t;
-		x->scratch[k].u      = e->u;
-		x->scratch[k].u2     = e->u2;
-		k++;
+		pthread_mutex_lock(&x->mu);
+		for (size_t i = i0; i < end && k < shown; i++) {
+			const ent *e = &t->e[i];
+
+			if (e->hidden != SHOWN)
+				continue;
+			x->scratch[k].labels = e->labels;
+			x->scratch[k].lablen = e->lablen;
+			x->scratch[k].v      = e->v;
+			x->scratch[k].t      = e->t;
+			x->scratch[k].u      = e->u;
+			x->scratch[k].u2     = e->u2;
+			k++;
+		}
+		pthread_mutex_unlock(&x->mu);
 	}
 	return k;
 }
@@ -770,8 +789,8 @@ expo_render(expo *x, int om, const expo_live *live, expo_buf *out)
 	pthread_mutex_lock(&x->render_mu);
 
 	/* Latest values: copied under the mutex, formatted after. */
+	n = take(x, &x->series);
 	pthread_mutex_lock(&x->mu);
-	n     = take(x, &x->series);
 	shown = x->series.shown;
 	hf    = x->series.hid_filter;
 	hl    = x->series.hid_limit;
@@ -784,9 +803,7 @@ expo_render(expo *x, int om, const expo_live *live, expo_buf *out)
 	for (size_t i = 0; i < n; i++)
 		sample_line(out, "vitals_value", 12, &x->scratch[i], x->scratch[i].v);
 
-	pthread_mutex_lock(&x->mu);
 	n = take(x, &x->ranks);
-	pthread_mutex_unlock(&x->mu);
 	expo_buf_family(out, om, "vitals_step", "gauge",
 	    "Highest training step stored of each run and rank.");
 	for (size_t i = 0; i < n; i++)
@@ -806,9 +823,7 @@ expo_render(expo *x, int om, const expo_live *live, expo_buf *out)
 		sample_line(out, "vitals_emitter_dropped_samples_total", 36,
 		    &x->scratch[i], (double) x->scratch[i].u2);
 
-	pthread_mutex_lock(&x->mu);
 	n = take(x, &x->groups);
-	pthread_mutex_unlock(&x->mu);
 	expo_buf_family(out, om, "vitals_alerts_firing", "gauge",
 	    "Alerts firing now, per run, rule and severity.");
 	for (size_t i = 0; i < n; i++)
