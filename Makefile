@@ -25,6 +25,8 @@ LMDB_LIBS = -llmdb
 PCRE_LIBS = -lpcre2-8
 JSON_LIBS = -ljson-c
 CURSES_LIBS = -lncursesw
+# vitalsd --http (libmicrohttpd), --alertmanager (libcurl, json-c).
+FLEET_LIBS = -lmicrohttpd -lcurl $(JSON_LIBS)
 
 WIRE_SRC    = wire/wire.c
 EMITTER_SRC = $(wildcard emitter/*.c)
@@ -66,7 +68,7 @@ $(B)/libvitals.so: $(LIB_OBJ)
 	ln -sf libvitals.so $(B)/libvitals.so.0
 
 $(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(call obj,$(WIRE_SRC))
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(LDLIBS_ALL) -lm
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(FLEET_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(TUI_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
@@ -82,7 +84,7 @@ TEST_BINS = $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HELPERS = $(patsubst tests/helpers/%.c,$(B)/tests/%,$(wildcard tests/helpers/*.c))
 
 $(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(FLEET_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL) -lm
@@ -95,7 +97,7 @@ BENCH_SRC  = $(wildcard bench/bench_*.c)
 BENCH_BINS = $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
 $(B)/bench/%: $(B)/bench/%.o $(B)/bench/realistic.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(FLEET_LIBS) $(LDLIBS_ALL) -lm
 
 # Fuzzing: libFuzzer targets in fuzz/ (clang, ASan + UBSan), run for
 # FUZZ_SECONDS each by `make fuzz`. The same targets are built with the

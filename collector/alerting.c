@@ -56,6 +56,8 @@ struct alerting {
 	uint64_t hook_dropped;
 	int64_t  hook_log_window;
 	long     hook_log_count;
+	detect_emit_fn  sink; /* --http, --alertmanager */
+	void           *sink_ctx;
 };
 
 /* Load the rules named by al->path (or the built-in ones). Returns NULL
@@ -174,6 +176,8 @@ on_alert(void *ctx, const detect_alert *a)
 	fflush(stdout);
 	if (a->exec_argv != NULL)
 		run_hook(al, a, line, n);
+	if (al->sink != NULL)
+		al->sink(al->sink_ctx, a);
 	if (n > 0 && line[n - 1] == '\n')
 		n--; /* stored without the newline */
 	item.json = malloc(n);
@@ -482,6 +486,28 @@ alerting_reload(alerting *al)
 	al->reload = 1;
 	pthread_cond_signal(&al->wake);
 	pthread_mutex_unlock(&al->mu);
+}
+
+void
+alerting_set_sink(alerting *al, detect_emit_fn fn, void *ctx)
+{
+	/* Under the mutex: the detection thread takes it before its first
+	 * alert, so it sees these. */
+	pthread_mutex_lock(&al->mu);
+	al->sink     = fn;
+	al->sink_ctx = ctx;
+	pthread_mutex_unlock(&al->mu);
+}
+
+uint64_t
+alerting_queue_bytes(alerting *al)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&al->mu);
+	n = al->queued_bytes;
+	pthread_mutex_unlock(&al->mu);
+	return n;
 }
 
 int

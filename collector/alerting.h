@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "collector/ingest.h"
+#include "detect/detect.h"
 
 #define ALERTING_QUEUE_BYTES ((size_t) 64 << 20)
 
@@ -66,5 +67,12 @@ int alerting_store(alerting *al, ingest *in);
 
 /* Ask the detection thread to read the rules file again. */
 void alerting_reload(alerting *al);
+
+/* Also pass every alert transition to fn(ctx, alert), on the detection
+ * thread (fn must not wait). Call before feeding the first batch. */
+void alerting_set_sink(alerting *al, detect_emit_fn fn, void *ctx);
+
+/* Bytes of stored batches waiting for detection. Any thread. */
+uint64_t alerting_queue_bytes(alerting *al);
 
 #endif /* COLLECTOR_ALERTING_H */

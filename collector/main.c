@@ -13,7 +13,9 @@
 #include <sys/resource.h>
 
 #include "collector/alerting.h"
+#include "collector/alertmanager.h"
 #include "collector/auth.h"
+#include "collector/http.h"
 #include "collector/ingest.h"
 #include "collector/server.h"
 #include "store/paths.h"
@@ -32,6 +34,23 @@ on_signal(int sig)
 		reload_flag = 1;
 	else
 		stop_flag = 1;
+}
+
+/* Where alert transitions go besides stdout, hooks and the store. */
+typedef struct sinks {
+	expo     *x;
+	alertmgr *am;
+} sinks;
+
+static void
+on_transition(void *ctx, const detect_alert *a)
+{
+	const sinks *k = ctx;
+
+	if (k->x != NULL)
+		expo_alert(k->x, a);
+	if (k->am != NULL)
+		alertmgr_alert(k->am, a);
 }
 
 static void
@@ -85,6 +104,17 @@ usage(FILE *f)
 	    "                     in MiB (default 64): past it ingest waits\n"
 	    "  --max-message-mib N  largest message taken, 1 to 16 (default\n"
 	    "                     16); a peer sending more is disconnected\n"
+	    "  --http ADDR        serve /metrics (Prometheus, OpenMetrics)\n"
+	    "                     and /healthz on HOST:PORT (loopback\n"
+	    "                     unless --insecure; port 0: a free one)\n"
+	    "  --http-max-series N  vitals_value series on /metrics\n"
+	    "                     (default 100000); the rest are counted\n"
+	    "  --http-metrics REGEX  only metric names matching it\n"
+	    "  --alertmanager URL  post alerts to this Alertmanager\n"
+	    "                     (repeatable: an HA pair)\n"
+	    "  --alertmanager-resend-ms N  re-send firing alerts every N\n"
+	    "                     ms (default 30000)\n"
+	    "  docs/fleet.md: Prometheus, VictoriaMetrics, Alertmanager\n"
 	    "\n"
 	    "Memory: at most about 256 MiB (caches at their defaults) +\n"
 	    "  max-pending + detect-queue + 2 x max-message + what ZeroMQ\n"
@@ -184,9 +214,17 @@ main(int argc, char **argv)
 	struct sigaction sa;
 	long             v;
 	size_t           queue_bytes = ALERTING_QUEUE_BYTES;
+	const char      *http_addr = NULL;
+	expo_opts        xo;
+	alertmgr_opts    ao;
+	sinks            sk   = { NULL, NULL };
+	http            *web  = NULL;
+	http_opts        ho;
 
 	server_opts_init(&so);
 	ingest_opts_init(&io);
+	expo_opts_init(&xo);
+	alertmgr_opts_init(&ao);
 	io.time_quantum_ns = 1000000;
 	so.listen          = VT_DEFAULT_ENDPOINT;
 	for (int i = 1; i < argc; i++) {
@@ -236,7 +274,27 @@ main(int argc, char **argv)
 			so.curve_secret = next;
 		else if (strcmp(a, "--allow") == 0)
 			so.allow = next;
-		else if (strcmp(a, "--commit-ms") == 0) {
+		else if (strcmp(a, "--http") == 0)
+			http_addr = next;
+		else if (strcmp(a, "--http-metrics") == 0)
+			xo.filter = next;
+		else if (strcmp(a, "--http-max-series") == 0) {
+			if (parse_long(a, next, 0, 100000000, &v) != 0)
+				return 2;
+			xo.max_series = (size_t) v;
+		} else if (strcmp(a, "--alertmanager") == 0) {
+			if (ao.nurls == ALERTMGR_URLS_MAX) {
+				fprintf(stderr, "vitalsd: at most %d "
+						"--alertmanager\n",
+				    ALERTMGR_URLS_MAX);
+				return 2;
+			}
+			ao.urls[ao.nurls++] = next;
+		} else if (strcmp(a, "--alertmanager-resend-ms") == 0) {
+			if (parse_long(a, next, 100, 3600000, &v) != 0)
+				return 2;
+			ao.resend_ms = (int) v;
+		} else if (strcmp(a, "--commit-ms") == 0) {
 			if (parse_long(a, next, 0, 60000, &v) != 0)
 				return 2;
 			so.commit_ms = (int) v;
@@ -328,21 +386,54 @@ main(int argc, char **argv)
 	 * would otherwise raise its threshold after the first free and keep
 	 * the heap grown to the largest burst. */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
-	if (detect && alerting_open(rules, io.time_quantum_ns, &al) != 0)
+	if (http_addr != NULL && expo_open(&xo, &sk.x, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vitalsd: %s\n", err);
+		return 2;
+	}
+	if (ao.nurls > 0 && !detect) {
+		fprintf(stderr, "vitalsd: --alertmanager needs the rules: "
+				"drop --no-detect\n");
+		expo_close(sk.x);
+		return 2;
+	}
+	if (ao.nurls > 0 && alertmgr_open(&ao, &sk.am, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vitalsd: %s\n", err);
+		expo_close(sk.x);
+		return 2;
+	}
+	so.expo = sk.x;
+	if (detect && alerting_open(rules, io.time_quantum_ns, &al) != 0) {
+		alertmgr_close(sk.am);
+		expo_close(sk.x);
 		return 1;
+	}
+	if (al != NULL && (sk.x != NULL || sk.am != NULL))
+		alerting_set_sink(al, on_transition, &sk);
 	if (al != NULL)
 		alerting_set_queue_bytes(al, queue_bytes);
 
 	if ((rc = store_open(db, flags, &st, err, sizeof(err))) != 0) {
 		fprintf(stderr, "vitalsd: %s\n", err);
-		alerting_close(al);
-		return 1;
+		rc = 1;
+		goto out;
 	}
 	if (ingest_open(st, &io, &in) != 0) {
 		fprintf(stderr, "vitalsd: out of memory\n");
-		alerting_close(al);
-		store_close(st);
-		return 1;
+		rc = 1;
+		goto out;
+	}
+	if (http_addr != NULL) {
+		ho.addr     = http_addr;
+		ho.insecure = insecure;
+		ho.x        = sk.x;
+		ho.al       = al;
+		ho.am       = sk.am;
+		ho.db_dir   = db;
+		if (http_open(&ho, &web, err, sizeof(err)) != 0) {
+			fprintf(stderr, "vitalsd: %s\n", err);
+			rc = 2;
+			goto out;
+		}
 	}
 
 	memset(&sa, 0, sizeof(sa));
@@ -355,7 +446,12 @@ main(int argc, char **argv)
 	sigaction(SIGPIPE, &sa, NULL);
 
 	rc = server_run(&so, st, in, al, &stop_flag, &reload_flag);
+out:
+	/* The sinks outlive the detection thread that feeds them. */
+	http_close(web);
 	alerting_close(al);
+	alertmgr_close(sk.am);
+	expo_close(sk.x);
 	ingest_close(in);
 	store_close(st);
 	if (rc == 0)

@@ -69,6 +69,7 @@ server_opts_init(server_opts *o)
 	conns_opts_init(&o->conns);
 	o->pending_bytes = SERVER_PENDING_BYTES;
 	o->max_message   = WIRE_MAX_MESSAGE;
+	o->expo           = NULL;
 }
 
 static void
@@ -211,6 +212,19 @@ pace(srv *s, int64_t took_ns)
 	s->wait_ns = w > floor ? w : floor;
 }
 
+/* --http: publish what was just committed, from the batches in hand. */
+static void
+publish(srv *s, int64_t took_ns)
+{
+	ingest_stats is;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->p[i].status == WIRE_ACK_STORED)
+			expo_batch(s->o->expo, &s->p[i].b);
+	ingest_get_stats(s->in, &is);
+	expo_commit(s->o->expo, took_ns, &is, s->malformed);
+}
+
 /*
  * Apply every pending batch in one transaction and commit; then, and only
  * then, acknowledge them. A full map is grown and the group applied again
@@ -262,14 +276,20 @@ commit_group(srv *s)
 			    "unacknowledged, retrying every %d ms\n",
 			    store_errmsg(s->st), s->n, RETRY_MS);
 		s->blocked = 1;
+		if (s->o->expo != NULL)
+			expo_blocked(s->o->expo, store_errmsg(s->st));
 		return rc;
 	}
 	if (s->blocked)
 		fprintf(stderr, "vitalsd: store writable again; %zu batches "
 				"committed\n",
 		    s->n);
+	if (s->blocked && s->o->expo != NULL)
+		expo_blocked(s->o->expo, NULL);
 	s->blocked = 0;
 	pace(s, now_mono_ns() - t0);
+	if (s->o->expo != NULL)
+		publish(s, now_mono_ns() - t0);
 	{
 		const char *note = ingest_notice(s->in);
 

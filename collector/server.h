@@ -22,6 +22,7 @@
 
 #include "collector/alerting.h"
 #include "collector/conns.h"
+#include "collector/exposition.h"
 #include "collector/ingest.h"
 #include "store/store.h"
 
@@ -45,6 +46,7 @@ typedef struct server_opts {
 	/* The largest message taken (at most WIRE_MAX_MESSAGE): a peer
 	 * sending more is disconnected before it is read into memory. */
 	size_t max_message;
+	expo       *expo; /* --http: fed after each commit; may be NULL */
 } server_opts;
 
 void server_opts_init(server_opts *o);
