@@ -137,8 +137,11 @@ check "faults: 4 ranks ran to the end" \
 	sh -c "[ $frc = 0 ] && [ \$(grep -c '^rank [0-3]: 200 steps' '$T/faults.out') = 4 ]"
 check "straggler: rank 2 named within 50 steps, with compute and wait figures" \
 	q faults 'sys.exit(not any(x["kind"] == "straggler" and x["state"] == "firing" and x["rank"] == 2 and x["step"] <= 80 and "compute before the collective" in x["message"] and "wait in the collective" in x["message"] for x in a))'
-check "straggler: no other rank named (by any rule)" \
-	q faults 'sys.exit(any(x["kind"] == "straggler" and x["state"] == "firing" and x["rank"] != 2 for x in a))'
+# The step-time and throughput straggler rules are info only: under data
+# parallelism the collective equalizes those figures and they name noise
+# (docs/distributed.md). No rule pages for another rank.
+check "straggler: no other rank named at warning or above" \
+	q faults 'sys.exit(any(x["kind"] == "straggler" and x["state"] == "firing" and x["rank"] != 2 and x["severity"] != "info" for x in a))'
 check "nan: one incident at warning or above, naming rank 1 and step 110" \
 	q faults '
 n = [x for x in a if x["kind"] == "nonfinite" and x["state"] == "firing" and x["severity"] != "info"]
