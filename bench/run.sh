@@ -43,3 +43,7 @@ for mode in detect no-detect; do
 		-v z="$(sed -n 's/.*= \([0-9.]*\) M samples.*/\1/p' "$T/zmq.out")" \
 		'BEGIN { split(r, f, " "); printf "end to end (vitalsd %s), 4 emitters: %s = %.0f%% of the zeromq ceiling\n", m, r, 100 * f[1] / z }'
 done
+
+echo
+echo "== wide runs: cost per sample against series per step (write path in-process, fsync per commit)"
+"$B/bench/bench_wide" "$T/wide"
