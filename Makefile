@@ -25,6 +25,8 @@ LMDB_LIBS = -llmdb
 PCRE_LIBS = -lpcre2-8
 JSON_LIBS = -ljson-c
 CURSES_LIBS = -lncursesw
+# vitalsd --http (libmicrohttpd), --alertmanager (libcurl, json-c).
+FLEET_LIBS = -lmicrohttpd -lcurl $(JSON_LIBS)
 
 WIRE_SRC    = wire/wire.c
 EMITTER_SRC = $(wildcard emitter/*.c)
@@ -66,7 +68,7 @@ $(B)/libvitals.so: $(LIB_OBJ)
 	ln -sf libvitals.so $(B)/libvitals.so.0
 
 $(B)/vitalsd: $(B)/collector/main.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(call obj,$(WIRE_SRC))
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(LDLIBS_ALL) -lm
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(FLEET_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/vitals: $(B)/cli/main.o $(CLI_OBJ) $(TUI_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
@@ -82,7 +84,7 @@ TEST_BINS = $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HELPERS = $(patsubst tests/helpers/%.c,$(B)/tests/%,$(wildcard tests/helpers/*.c))
 
 $(B)/tests/%: $(B)/tests/%.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(FLEET_LIBS) $(LDLIBS_ALL) -lm
 
 $(B)/tests/%: $(B)/tests/helpers/%.o $(B)/libvitals.a
 	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LDLIBS_ALL) -lm
@@ -95,7 +97,7 @@ BENCH_SRC  = $(wildcard bench/bench_*.c)
 BENCH_BINS = $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
 $(B)/bench/%: $(B)/bench/%.o $(B)/bench/realistic.o $(COLLECT_OBJ) $(COMMON_OBJ) $(STORE_OBJ) $(DETECT_OBJ) $(CLI_OBJ) $(TUI_OBJ) $(B)/libvitals.a
-	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(LDLIBS_ALL) -lm
+	$(CC) -o $@ $^ $(ZMQ_LIBS) $(LMDB_LIBS) $(PCRE_LIBS) $(JSON_LIBS) $(CURSES_LIBS) $(FLEET_LIBS) $(LDLIBS_ALL) -lm
 
 # Fuzzing: libFuzzer targets in fuzz/ (clang, ASan + UBSan), run for
 # FUZZ_SECONDS each by `make fuzz`. The same targets are built with the
@@ -181,3 +183,70 @@ clean:
 
 # Keep objects of pattern-built programs (tests, benches) between runs.
 .SECONDARY:
+
+# ---- Install ---------------------------------------------------------------
+# `make install` / `make uninstall`, with PREFIX (default /usr/local) and
+# DESTDIR (staging, as packagers use it). The shared library is installed
+# under its full version, libvitals.so.MAJOR.MINOR.PATCH, with the soname
+# link libvitals.so.0 (what programs load) and the dev link libvitals.so
+# (what -lvitals finds). Run ldconfig after installing into a system
+# folder. The version comes from include/vitals.h, the one place it lives.
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+PKGCONFIGDIR   ?= $(LIBDIR)/pkgconfig
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+INSTALL    ?= install
+
+VT_VERSION := $(shell sed -n 's/^\#define VT_VERSION_STR "\(.*\)"/\1/p' include/vitals.h)
+VT_SOMAJOR := $(firstword $(subst ., ,$(VT_VERSION)))
+VT_SONAME   = libvitals.so.$(VT_SOMAJOR)
+VT_SOFILE   = libvitals.so.$(VT_VERSION)
+
+# Files generated from a template with the install folders filled in.
+$(B)/vitals.pc: vitals.pc.in include/vitals.h
+	@mkdir -p $(B)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VT_VERSION)|g' \
+	    vitals.pc.in >$@
+
+$(B)/vitalsd.service: packaging/systemd/vitalsd.service.in
+	@mkdir -p $(B)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' $< >$@
+
+# The generated files depend on PREFIX and friends: always regenerate.
+.PHONY: install uninstall $(B)/vitals.pc $(B)/vitalsd.service
+
+install: $(B)/vitals $(B)/vitalsd $(B)/libvitals.so $(B)/libvitals.a \
+	 $(B)/vitals.pc $(B)/vitalsd.service
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+	    $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR)
+	$(INSTALL) -m 755 $(B)/vitals $(B)/vitalsd $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 644 include/vitals.h $(DESTDIR)$(INCLUDEDIR)/vitals.h
+	$(INSTALL) -m 755 $(B)/libvitals.so $(DESTDIR)$(LIBDIR)/$(VT_SOFILE)
+	ln -sf $(VT_SOFILE) $(DESTDIR)$(LIBDIR)/$(VT_SONAME)
+	ln -sf $(VT_SONAME) $(DESTDIR)$(LIBDIR)/libvitals.so
+	$(INSTALL) -m 644 $(B)/libvitals.a $(DESTDIR)$(LIBDIR)/libvitals.a
+	$(INSTALL) -m 644 $(B)/vitals.pc $(DESTDIR)$(PKGCONFIGDIR)/vitals.pc
+	$(INSTALL) -m 644 man/vitals.1 $(DESTDIR)$(MANDIR)/man1/vitals.1
+	$(INSTALL) -m 644 man/libvitals.3 $(DESTDIR)$(MANDIR)/man3/libvitals.3
+	$(INSTALL) -m 644 man/vitalsd.8 $(DESTDIR)$(MANDIR)/man8/vitalsd.8
+	$(INSTALL) -m 644 $(B)/vitalsd.service \
+	    $(DESTDIR)$(SYSTEMDUNITDIR)/vitalsd.service
+
+# Removes exactly what install put there (the folders may be shared).
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/vitals $(DESTDIR)$(BINDIR)/vitalsd \
+	    $(DESTDIR)$(INCLUDEDIR)/vitals.h \
+	    $(DESTDIR)$(LIBDIR)/$(VT_SOFILE) $(DESTDIR)$(LIBDIR)/$(VT_SONAME) \
+	    $(DESTDIR)$(LIBDIR)/libvitals.so $(DESTDIR)$(LIBDIR)/libvitals.a \
+	    $(DESTDIR)$(PKGCONFIGDIR)/vitals.pc \
+	    $(DESTDIR)$(MANDIR)/man1/vitals.1 \
+	    $(DESTDIR)$(MANDIR)/man3/libvitals.3 \
+	    $(DESTDIR)$(MANDIR)/man8/vitalsd.8 \
+	    $(DESTDIR)$(SYSTEMDUNITDIR)/vitalsd.service

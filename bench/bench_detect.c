@@ -106,12 +106,13 @@ enum ev_kind {
 	EV_STRAGGLER,
 	EV_COLLAPSE,
 	EV_RESTART,
+	EV_SLOWDIV,
 	NEV
 };
 static const char *const ev_names[NEV]
     = { "spike", "blip (info only)", "divergence", "nan", "stall (run)",
 	      "stall (rank)", "heartbeats, no progress", "throughput drop",
-	      "straggler", "entropy collapse", "restart" };
+	      "straggler", "entropy collapse", "restart", "slow divergence" };
 
 /* Metric families. */
 enum {
@@ -147,7 +148,7 @@ typedef struct event {
 } event;
 
 typedef struct alert_rec {
-	int      det, cat, sev, rank, metric, matched;
+	int      det, cat, sev, rank, metric, matched, rule, state;
 	uint64_t step;
 	int64_t  emit_ns;
 } alert_rec;
@@ -177,17 +178,17 @@ static int
 compatible(int det, int c, int k)
 {
 	static const int table[NCAT][NEV] = {
-		/*              sp bl dv na sr sk pr dr sg co re */
-		[A_SPIKE]      = { 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 },
-		[A_DIVERGENCE] = { 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 },
-		[A_BLIP]       = { 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 },
-		[A_NONFINITE]  = { 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0 },
-		[A_STALL]      = { 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1 },
-		[A_PROGRESS]   = { 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1 },
-		[A_DROP]       = { 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0 },
-		[A_STRAGGLER]  = { 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0 },
-		[A_THRESHOLD]  = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
-		[A_RESTART]    = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 },
+		/*              sp bl dv na sr sk pr dr sg co re sd */
+		[A_SPIKE]      = { 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1 },
+		[A_DIVERGENCE] = { 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1 },
+		[A_BLIP]       = { 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1 },
+		[A_NONFINITE]  = { 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1 },
+		[A_STALL]      = { 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 0 },
+		[A_PROGRESS]   = { 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0 },
+		[A_DROP]       = { 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0 },
+		[A_STRAGGLER]  = { 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0 },
+		[A_THRESHOLD]  = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+		[A_RESTART]    = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
 	};
 
 	(void) det;
@@ -279,7 +280,25 @@ typedef struct sim {
 	size_t         nev, cev;
 	uint64_t       healthy_steps, samples;
 	int            trace, verbose;
+	int            healthy_run; /* no injected events */
 } sim;
+
+/* Rule names seen, for counting transitions per rule. */
+#define MAXRULES 64
+static char rule_names[MAXRULES][48];
+static int  nrule_names;
+
+static int
+rule_id(const char *name)
+{
+	for (int i = 0; i < nrule_names; i++)
+		if (strcmp(rule_names[i], name) == 0)
+			return i;
+	if (nrule_names == MAXRULES)
+		return MAXRULES - 1;
+	snprintf(rule_names[nrule_names], sizeof(rule_names[0]), "%s", name);
+	return nrule_names++;
+}
 
 static void
 add_alert(sim *S, const alert_rec *a)
@@ -332,7 +351,6 @@ on_alert(void *ctx, const detect_alert *a)
 	sim      *S        = ctx;
 	alert_rec r        = { 0 };
 	int       is_event = strcmp(a->kind, "blip") == 0
-	    || strcmp(a->kind, "restart") == 0
 	    || strcmp(a->kind, "series_limit") == 0;
 
 	if (S->trace) {
@@ -341,8 +359,14 @@ on_alert(void *ctx, const detect_alert *a)
 		detect_alert_json(a, line, sizeof(line));
 		printf("trace %s", line);
 	}
-	if (a->state == DETECT_RESOLVED && !is_event)
+	r.rule  = rule_id(a->rule);
+	r.state = a->state;
+	if (a->state == DETECT_RESOLVED && !is_event) {
+		/* Kept only to count transitions; not scored. */
+		r.det = -1;
+		add_alert(S, &r);
 		return;
+	}
 	r.det = 0;
 	r.cat = cat_of(a->kind);
 	/* Entropy alerts are about collapse, whatever the detector. */
@@ -429,7 +453,39 @@ typedef struct runcfg {
 	int      slow_every; /* periodic benign slow steps */
 	double   slow_factor;
 	double   rank_off[MAXRANK], rank_noise[MAXRANK];
+	/* Planned drift: step time and tokens per step follow a schedule
+	 * (0 none; 1 step time rises over the run, as an attention window
+	 * that grows; 2 a batch-size / sequence-length ramp: tokens per step
+	 * and step time rise together between ramp0 and ramp1). */
+	int      drift_kind;
+	double   drift, tok_drift;
+	uint64_t ramp0, ramp1;
+	/* Checkpoints every ckpt_steps steps or every ckpt_s seconds,
+	 * lasting ckpt_len s; evaluations every eval_steps, eval_len s;
+	 * heartbeats (rank 0, every hb_s s) during both when hb_s > 0. */
+	uint64_t ckpt_steps, eval_steps;
+	double   ckpt_s, ckpt_len, eval_len, hb_s;
+	double   load_s; /* data loading before step 1, with heartbeats */
+	double   busy;   /* a busy shared host: sd of log step time, slow */
+	int      heldout;
 } runcfg;
+
+/* Planned multipliers of step time and tokens per step at iteration i. */
+static double
+ramp_at(const runcfg *c, uint64_t i)
+{
+	if (c->drift_kind == 1)
+		return (double) i / (double) c->iters;
+	if (c->drift_kind == 2) {
+		if (i <= c->ramp0)
+			return 0;
+		if (i >= c->ramp1)
+			return 1;
+		return (double) (i - c->ramp0)
+		    / (double) (c->ramp1 - c->ramp0);
+	}
+	return 0;
+}
 
 static double
 loss_at(const runcfg *c, double step)
@@ -485,7 +541,7 @@ plan(sim *S, const runcfg *c, inj *in, int *ninj)
 		case EV_DROP:
 		case EV_STRAGGLER:
 			x->size = x->kind == EV_DROP ? uni(&S->r, 0.03, 0.20)
-			                             : uni(&S->r, 0.05, 0.25);
+			                             : uni(&S->r, 0.10, 0.40);
 			x->rank = (int) (unif(&S->r) * c->nranks);
 			x->i1   = i + (uint64_t) uni(&S->r, 1500, 3000);
 			break;
@@ -495,8 +551,14 @@ plan(sim *S, const runcfg *c, inj *in, int *ninj)
 			break;
 		case EV_RESTART:
 			x->size  = uni(&S->r, 50, 1000); /* steps lost */
-			x->size2 = uni(&S->r, 30, 300);  /* s down */
+			x->size2 = uni(&S->r, 60, 600);  /* s down: 1-10 min */
 			x->i1    = i + 1;
+			break;
+		case EV_SLOWDIV:
+			/* The loss doubles every size steps, no jump; NaN at
+			 * 16x. */
+			x->size = uni(&S->r, 60, 250);
+			x->i1   = i + (uint64_t) (4 * x->size);
 			break;
 		}
 		if (x->i1 + 400 >= c->iters)
@@ -504,7 +566,8 @@ plan(sim *S, const runcfg *c, inj *in, int *ninj)
 		n++;
 		/* Events are apart: detectors settle, labels do not mix. */
 		i = x->i1 + 700 + (uint64_t) uni(&S->r, 0, 1200);
-		if (x->kind == EV_DIVERGENCE && n < 12 && i + 400 < c->iters) {
+		if ((x->kind == EV_DIVERGENCE || x->kind == EV_SLOWDIV)
+		    && n < 12 && i + 400 < c->iters) {
 			/* A divergence ends in a restart from a checkpoint. */
 			inj *y = &in[n++];
 
@@ -513,7 +576,7 @@ plan(sim *S, const runcfg *c, inj *in, int *ninj)
 			y->i0    = x->i1;
 			y->i1    = x->i1 + 1;
 			y->size  = uni(&S->r, 100, 1000);
-			y->size2 = uni(&S->r, 30, 300);
+			y->size2 = uni(&S->r, 60, 600);
 		}
 	}
 	*ninj = n;
@@ -531,19 +594,50 @@ simulate(sim *S, const runcfg *c)
 	int      silent_rank  = -1;
 	int64_t  silent_until = 0;
 
-	plan(S, c, in, &ninj);
-	S->clock = (int64_t) (t * 1e9);
+	double busy_x = 0, last_ckpt = 0;
+
+	ninj = 0;
+	if (!S->healthy_run)
+		plan(S, c, in, &ninj);
+	S->clock  = (int64_t) (t * 1e9);
+	last_ckpt = t;
+	/* Data loading before the first step: heartbeats at step 0. */
+	for (double h = c->hb_s; c->load_s > 0 && h < c->load_s; h += c->hb_s)
+		emit(S, M_HEARTBEAT, 0, 0, (int64_t) ((t + h) * 1e9), 1);
+	t += c->load_s;
 	for (int r = 0; r < MAXRANK; r++)
 		last_t[r] = 0;
 	for (i = 0; i < c->iters; i++, step++) {
 		double  mloss = 1, mgrad = 1, mtps = 1, lag[MAXRANK] = { 0 };
 		int     nan_metric = -1, in_event = 0;
-		double  dt = c->dt * exp(0.03 * gauss(&S->r));
+		double  plan_st  = 1 + c->drift * ramp_at(c, i);
+		double  plan_tok = 1 + c->tok_drift * ramp_at(c, i);
+		double  dt, busy_m;
 		int64_t ts;
+		double  pause = 0;
 
+		busy_x = 0.98 * busy_x + c->busy * 0.199 * gauss(&S->r);
+		busy_m = exp(busy_x);
+		dt     = c->dt * plan_st * busy_m * exp(0.03 * gauss(&S->r));
 		if (c->slow_every && step % (uint64_t) c->slow_every == 0
 		    && step > 0)
 			dt *= c->slow_factor;
+		/* Planned pauses: checkpoints, evaluations. */
+		if (i > 0
+		    && ((c->ckpt_steps && i % c->ckpt_steps == 0)
+		        || (c->ckpt_s > 0 && t - last_ckpt >= c->ckpt_s))) {
+			pause += c->ckpt_len * exp(0.1 * gauss(&S->r));
+			last_ckpt = t;
+		}
+		if (i > 0 && c->eval_steps && i % c->eval_steps == 0)
+			pause += c->eval_len * exp(0.1 * gauss(&S->r));
+		if (pause > 0) {
+			for (double h = c->hb_s; c->hb_s > 0 && h < pause;
+			     h += c->hb_s)
+				emit(S, M_HEARTBEAT, 0, step ? step - 1 : 0,
+				    (int64_t) ((t + h) * 1e9), 1);
+			t += pause;
+		}
 		if (unif(&S->r) < 0.005)
 			dt *= uni(&S->r, 1.2, 1.8); /* a random slow step */
 		/* Events active at iteration i. */
@@ -608,6 +702,17 @@ simulate(sim *S, const runcfg *c)
 					    12 / loss_at(c, (double) step));
 				if (mgrad > 1e6)
 					nan_metric = M_GRAD;
+				in_event  = 1;
+				x->ev->t1 = (int64_t) (t * 1e9);
+				break;
+			}
+			case EV_SLOWDIV: {
+				double d = (double) (i - x->i0);
+
+				mloss *= exp(M_LN2 * d / x->size);
+				mgrad *= exp(0.5 * M_LN2 * d / x->size);
+				if (i + 1 == x->i1)
+					nan_metric = M_LOSS;
 				in_event  = 1;
 				x->ev->t1 = (int64_t) (t * 1e9);
 				break;
@@ -705,7 +810,8 @@ simulate(sim *S, const runcfg *c)
 		lnoise = 0.3 * lnoise + c->l_noise * gauss(&S->r);
 		for (int r = 0; r < c->nranks; r++) {
 			int64_t tr = ts + r * 3000000ll;
-			double  st = c->dt * (1 + c->rank_off[r] + lag[r])
+			double  st = c->dt * plan_st * busy_m
+			    * (1 + c->rank_off[r] + lag[r])
 			    * exp(c->rank_noise[r] * gauss(&S->r));
 
 			if (r == silent_rank)
@@ -718,7 +824,7 @@ simulate(sim *S, const runcfg *c)
 				    * (1 + 2 * exp(-(double) step / 300))
 				    * exp(c->g_noise * student3(&S->r))
 				    * mgrad;
-				double tp = c->tps0 * mtps
+				double tp = c->tps0 * plan_tok * mtps
 				    * exp(c->tps_noise * gauss(&S->r)) * c->dt
 				    / dt;
 				double en = c->ent0
@@ -754,6 +860,10 @@ typedef struct score {
 	uint64_t by_size_n[3], by_size_hit[3]; /* drops <4%, 4-5%, >=5% */
 	uint64_t div_crit, spike_crit;
 	double  *div_crit_delay;
+	uint64_t runs, healthy_runs, healthy_flagged;
+	int      max_trans_healthy, max_fire_event;
+	uint64_t drop5, drop5_fast, strag10, strag10_fast;
+	uint64_t slowdiv_crit, slowdiv_200;
 } score;
 
 static void
@@ -802,6 +912,31 @@ is_stall(int k)
 static void
 score_run(score *sc, sim *S)
 {
+	int *fires           = calloc(S->nev * MAXRULES + 1, sizeof(int));
+	int  trans[MAXRULES] = { 0 }, flagged = 0;
+
+	if (fires == NULL)
+		abort();
+	sc->runs++;
+	for (size_t k = 0; k < S->nal; k++) {
+		const alert_rec *a = &S->al[k];
+
+		if (a->det > 0)
+			continue;
+		trans[a->rule]++;
+		if (a->det == 0 && a->state == DETECT_FIRING
+		    && a->sev >= DETECT_WARNING)
+			flagged = 1;
+	}
+	if (S->healthy_run) {
+		sc->healthy_runs++;
+		sc->healthy_flagged += flagged;
+		for (int r = 0; r < MAXRULES; r++)
+			if (trans[r] > sc->max_trans_healthy)
+				sc->max_trans_healthy = trans[r];
+		if (S->verbose && flagged)
+			printf("healthy run %d flagged\n", S->run_id);
+	}
 	for (size_t e = 0; e < S->nev; e++) {
 		sc->events[S->ev[e].kind]++;
 		if (S->ev[e].kind == EV_DROP)
@@ -812,6 +947,8 @@ score_run(score *sc, sim *S)
 		const alert_rec *a     = &S->al[k];
 		int              match = 0;
 
+		if (a->det < 0)
+			continue;
 		for (size_t e = 0; e < S->nev; e++) {
 			event *ev = &S->ev[e];
 
@@ -828,6 +965,21 @@ score_run(score *sc, sim *S)
 			            && a->cat == A_STRAGGLER)))
 				continue;
 			match = 1;
+			if (a->det == 0
+			    && ++fires[e * MAXRULES + (size_t) a->rule]
+			        > sc->max_fire_event)
+				sc->max_fire_event
+				    = fires[e * MAXRULES + (size_t) a->rule];
+			if (ev->kind == EV_SLOWDIV && a->det == 0
+			    && (a->cat == A_DIVERGENCE
+			        || a->cat == A_NONFINITE)
+			    && !ev->critical) {
+				ev->critical = 1;
+				sc->slowdiv_crit++;
+				sc->slowdiv_200
+				    += (double) a->step - (double) ev->step0
+				    <= 200;
+			}
 			if (ev->kind == EV_SPIKE && a->det == 0
 			    && a->cat == A_DIVERGENCE && !ev->critical) {
 				ev->critical = 1;
@@ -867,6 +1019,8 @@ score_run(score *sc, sim *S)
 			if (ev->hit[a->det])
 				continue;
 			ev->hit[a->det] = 1;
+			ev->delay[a->det]
+			    = (double) a->step - (double) ev->step0;
 			sc->hits[a->det][ev->kind]++;
 			if (ev->kind == EV_DROP && a->det == 0)
 				sc->by_size_hit[(ev->size >= 0.04)
@@ -893,6 +1047,19 @@ score_run(score *sc, sim *S)
 		else
 			sc->false_info[a->det]++;
 	}
+	for (size_t e = 0; e < S->nev; e++) {
+		const event *ev = &S->ev[e];
+
+		if (ev->kind == EV_DROP && ev->size >= 0.05) {
+			sc->drop5++;
+			sc->drop5_fast += ev->hit[0] && ev->delay[0] <= 100;
+		}
+		if (ev->kind == EV_STRAGGLER && ev->size >= 0.10) {
+			sc->strag10++;
+			sc->strag10_fast += ev->hit[0] && ev->delay[0] <= 100;
+		}
+	}
+	free(fires);
 	sc->healthy += S->healthy_steps;
 	sc->samples += S->samples;
 }
@@ -920,9 +1087,9 @@ row_cat(int det, int k)
 {
 	static const int vit[NEV]  = { A_SPIKE, A_BLIP, A_DIVERGENCE,
 		 A_NONFINITE, A_STALL, A_STALL, A_PROGRESS, A_DROP, A_STRAGGLER,
-		 A_THRESHOLD, A_RESTART };
+		 A_THRESHOLD, A_RESTART, A_DIVERGENCE };
 	static const int base[NEV] = { A_SPIKE, -1, A_SPIKE, -1, -1, -1, -1,
-		A_DROP, A_DROP, A_THRESHOLD, -1 };
+		A_DROP, A_DROP, A_THRESHOLD, -1, A_SPIKE };
 
 	return det == 0 ? vit[k] : base[k];
 }
@@ -1014,17 +1181,92 @@ print_table(score *sc)
 			printf(" %s %" PRIu64, cat_names[c], sc->fp[0][c]);
 	printf("\nhealthy steps %" PRIu64 ", samples %" PRIu64 "\n",
 	    sc->healthy, sc->samples);
+	printf("healthy runs with a warning or critical alert: %" PRIu64
+	       "/%" PRIu64 " (%.1f%% quiet; target >= 99%%)\n",
+	    sc->healthy_flagged, sc->healthy_runs,
+	    sc->healthy_runs
+	        ? 100.0 * (double) (sc->healthy_runs - sc->healthy_flagged)
+	            / (double) sc->healthy_runs
+	        : NAN);
+	printf("most transitions of one rule on one healthy run: %d; most "
+	       "firing records of one rule for one event: %d (target <= 3)\n",
+	    sc->max_trans_healthy, sc->max_fire_event);
+	printf("drops >= 5%% found within 100 steps: %" PRIu64 "/%" PRIu64
+	       "; stragglers >= 10%% named within 100 steps: %" PRIu64
+	       "/%" PRIu64 "\n",
+	    sc->drop5_fast, sc->drop5, sc->strag10_fast, sc->strag10);
+	printf("slow divergences called critical: %" PRIu64 "/%" PRIu64
+	       ", within 200 steps of onset: %" PRIu64 "\n",
+	    sc->slowdiv_crit, sc->events[EV_SLOWDIV], sc->slowdiv_200);
+}
+
+/* Draw a run's parameters. Wide on purpose: step intervals 50 ms to
+ * 60 s (log-uniform), noise levels, planned drift, ramps, checkpoints
+ * every N steps or M minutes lasting 5x to 200x a step, evaluations
+ * lasting 3x to 20x (both at most 4 minutes: a first pause longer than
+ * 10 minutes pages by design), heartbeats during data loading and pauses, busy
+ * hosts. */
+static void
+draw(sim *S, runcfg *c, uint64_t iters)
+{
+	rng *r = &S->r;
+
+	c->nranks      = unif(r) < 0.5 ? 4 : 8;
+	c->iters       = iters;
+	c->dt          = 0.05 * exp(uni(r, 0, log(60 / 0.05)));
+	c->l_inf       = uni(r, 1.5, 2.5);
+	c->l_a         = uni(r, 6, 12);
+	c->l_p         = uni(r, 0.3, 0.6);
+	c->l_noise     = uni(r, 0.01, 0.06);
+	c->g0          = uni(r, 0.2, 1.5);
+	c->g_noise     = uni(r, 0.05, 0.2);
+	c->tps0        = uni(r, 2e4, 4e5);
+	c->tps_noise   = uni(r, 0.003, 0.04);
+	c->ent0        = uni(r, 1, 3);
+	c->ent_tau     = uni(r, 2000, 8000);
+	c->mfu0        = uni(r, 0.3, 0.55);
+	c->slow_every  = (int) (unif(r) * 4) * 50; /* 0..150 */
+	c->slow_factor = uni(r, 1.3, 2);
+	for (int k = 0; k < MAXRANK; k++) {
+		c->rank_off[k]   = uni(r, -0.01, 0.01);
+		c->rank_noise[k] = uni(r, 0.005, 0.04);
+	}
+	c->drift_kind = (int) (unif(r) * 3);
+	c->drift      = c->drift_kind ? uni(r, 0.02, 0.3) : 0;
+	c->tok_drift  = c->drift_kind == 2 ? c->drift * uni(r, 0.8, 1.2) : 0;
+	c->ramp0      = (uint64_t) uni(r, 0, 0.5 * (double) iters);
+	c->ramp1      = c->ramp0 + (uint64_t) uni(r, 200, 2000);
+	if (unif(r) < 0.7) {
+		if (unif(r) < 0.5)
+			c->ckpt_steps = (uint64_t) uni(r, 200, 2000);
+		else
+			c->ckpt_s = 60 * uni(r, 5, 60);
+		c->ckpt_len = fmin(240, fmax(1, c->dt * uni(r, 5, 200)));
+	}
+	if (unif(r) < 0.5) {
+		c->eval_steps = (uint64_t) uni(r, 250, 3000);
+		c->eval_len   = fmin(240, fmax(0.5, c->dt * uni(r, 3, 20)));
+	}
+	c->hb_s   = unif(r) < 0.3 ? uni(r, 5, 15) : 0;
+	c->load_s = c->hb_s > 0 ? uni(r, 30, 300) : 0;
+	c->busy   = unif(r) < 0.15 ? uni(r, 0.05, 0.25) : 0;
+	/* The held-out part of the parameter space: step intervals of 1 to
+	 * 5 s, and checkpoints every 20 to 60 minutes. Nothing was tuned on
+	 * these runs. */
+	c->heldout = (c->dt >= 1 && c->dt < 5)
+	    || (c->ckpt_s >= 1200 && c->ckpt_s <= 3600);
 }
 
 int
 main(int argc, char **argv)
 {
-	int             nruns = 80, verbose = 0;
-	uint64_t        iters = 15000, seed = 42;
+	int             nruns = 240, verbose = 0, part = -1;
+	uint64_t        iters = 6000, seed = 42;
 	detect_rules   *rules;
-	score           sc = { 0 };
+	score           sc[2];
 	struct timespec t0, t1;
 
+	memset(sc, 0, sizeof(sc));
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
 			nruns = (int) strtol(argv[++i], NULL, 10);
@@ -1032,12 +1274,17 @@ main(int argc, char **argv)
 			iters = strtoull(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 10);
-		else if (strcmp(argv[i], "-v") == 0)
+		else if (strcmp(argv[i], "--part") == 0 && i + 1 < argc) {
+			i++;
+			part = strcmp(argv[i], "tune") == 0   ? 0
+			    : strcmp(argv[i], "heldout") == 0 ? 1
+			                                      : -1;
+		} else if (strcmp(argv[i], "-v") == 0)
 			verbose = 1;
 		else {
 			fprintf(stderr,
-			    "usage: bench_detect [--runs N] "
-			    "[--steps N] [--seed S] [-v]\n");
+			    "usage: bench_detect [--runs N] [--steps N] "
+			    "[--seed S] [--part tune|heldout] [-v]\n");
 			return 2;
 		}
 	}
@@ -1051,35 +1298,30 @@ main(int argc, char **argv)
 		S.r.s    = seed * 1000003 + (uint64_t) run;
 		S.run_id = run;
 		snprintf(S.run, sizeof(S.run), "run%03d", run);
-		c.nranks      = unif(&S.r) < 0.5 ? 4 : 8;
-		c.iters       = iters;
-		c.dt          = uni(&S.r, 2, 10);
-		c.l_inf       = uni(&S.r, 1.5, 2.5);
-		c.l_a         = uni(&S.r, 6, 12);
-		c.l_p         = uni(&S.r, 0.3, 0.6);
-		c.l_noise     = uni(&S.r, 0.01, 0.04);
-		c.g0          = uni(&S.r, 0.2, 1.5);
-		c.g_noise     = uni(&S.r, 0.05, 0.15);
-		c.tps0        = uni(&S.r, 2e4, 4e5);
-		c.tps_noise   = uni(&S.r, 0.005, 0.02);
-		c.ent0        = uni(&S.r, 1, 3);
-		c.ent_tau     = uni(&S.r, 2000, 8000);
-		c.mfu0        = uni(&S.r, 0.3, 0.55);
-		c.slow_every  = (int) (unif(&S.r) * 4) * 50; /* 0..150 */
-		c.slow_factor = uni(&S.r, 1.3, 2);
-		for (int r = 0; r < MAXRANK; r++) {
-			c.rank_off[r]   = uni(&S.r, -0.01, 0.01);
-			c.rank_noise[r] = uni(&S.r, 0.01, 0.03);
-		}
-		S.nranks  = c.nranks;
-		S.verbose = verbose;
-		S.trace   = getenv("BENCH_TRACE") != NULL
+		draw(&S, &c, iters);
+		if (part >= 0 && c.heldout != part)
+			continue;
+		/* Half the runs are the healthy zoo: nothing injected. */
+		S.healthy_run = unif(&S.r) < 0.5;
+		S.nranks      = c.nranks;
+		S.verbose     = verbose;
+		S.trace       = getenv("BENCH_TRACE") != NULL
 		    && strtol(getenv("BENCH_TRACE"), NULL, 10) == run;
 		if (detect_engine_new(rules, &S.e) != 0)
 			return 1;
 		simulate(&S, &c);
-		score_run(&sc, &S);
+		detect_flush(S.e, on_alert, &S);
+		score_run(&sc[c.heldout], &S);
 		if (verbose) {
+			printf("run %d: dt %.3g s, %d ranks, drift %d %.2f, "
+			       "ckpt %" PRIu64 " st / %.0f s len %.1f s, eval "
+			       "%" PRIu64
+			       " len %.1f, hb %.1f, busy %.2f%s%s\n",
+			    run, c.dt, c.nranks, c.drift_kind, c.drift,
+			    c.ckpt_steps, c.ckpt_s, c.ckpt_len, c.eval_steps,
+			    c.eval_len, c.hb_s, c.busy,
+			    S.healthy_run ? ", healthy" : "",
+			    c.heldout ? ", held out" : "");
 			for (size_t e = 0; e < S.nev; e++)
 				if (!S.ev[e].hit[0])
 					printf("missed %s run %d step %" PRIu64
@@ -1106,22 +1348,31 @@ main(int argc, char **argv)
 	}
 	detect_rules_free(rules);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("vitals default rules vs. trainer baselines: %d runs x %" PRIu64
-	       " steps, seed %" PRIu64 "\n\n",
-	    nruns, iters, seed);
-	print_table(&sc);
+	for (int p = 0; p < 2; p++) {
+		if (part >= 0 && p != part)
+			continue;
+		printf(
+		    "%svitals default rules vs. trainer baselines, %s part: "
+		    "%" PRIu64 " runs (%" PRIu64 " healthy) x %" PRIu64
+		    " steps, seed %" PRIu64 "\n\n",
+		    p ? "\n" : "", p ? "HELD-OUT" : "tuning", sc[p].runs,
+		    sc[p].healthy_runs, iters, seed);
+		print_table(&sc[p]);
+	}
 	printf("%.1f s for generating, detecting and scoring: %.2f M "
 	       "samples/s\n",
 	    (double) (t1.tv_sec - t0.tv_sec)
 	        + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9,
-	    (double) sc.samples / 1e6
+	    (double) (sc[0].samples + sc[1].samples) / 1e6
 	        / ((double) (t1.tv_sec - t0.tv_sec)
 	            + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9));
-	for (int d = 0; d < NDET; d++)
-		for (int k = 0; k < NEV; k++) {
-			free(sc.delays[d][k]);
-			free(sc.delays_iv[d][k]);
-		}
-	free(sc.div_crit_delay);
+	for (int p = 0; p < 2; p++) {
+		for (int d = 0; d < NDET; d++)
+			for (int k = 0; k < NEV; k++) {
+				free(sc[p].delays[d][k]);
+				free(sc[p].delays_iv[d][k]);
+			}
+		free(sc[p].div_crit_delay);
+	}
 	return 0;
 }

@@ -120,10 +120,22 @@ typedef struct worker {
 	size_t             nest;
 	uint64_t           full;
 	pthread_barrier_t *bar;
+	int                phase; /* vt_emit_phase() instead of vt_emit() */
 } worker;
 
 static const char *const names[]
     = { "loss", "grad_norm", "lr", "tokens_per_s" };
+static const char *const phases[]
+    = { "data", "forward", "backward", "optimizer" };
+
+/* One call of the kind measured. */
+static int
+call(const worker *w, int i, uint64_t step)
+{
+	if (w->phase)
+		return vt_emit_phase(w->em, phases[i & 3], step);
+	return vt_emit(w->em, names[i & 3], step, (double) step * 0.5);
+}
 
 static void *
 work(void *arg)
@@ -133,16 +145,14 @@ work(void *arg)
 
 	/* Warm-up: intern the names, fault in the stack and caches. */
 	for (int i = 0; i < 10000; i++)
-		vt_emit(w->em, names[i & 3], step++, 1.0);
+		call(w, i, step++);
 	pthread_barrier_wait(w->bar);
 	for (uint64_t g = 0; g < w->calls / GROUP; g++) {
 		int64_t  t0   = mono_ns(), t1;
 		unsigned full = 0;
 
 		for (int i = 0; i < GROUP; i++) {
-			full += vt_emit(w->em, names[i & 3], step,
-			            (double) step * 0.5)
-			    == VT_EFULL;
+			full += call(w, i, step) == VT_EFULL;
 			step++;
 		}
 		t1                = mono_ns();
@@ -161,7 +171,7 @@ cmp_double(const void *a, const void *b)
 }
 
 static int
-run(const char *ep, int nthreads, uint64_t calls)
+run(const char *ep, int nthreads, uint64_t calls, int phase)
 {
 	vt_opts           o;
 	vt_emitter       *em;
@@ -187,7 +197,7 @@ run(const char *ep, int nthreads, uint64_t calls)
 	pthread_barrier_init(&bar, NULL, (unsigned) nthreads + 1);
 	for (int k = 0; k < nthreads; k++) {
 		w[k] = (worker) { em, calls / (uint64_t) nthreads, NULL, 0, 0,
-			&bar };
+			&bar, phase };
 		w[k].est = malloc((w[k].calls / GROUP + 1) * sizeof(double));
 		if (w[k].est == NULL)
 			return 1;
@@ -212,11 +222,12 @@ run(const char *ep, int nthreads, uint64_t calls)
 	qsort(all, n, sizeof(double), cmp_double);
 	rc = vt_flush(em, 30000);
 	vt_get_stats(em, &st);
-	printf("emitter %d thread%s: median %.1f ns, p99 %.1f ns "
+	printf("emitter%s %d thread%s: median %.1f ns, p99 %.1f ns "
 	       "(%llu calls, %.1f Mcalls/s total, dropped %llu, "
 	       "acked %llu of %llu%s)\n",
-	    nthreads, nthreads > 1 ? "s" : "", all[n / 2],
-	    all[(size_t) ((double) n * 0.99)], (unsigned long long) calls,
+	    phase ? " vt_emit_phase" : "", nthreads, nthreads > 1 ? "s" : "",
+	    all[n / 2], all[(size_t) ((double) n * 0.99)],
+	    (unsigned long long) calls,
 	    (double) calls / (double) (t1 - t0) * 1e3,
 	    (unsigned long long) full, (unsigned long long) st.acked,
 	    (unsigned long long) st.logged,
@@ -252,9 +263,12 @@ main(int argc, char **argv)
 	snprintf(ep, sizeof(ep), "ipc://%s", path);
 	if (acker_start(&a, ep) != 0)
 		return 1;
-	rc = run(ep, 1, calls);
+	rc = run(ep, 1, calls, 0);
 	if (rc == 0)
-		rc = run(ep, MAX_THREADS, calls);
+		rc = run(ep, MAX_THREADS, calls, 0);
+	/* A phase marker: the same path plus a copy of its name. */
+	if (rc == 0)
+		rc = run(ep, 1, calls, 1);
 	acker_stop(&a);
 	unlink(path);
 	rmdir(dir);

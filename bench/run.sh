@@ -10,6 +10,12 @@ echo "== emitter: ns per vt_emit call"
 "$B/bench/bench_emitter"
 
 echo
+echo "== vitals.torch: instrumentation per training step (CPU, DDP over gloo)"
+PYT=${PYTHON:-python3}
+"$PYT" -c 'import torch' 2>/dev/null || PYT=/usr/bin/python3
+VITALS_LIB="$B/libvitals.so" VITALS_BIN="$B" "$PYT" bench/bench_torch.py
+
+echo
 echo "== block codec"
 "$B/bench/bench_block"
 
@@ -43,3 +49,9 @@ for mode in detect no-detect; do
 		-v z="$(sed -n 's/.*= \([0-9.]*\) M samples.*/\1/p' "$T/zmq.out")" \
 		'BEGIN { split(r, f, " "); printf "end to end (vitalsd %s), 4 emitters: %s = %.0f%% of the zeromq ceiling\n", m, r, 100 * f[1] / z }'
 done
+
+echo
+echo "== vitalsd --http: a /metrics scrape of 100,000 series while batches are published"
+"$B/bench/bench_scrape"
+echo "== wide runs: cost per sample against series per step (write path in-process, fsync per commit)"
+"$B/bench/bench_wide" "$T/wide"

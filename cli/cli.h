@@ -54,6 +54,7 @@ int cmd_replay(const cli_args *a);
 int cmd_rules(const cli_args *a);
 int cmd_tail(const cli_args *a);
 int cmd_keygen(const cli_args *a);
+int cmd_spool(const cli_args *a);
 
 /* Shared by `vitals replay` and `vitals rules` (defined in cmd_replay.c). */
 

@@ -1,8 +1,11 @@
 /*
  * vitals replay [--rules FILE] FILE...: run the detect engine offline
- * over samples from files, in file order, ticking the clock with each
- * sample's own time, and print every alert as one JSON object per line.
- * The same input always gives the same output, byte for byte.
+ * over samples from files, in time order (ties keep file order, files in
+ * the order given), ticking the clock with each sample's own time, and
+ * print every alert as one JSON object per line. The same input always
+ * gives the same output, byte for byte. Time order matters: `vitals
+ * export` writes one series after another, and the engine must see the
+ * samples in the order the collector saw them live.
  *
  * A malformed line stops the replay with an error naming FILE:LINE[:COL]
  * and exit status 1 (alerts before it are printed): results from a file
@@ -17,8 +20,8 @@
 #include "cli/replay_input.h"
 #include "cli/scrape.h"
 #include "common/rules_file.h"
-#include "wire/wire.h"
 #include "detect/detect.h"
+#include "wire/wire.h"
 
 typedef struct replay_out {
 	char  *buf;
@@ -104,8 +107,114 @@ cli_load_rules(const char *path, detect_rules **out)
 	return 0;
 }
 
+/*
+ * Samples of every file, held until all are read and then sorted by time
+ * (stable: a sequence number breaks ties). Names are copied into chunks
+ * that never move, so the samples can point into them.
+ */
+typedef struct held {
+	detect_sample s;
+	size_t        seq;
+} held;
+
+typedef struct held_set {
+	held  *v;
+	size_t n, cap;
+	char **chunks;
+	size_t nchunks, used, chunk_cap; /* in the last chunk */
+} held_set;
+
+static const char *
+held_str(held_set *h, const char *p, size_t n)
+{
+	char *c;
+
+	if (p == NULL)
+		return NULL;
+	if (h->nchunks == 0 || h->used + n + 1 > h->chunk_cap) {
+		size_t cap = n + 1 > 1u << 20 ? n + 1 : 1u << 20;
+		char **cv = realloc(h->chunks, (h->nchunks + 1) * sizeof(*cv));
+
+		if (cv == NULL)
+			return NULL;
+		h->chunks = cv;
+		c         = malloc(cap);
+		if (c == NULL)
+			return NULL;
+		h->chunks[h->nchunks++] = c;
+		h->used                 = 0;
+		h->chunk_cap            = cap;
+	}
+	c = h->chunks[h->nchunks - 1] + h->used;
+	if (n)
+		memcpy(c, p, n);
+	c[n] = 0;
+	h->used += n + 1;
+	return c;
+}
+
+/* Keep a copy of s. Returns 0 or -1 (out of memory). */
 static int
-replay_file(detect_engine *e, const char *path, replay_out *o)
+held_add(held_set *h, const detect_sample *s)
+{
+	held *x;
+
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 4096;
+		held  *v   = realloc(h->v, cap * sizeof(*v));
+
+		if (v == NULL)
+			return -1;
+		h->v   = v;
+		h->cap = cap;
+	}
+	x           = &h->v[h->n];
+	x->s        = *s;
+	x->seq      = h->n;
+	x->s.run    = held_str(h, s->run, s->runlen);
+	x->s.metric = held_str(h, s->metric, s->mlen);
+	x->s.host   = held_str(h, s->host, s->hostlen);
+	if ((s->run && !x->s.run) || (s->metric && !x->s.metric)
+	    || (s->host && !x->s.host))
+		return -1;
+	h->n++;
+	return 0;
+}
+
+static int
+held_cmp(const void *a, const void *b)
+{
+	const held *x = a, *y = b;
+
+	if (x->s.time_ns != y->s.time_ns)
+		return x->s.time_ns < y->s.time_ns ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Feed the held samples in time order, then let out what the engine
+ * still holds (resolutions waiting for their rule's hold). */
+static void
+held_replay(detect_engine *e, held_set *h, replay_out *o)
+{
+	qsort(h->v, h->n, sizeof(*h->v), held_cmp);
+	for (size_t i = 0; i < h->n && !o->failed; i++) {
+		detect_tick(e, h->v[i].s.time_ns, on_alert, o);
+		detect_feed(e, &h->v[i].s, on_alert, o);
+	}
+	detect_flush(e, on_alert, o);
+}
+
+static void
+held_free(held_set *h)
+{
+	for (size_t i = 0; i < h->nchunks; i++)
+		free(h->chunks[i]);
+	free(h->chunks);
+	free(h->v);
+}
+
+static int
+replay_file(detect_engine *e, const char *path, held_set *h, replay_out *o)
 {
 	FILE         *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
 	replay_input *in;
@@ -123,11 +232,12 @@ replay_file(detect_engine *e, const char *path, replay_out *o)
 			fclose(f);
 		return 1;
 	}
+	(void) e;
 	while ((rc = replay_input_next(in, &s, err, sizeof(err))) == 1) {
-		detect_tick(e, s.time_ns, on_alert, o);
-		detect_feed(e, &s, on_alert, o);
-		if (o->failed)
+		if (held_add(h, &s) != 0) {
+			o->failed = 1;
 			break;
+		}
 	}
 	if (rc < 0)
 		fprintf(stderr, "vitals: %s\n", err);
@@ -157,7 +267,7 @@ replay_log_file(detect_engine *e, scrape *sc, const char *path,
 		return 1;
 	}
 	if (run == NULL) {
-		const char *b   = strrchr(path, '/');
+		const char *b = strrchr(path, '/');
 		size_t      len;
 
 		b   = b ? b + 1 : path;
@@ -179,9 +289,9 @@ replay_log_file(detect_engine *e, scrape *sc, const char *path,
 		return 1;
 	}
 	while ((rc = scrape_reader_next(rd, &x)) == 1) {
-		detect_sample s = { run, strlen(run), x.metric,
-			strlen(x.metric), NULL, 0, x.rank, x.step, x.time_ns,
-			x.value };
+		detect_sample s
+		    = { run, strlen(run), x.metric, strlen(x.metric), NULL, 0,
+			      x.rank, x.step, x.time_ns, x.value };
 
 		detect_tick(e, s.time_ns, on_alert, o);
 		detect_feed(e, &s, on_alert, o);
@@ -222,18 +332,26 @@ cmd_replay(const cli_args *a)
 		scrape *sc;
 		char    err[600];
 
-		if (scrape_new(a->preset, a->pattern, &sc, err, sizeof(err)) !=
-		    0) {
+		if (scrape_new(a->preset, a->pattern, &sc, err, sizeof(err))
+		    != 0) {
 			fprintf(stderr, "vitals: %s\n", err);
 			detect_engine_free(e);
 			return 2;
 		}
 		for (int i = 0; i < a->npos && rc == 0; i++)
 			rc = replay_log_file(e, sc, a->pos[i], a->run, &o);
+		detect_flush(e, on_alert, &o);
 		scrape_free(sc);
 	} else {
+		held_set h = { 0 };
+
+		/* A malformed line stops the reading; what was read before
+		 * it is still replayed. */
 		for (int i = 0; i < a->npos && rc == 0; i++)
-			rc = replay_file(e, a->pos[i], &o);
+			rc = replay_file(e, a->pos[i], &h, &o);
+		if (!o.failed)
+			held_replay(e, &h, &o);
+		held_free(&h);
 	}
 	if (o.failed)
 		fprintf(stderr, "vitals: out of memory\n");

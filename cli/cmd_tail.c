@@ -32,6 +32,7 @@
 #define MAX_EMITTERS 1024
 #define POLL_MS 200
 #define CHUNK 65536
+#define HEAD_MAX 256 /* first bytes kept to notice a rewritten file */
 
 /*
  * The signal state of this command: the one mutable global of `vitals
@@ -364,9 +365,16 @@ fail:
 	return 127;
 }
 
-/* Read fd from its offset to its end. Returns 0, or -1 on error. */
+/* The first bytes of a followed file, as read. */
+typedef struct head {
+	char   b[HEAD_MAX];
+	size_t n;
+} head;
+
+/* Read fd from its offset to its end, keeping its first bytes in h.
+ * Returns 0, or -1 on error. */
 static int
-drain(tail *t, int fd, linebuf *lb, off_t *off, char *chunk)
+drain(tail *t, int fd, linebuf *lb, off_t *off, char *chunk, head *h)
 {
 	for (;;) {
 		ssize_t n = read(fd, chunk, CHUNK);
@@ -377,9 +385,37 @@ drain(tail *t, int fd, linebuf *lb, off_t *off, char *chunk)
 			return -1;
 		if (n == 0)
 			return 0;
+		if (h != NULL && *off == (off_t) h->n && h->n < HEAD_MAX) {
+			size_t k = HEAD_MAX - h->n < (size_t) n
+			    ? HEAD_MAX - h->n
+			    : (size_t) n;
+
+			memcpy(h->b + h->n, chunk, k);
+			h->n += k;
+		}
 		*off += n;
 		feed(t, lb, chunk, (size_t) n);
 	}
+}
+
+/*
+ * 1 if the file under fd was truncated since we read up to off: it is
+ * shorter, or its first bytes are not those we read (truncated and
+ * rewritten past off between two looks, which the size alone misses).
+ */
+static int
+truncated(int fd, off_t off, const head *h)
+{
+	struct stat st;
+	char        now[HEAD_MAX];
+
+	if (fstat(fd, &st) != 0)
+		return 0;
+	if (st.st_size < off)
+		return 1;
+	return h->n > 0
+	    && (pread(fd, now, h->n, 0) != (ssize_t) h->n
+	        || memcmp(now, h->b, h->n) != 0);
 }
 
 static void
@@ -399,6 +435,7 @@ follow(tail *t, const char *path, char *chunk)
 {
 	linebuf     lb = { 0 };
 	struct stat st, now;
+	head        h   = { .n = 0 };
 	off_t       off = 0;
 	int         fd = -1, rc = 0, waiting = 0;
 
@@ -428,6 +465,7 @@ follow(tail *t, const char *path, char *chunk)
 			if (fstat(fd, &st) != 0)
 				memset(&st, 0, sizeof(st));
 			off = 0;
+			h.n = 0;
 			if (!S_ISREG(st.st_mode)) {
 				/* A FIFO or device: read it to its end. */
 				int none = -1;
@@ -438,16 +476,26 @@ follow(tail *t, const char *path, char *chunk)
 				return rc;
 			}
 		}
-		if (drain(t, fd, &lb, &off, chunk) != 0) {
+		if (off > 0 && truncated(fd, off, &h)) {
+			/* Truncated (copytruncate), perhaps already longer
+			 * than before: from the start again, before reading
+			 * on from the old offset. */
+			lseek(fd, 0, SEEK_SET);
+			off    = 0;
+			h.n    = 0;
+			lb.len = 0;
+		}
+		if (drain(t, fd, &lb, &off, chunk, &h) != 0) {
 			fprintf(stderr, "vitals tail: %s: %s\n", path,
 			    strerror(errno));
 			rc = 1;
 			break;
 		}
-		if (fstat(fd, &now) == 0 && now.st_size < off) {
-			/* Truncated (copytruncate): from the start again. */
+		if (truncated(fd, off, &h)) {
+			/* Shrank while read: from the start again. */
 			lseek(fd, 0, SEEK_SET);
 			off    = 0;
+			h.n    = 0;
 			lb.len = 0;
 			continue;
 		}
@@ -456,7 +504,7 @@ follow(tail *t, const char *path, char *chunk)
 			/* Rotated: what was appended to the old file before
 			 * the rename is read above; the new one from its
 			 * start. */
-			if (drain(t, fd, &lb, &off, chunk) == 0)
+			if (drain(t, fd, &lb, &off, chunk, NULL) == 0)
 				feed_end(t, &lb);
 			close(fd);
 			fd = -1;
@@ -466,7 +514,7 @@ follow(tail *t, const char *path, char *chunk)
 	}
 	if (fd >= 0) {
 		if (!tail_stop)
-			(void) drain(t, fd, &lb, &off, chunk);
+			(void) drain(t, fd, &lb, &off, chunk, NULL);
 		close(fd);
 	}
 	feed_end(t, &lb);

@@ -133,6 +133,11 @@ static const struct cmd_def {
 	{ "keygen", cmd_keygen, M(O_OUT), "[--out PREFIX]",
 	    "a CURVE key pair: PREFIX.key (secret, 0600) and PREFIX.pub", NULL,
 	    0 },
+	{ "spool", cmd_spool, M(O_ENDPOINT) | M(O_TIMEOUT),
+	    "list [DIR] | send [DIR] [--endpoint E] [--timeout-ms N]",
+	    "samples emitters spooled while vitalsd was away: list them, or\n"
+	    "             send them (each stored once) and remove the files",
+	    "list send", 1 },
 	{ "completion", cmd_completion, 0, "bash",
 	    "print the bash completion script (source it, or install it as\n"
 	    "            /usr/share/bash-completion/completions/vitals)",

@@ -43,14 +43,13 @@ out_double(char *buf, size_t len, double v, enum out_format f)
 size_t
 out_time(char *buf, size_t len, int64_t ns)
 {
-	long long s    = ns / 1000000000ll;
-	long long frac = ns % 1000000000ll;
+	/* Sign and magnitude: -1 ms is -0.001000000 (a floored second
+	 * would print -1.999000000); unsigned, so INT64_MIN has one. */
+	uint64_t m = ns < 0 ? 0 - (uint64_t) ns : (uint64_t) ns;
 
-	if (frac < 0) {
-		frac += 1000000000ll;
-		s -= 1;
-	}
-	return (size_t) snprintf(buf, len, "%lld.%09lld", s, frac);
+	return (size_t) snprintf(buf, len, "%s%llu.%09llu", ns < 0 ? "-" : "",
+	    (unsigned long long) (m / 1000000000u),
+	    (unsigned long long) (m % 1000000000u));
 }
 
 void

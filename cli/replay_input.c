@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The longest line (or CSV record) read: samples are short; a longer
+ * line is refused where it starts without holding the rest. */
+#define REPLAY_LINE_MAX (1 << 20)
+
 enum { C_TIME, C_STEP, C_RANK, C_METRIC, C_VALUE, C_RUN, C_HOST, NCOL };
 static const char *const col_names[NCOL]
     = { "time", "step", "rank", "metric", "value", "run", "host" };
@@ -124,7 +128,9 @@ replay_input_format(const replay_input *in)
 }
 
 /* One physical line into buf at offset at (newline stripped). Returns 1,
- * 0 at the end (nothing read), -1 on a read error or out of memory. */
+ * 0 at the end (nothing read), -1 on a read error or out of memory, -2
+ * past REPLAY_LINE_MAX bytes (a record, for CSV across lines): reading
+ * stops there, nothing more of it is held. */
 static int
 read_line(replay_input *in, size_t at)
 {
@@ -132,6 +138,8 @@ read_line(replay_input *in, size_t at)
 
 	in->len = at;
 	for (;;) {
+		if (in->len >= REPLAY_LINE_MAX)
+			return -2;
 		if (in->len + 2 > in->cap) {
 			size_t cap = in->cap ? in->cap * 2 : 256;
 			char  *b;
@@ -174,6 +182,17 @@ next_line(replay_input *in)
 	}
 	in->line++;
 	return read_line(in, 0);
+}
+
+/* The error of a read_line() that returned rc < 0. */
+static int
+read_err(const replay_input *in, int rc, char *err, size_t errlen)
+{
+	if (rc == -2)
+		return ierr(in, err, errlen, 0,
+		    "expected a line of at most %d MiB, found a longer one",
+		    REPLAY_LINE_MAX >> 20);
+	return ierr(in, err, errlen, 0, "read failed: %s", strerror(errno));
 }
 
 static int
@@ -306,12 +325,45 @@ jtype(struct json_object *v)
 	}
 }
 
+/*
+ * json-c parses an integer past 2^64-1 as 2^64-1 (past 2^63-1 as that,
+ * in older versions) without saying so; the step as written, in the raw
+ * line, tells. 1 if the "step" written there is not parsed (the value
+ * json-c gives), with *col at its first digit; 0 if it is that value or
+ * the key is written with escapes we do not look for.
+ */
+static int
+step_out_of_range(const replay_input *in, const char *parsed, int *col)
+{
+	const char *p = in->buf, *end = in->buf + in->len;
+
+	while ((p = memmem(p, (size_t) (end - p), "\"step\"", 6)) != NULL) {
+		const char *d = p + 6;
+		size_t      n;
+
+		while (d < end && (*d == ' ' || *d == '\t'))
+			d++;
+		if (d >= end || *d != ':') {
+			p += 6;
+			continue;
+		}
+		d++;
+		while (d < end && (*d == ' ' || *d == '\t'))
+			d++;
+		n    = strspn(d, "0123456789");
+		*col = (int) (d - in->buf) + 1;
+		return n > 0 && (n != strlen(parsed) || memcmp(d, parsed, n) != 0);
+	}
+	return 0;
+}
+
 static int
 next_jsonl(replay_input *in, detect_sample *s, char *err, size_t errlen)
 {
 	struct json_object *o, *v;
 	const char         *txt;
 	size_t              end;
+	int                 col = 0;
 
 	if (in->obj != NULL) {
 		json_object_put(in->obj);
@@ -324,8 +376,7 @@ next_jsonl(replay_input *in, detect_sample *s, char *err, size_t errlen)
 		if (rc == 0)
 			return 0;
 		if (rc < 0)
-			return ierr(in, err, errlen, 0, "read failed: %s",
-			    strerror(errno));
+			return read_err(in, rc, err, errlen);
 	} while (blank(in->buf, in->len));
 	json_tokener_reset(in->tok);
 	o   = json_tokener_parse_ex(in->tok, in->buf, (int) in->len);
@@ -389,6 +440,11 @@ next_jsonl(replay_input *in, detect_sample *s, char *err, size_t errlen)
 		    json_object_object_get_ex(o, "step", &v)
 		        ? json_object_get_string(v)
 		        : "none");
+	if ((s->step == UINT64_MAX || s->step == INT64_MAX)
+	    && step_out_of_range(in, json_object_get_string(v), &col))
+		return ierr(in, err, errlen, col,
+		    "expected \"step\" from 0 to 18446744073709551615, "
+		    "found a larger number");
 	if (!json_object_object_get_ex(o, "time", &v)
 	    || !(json_object_is_type(v, json_type_int)
 	        || json_object_is_type(v, json_type_double)))
@@ -471,6 +527,9 @@ split_csv(replay_input *in, char *err, size_t errlen)
 					in->buf[at] = '\n';
 					in->line++;
 					rc = read_line(in, at + 1);
+					if (rc < 0 && rc != -1)
+						return read_err(
+						    in, rc, err, errlen);
 					if (rc <= 0) {
 						in->line = first;
 						return ierr(in, err, errlen,
@@ -597,8 +656,7 @@ next_csv(replay_input *in, detect_sample *s, char *err, size_t errlen)
 			return 0;
 		}
 		if (rc < 0)
-			return ierr(in, err, errlen, 0, "read failed: %s",
-			    strerror(errno));
+			return read_err(in, rc, err, errlen);
 		if (blank(in->buf, in->len))
 			continue;
 		nf = split_csv(in, err, errlen);
@@ -672,8 +730,7 @@ replay_input_next(replay_input *in, detect_sample *s, char *err, size_t errlen)
 		if (rc == 0)
 			return 0;
 		if (rc < 0)
-			return ierr(in, err, errlen, 0, "read failed: %s",
-			    strerror(errno));
+			return read_err(in, rc, err, errlen);
 		in->pending = 1;
 		in->format  = in->buf[strspn(in->buf, " \t")] == '{'
 		     ? REPLAY_INPUT_JSONL

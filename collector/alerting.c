@@ -1,6 +1,7 @@
 #include "collector/alerting.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,17 +40,24 @@ struct alerting {
 	hooks         *hooks;  /* detection thread only */
 	const char   **names;  /* detection thread: per batch name table */
 	size_t        *lens;
+	uint32_t      *remap;  /* server thread: compacting a batch */
 
 	pthread_t       thread;
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t  wake, idle, room;
 	job            *head, *tail;
-	size_t          queued_bytes;
+	size_t          queued_bytes, max_bytes;
 	int             busy; /* the thread is feeding a batch */
 	int             stop, reload;
 	queued         *q; /* alerts for the store */
 	size_t          nq, capq;
 	uint64_t        lost;
+	/* Detection thread: hook runs dropped, and their log's rate. */
+	uint64_t hook_dropped;
+	int64_t  hook_log_window;
+	long     hook_log_count;
+	detect_emit_fn  sink; /* --http, --alertmanager */
+	void           *sink_ctx;
 };
 
 /* Load the rules named by al->path (or the built-in ones). Returns NULL
@@ -90,6 +98,62 @@ reload_rules(alerting *al)
 	detect_rules_free(r);
 }
 
+static void on_alert(void *ctx, const detect_alert *a);
+
+/*
+ * Run the rule's hook, or queue it (hooks.h). A run dropped past the
+ * rule's queue is logged (10 lines per 10 s at most, the rest counted)
+ * and stored as an alert of its own, "hook_dropped", for the same run and
+ * series: every page is run, or visible in `vitals alerts`.
+ */
+static void
+run_hook(alerting *al, const detect_alert *a, const char *line, size_t n)
+{
+	char         key[WIRE_RUN_MAX + WIRE_HOST_MAX + WIRE_NAME_MAX + 32];
+	char         msg[512];
+	detect_alert d;
+	uint64_t     dropped;
+	int64_t      w;
+
+	snprintf(key, sizeof(key), "%.*s\x1f%d\x1f%.*s\x1f%.*s",
+	    (int) a->runlen, a->run, (int) a->rank, (int) a->hostlen, a->host,
+	    (int) a->mlen, a->metric);
+	if (hooks_run(al->hooks, a->rule, key, a->exec_argv, line, n,
+	        a->exec_timeout_ms)
+	    != HOOKS_DROPPED)
+		return;
+	al->hook_dropped++;
+	dropped = hooks_dropped(al->hooks, a->rule);
+	w       = now_mono_ns() / (10 * 1000000000ll);
+	if (w != al->hook_log_window) {
+		if (al->hook_log_count > 10)
+			fprintf(stderr,
+			    "vitalsd: %ld more dropped hook runs not shown\n",
+			    al->hook_log_count - 10);
+		al->hook_log_window = w;
+		al->hook_log_count  = 0;
+	}
+	snprintf(msg, sizeof(msg),
+	    "hook of rule %s not run: %d hooks running and %d waiting for "
+	    "this rule (%llu dropped for it)",
+	    a->rule, HOOKS_MAX, HOOKS_QUEUE_PER_RULE,
+	    (unsigned long long) dropped);
+	if (al->hook_log_count++ < 10)
+		fprintf(stderr, "vitalsd: run=%.*s metric=%.*s: %s\n",
+		    (int) a->runlen, a->run, (int) a->mlen, a->metric, msg);
+	d           = *a;
+	d.rule      = "hook_dropped";
+	d.kind      = "hook_dropped";
+	d.severity  = DETECT_WARNING;
+	d.state     = DETECT_FIRING;
+	d.value     = (double) dropped;
+	d.baseline  = NAN;
+	d.message   = msg;
+	d.exec_argv = NULL;
+	d.exec_argc = 0;
+	on_alert(al, &d);
+}
+
 /*
  * Every transition (detection thread): one JSON line on stdout, the
  * rule's hook started, and the alert queued for the store. Nothing here
@@ -111,8 +175,9 @@ on_alert(void *ctx, const detect_alert *a)
 	fwrite(line, 1, n, stdout);
 	fflush(stdout);
 	if (a->exec_argv != NULL)
-		hooks_start(al->hooks, a->exec_argv, line, n,
-		    a->exec_timeout_ms);
+		run_hook(al, a, line, n);
+	if (al->sink != NULL)
+		al->sink(al->sink_ctx, a);
 	if (n > 0 && line[n - 1] == '\n')
 		n--; /* stored without the newline */
 	item.json = malloc(n);
@@ -234,14 +299,16 @@ alerting_open(const char *rules_path, int64_t quantum_ns, alerting **out)
 	*out = NULL;
 	if (al == NULL)
 		return 1;
-	al->quantum = quantum_ns;
+	al->quantum   = quantum_ns;
+	al->max_bytes = ALERTING_QUEUE_BYTES;
 	if (rules_path != NULL && (al->path = strdup(rules_path)) == NULL)
 		goto fail;
 	if ((al->hooks = hooks_new()) == NULL)
 		goto fail;
 	al->names = calloc(FEED_NAMES_MAX, sizeof(*al->names));
 	al->lens  = calloc(FEED_NAMES_MAX, sizeof(*al->lens));
-	if (al->names == NULL || al->lens == NULL)
+	al->remap = calloc(FEED_NAMES_MAX, sizeof(*al->remap));
+	if (al->names == NULL || al->lens == NULL || al->remap == NULL)
 		goto fail;
 	if ((r = load_rules(al)) == NULL)
 		goto fail;
@@ -267,6 +334,7 @@ fail:
 	hooks_free(al->hooks);
 	free(al->names);
 	free(al->lens);
+	free(al->remap);
 	free(al->path);
 	free(al);
 	return 1;
@@ -282,6 +350,11 @@ alerting_close(alerting *al)
 	pthread_cond_signal(&al->wake);
 	pthread_mutex_unlock(&al->mu);
 	pthread_join(al->thread, NULL);
+	if (al->hook_dropped > 0)
+		fprintf(stderr,
+		    "vitalsd: %llu hook runs dropped in all (their queues "
+		    "were full); stored as hook_dropped alerts\n",
+		    (unsigned long long) al->hook_dropped);
 	for (size_t i = 0; i < al->nq; i++)
 		free(al->q[i].json);
 	free(al->q);
@@ -289,6 +362,7 @@ alerting_close(alerting *al)
 	hooks_free(al->hooks);
 	free(al->names);
 	free(al->lens);
+	free(al->remap);
 	free(al->path);
 	pthread_mutex_destroy(&al->mu);
 	pthread_cond_destroy(&al->wake);
@@ -297,23 +371,85 @@ alerting_close(alerting *al)
 	free(al);
 }
 
+/*
+ * The part of a stored batch detection reads, as a wire message in a new
+ * job: its identity and samples, and only the names they use (a batch of
+ * 65,535 names and one sample is queued as a few hundred bytes). Returns
+ * NULL when nothing needs checking (no sample, not FINAL) or out of
+ * memory (*oom set).
+ */
+static job *
+compact(alerting *al, const void *msg, size_t len, int *oom)
+{
+	wire_batch b;
+	char       err[256];
+	size_t     off, off_names = 0, nbytes = 0, size = 0;
+	uint16_t   used = 0;
+	job       *j;
+
+	*oom = 0;
+	if (wire_batch_decode(msg, len, &b, err, sizeof(err)) != 0
+	    || (b.nsamples == 0 && !(b.flags & WIRE_FINAL)))
+		return NULL;
+	/* remap[k]: 0 unused, else 1 + the name's new index. Names are
+	 * walked in order (wire_batch_name is linear in k). */
+	memset(al->remap, 0, b.nnames * sizeof(*al->remap));
+	for (uint32_t i = 0; i < b.nsamples; i++)
+		al->remap[wire_get16(b.samples + (size_t) i * WIRE_SAMPLE_SIZE)] =
+		    1;
+	for (uint32_t k = 0; k < b.nnames; k++) {
+		(void) wire_names_next(&b, &off_names, &size);
+		if (al->remap[k] != 0) {
+			al->remap[k] = (uint32_t) ++used;
+			nbytes += 1 + size;
+		}
+	}
+	size = wire_batch_header_size(&b.id, nbytes)
+	    + (size_t) b.nsamples * WIRE_SAMPLE_SIZE;
+	if ((j = malloc(sizeof(*j) + size)) == NULL) {
+		*oom = 1;
+		return NULL;
+	}
+	off = wire_put_batch_head(j->msg, &b.id, b.seq, b.floor, b.dropped);
+	wire_put_batch_flags(j->msg, b.flags);
+	wire_put_names_count(j->msg, &off, used);
+	off_names = 0;
+	for (uint32_t k = 0; k < b.nnames; k++) {
+		const char *nm = wire_names_next(&b, &off_names, &size);
+
+		if (al->remap[k] != 0)
+			wire_put_name(j->msg, &off, nm, size);
+	}
+	wire_put_samples_count(j->msg, &off, b.nsamples);
+	for (uint32_t i = 0; i < b.nsamples; i++) {
+		wire_sample ws;
+
+		wire_batch_sample(&b, i, &ws);
+		ws.name = (uint16_t) (al->remap[ws.name] - 1);
+		wire_put_sample(j->msg, &off, &ws);
+	}
+	j->len = off;
+	return j;
+}
+
 int
 alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns)
 {
-	job *j = malloc(sizeof(*j) + len);
+	int  oom;
+	job *j = compact(al, msg, len, &oom);
 
 	if (j == NULL) {
-		fprintf(stderr, "vitalsd: out of memory: a stored batch was "
-				"not checked by the rules\n");
-		return -1;
+		if (oom)
+			fprintf(stderr, "vitalsd: out of memory: a stored "
+					"batch was not checked by the rules\n");
+		return oom ? -1 : 0;
 	}
 	j->next    = NULL;
 	j->recv_ns = recv_ns;
-	j->len     = len;
-	memcpy(j->msg, msg, len);
+	len        = j->len;
 	pthread_mutex_lock(&al->mu);
 	while (al->queued_bytes > 0 &&
-	    al->queued_bytes + len > ALERTING_QUEUE_BYTES)
+	    al->queued_bytes + len > al->max_bytes)
 		pthread_cond_wait(&al->room, &al->mu);
 	if (al->tail != NULL)
 		al->tail->next = j;
@@ -324,6 +460,14 @@ alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns)
 	pthread_cond_signal(&al->wake);
 	pthread_mutex_unlock(&al->mu);
 	return 0;
+}
+
+void
+alerting_set_queue_bytes(alerting *al, size_t bytes)
+{
+	pthread_mutex_lock(&al->mu);
+	al->max_bytes = bytes;
+	pthread_mutex_unlock(&al->mu);
 }
 
 void
@@ -342,6 +486,28 @@ alerting_reload(alerting *al)
 	al->reload = 1;
 	pthread_cond_signal(&al->wake);
 	pthread_mutex_unlock(&al->mu);
+}
+
+void
+alerting_set_sink(alerting *al, detect_emit_fn fn, void *ctx)
+{
+	/* Under the mutex: the detection thread takes it before its first
+	 * alert, so it sees these. */
+	pthread_mutex_lock(&al->mu);
+	al->sink     = fn;
+	al->sink_ctx = ctx;
+	pthread_mutex_unlock(&al->mu);
+}
+
+uint64_t
+alerting_queue_bytes(alerting *al)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&al->mu);
+	n = al->queued_bytes;
+	pthread_mutex_unlock(&al->mu);
+	return n;
 }
 
 int

@@ -10,9 +10,12 @@
  *
  * Batches are handed over after the transaction holding them committed,
  * so a transaction aborted and applied again never feeds a sample twice.
- * The hand-over queue is bounded (ALERTING_QUEUE_BYTES); when detection
- * falls that far behind, alerting_feed waits, slowing ingest rather than
- * skipping detection.
+ * Only what detection reads is queued: a batch without samples (and not
+ * FINAL) is not, and names no sample uses are left out of the copy. The
+ * hand-over queue is bounded in bytes (ALERTING_QUEUE_BYTES, or
+ * alerting_set_queue_bytes); when detection falls that far behind,
+ * alerting_feed waits, which stops the server reading, slowing ingest
+ * rather than skipping detection.
  *
  * Stalls: the detection clock is a watermark, the arrival time of the
  * oldest batch not yet fed (or now, when everything is fed), so a backlog
@@ -32,8 +35,9 @@
 #include <stdint.h>
 
 #include "collector/ingest.h"
+#include "detect/detect.h"
 
-#define ALERTING_QUEUE_BYTES ((size_t) 256 << 20)
+#define ALERTING_QUEUE_BYTES ((size_t) 64 << 20)
 
 typedef struct alerting alerting;
 
@@ -50,6 +54,10 @@ void alerting_close(alerting *al);
  * stored but not checked; logged). */
 int alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns);
 
+/* The bound of the hand-over queue in bytes (a single batch larger than
+ * it is still taken when the queue is empty). */
+void alerting_set_queue_bytes(alerting *al, size_t bytes);
+
 /* Wait until every queued batch has been fed. */
 void alerting_drain(alerting *al);
 
@@ -59,5 +67,12 @@ int alerting_store(alerting *al, ingest *in);
 
 /* Ask the detection thread to read the rules file again. */
 void alerting_reload(alerting *al);
+
+/* Also pass every alert transition to fn(ctx, alert), on the detection
+ * thread (fn must not wait). Call before feeding the first batch. */
+void alerting_set_sink(alerting *al, detect_emit_fn fn, void *ctx);
+
+/* Bytes of stored batches waiting for detection. Any thread. */
+uint64_t alerting_queue_bytes(alerting *al);
 
 #endif /* COLLECTOR_ALERTING_H */

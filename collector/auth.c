@@ -19,7 +19,6 @@
 
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_DOMAIN "vitals"
-#define MONITOR_ENDPOINT "inproc://vitalsd-auth-monitor"
 #define Z85_KEY_LEN 40
 #define KEY_LEN 32
 #define LOG_BURST 10    /* refused attempts logged per window */
@@ -27,7 +26,6 @@
 
 struct auth {
 	void      *rep; /* the ZAP handler: its thread only, once started */
-	void      *mon; /* handshake failures of the ROUTER: likewise */
 	pthread_t  thread;
 	int        started;
 	atomic_int stop;
@@ -37,7 +35,9 @@ struct auth {
 	uint8_t (*keys)[KEY_LEN]; /* sorted, for bsearch */
 	size_t nkeys;
 	char  *allow_file;
-	/* ZAP thread only: rate limit of the refusal log. */
+	/* Rate limit of the refusal log: written by the ZAP thread and the
+	 * connection thread (auth_monitor_event), under log_mu. */
+	pthread_mutex_t log_mu;
 	int64_t       log_window;
 	unsigned long log_count;
 };
@@ -188,6 +188,7 @@ log_refused(auth *a, const char *fmt, ...)
 	int64_t w = now_mono_ns() / 1000000000ll / LOG_WINDOW_S;
 	va_list ap;
 
+	pthread_mutex_lock(&a->log_mu);
 	if (w != a->log_window) {
 		if (a->log_count > LOG_BURST)
 			fprintf(stderr,
@@ -197,11 +198,12 @@ log_refused(auth *a, const char *fmt, ...)
 		a->log_window = w;
 		a->log_count  = 0;
 	}
-	if (a->log_count++ >= LOG_BURST)
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
+	if (a->log_count++ < LOG_BURST) {
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&a->log_mu);
 }
 
 /* A frame as a printable, NUL-terminated string (cut to fit). */
@@ -302,31 +304,11 @@ handle(auth *a)
  * key. ZeroMQ names the listening endpoint here, not the peer's address
  * (which it does not know yet).
  */
-static void
-read_monitor(auth *a)
+void
+auth_monitor_event(void *arg, unsigned ev, uint32_t val, const char *ep)
 {
-	zmq_msg_t m;
-	uint16_t  ev      = 0;
-	uint32_t  val     = 0;
-	char      ep[128] = "";
+	auth *a = arg;
 
-	zmq_msg_init(&m);
-	if (zmq_msg_recv(&m, a->mon, ZMQ_DONTWAIT) < 0) {
-		zmq_msg_close(&m);
-		return;
-	}
-	if (zmq_msg_size(&m) >= 6) {
-		memcpy(&ev, zmq_msg_data(&m), 2);
-		memcpy(&val, (const char *) zmq_msg_data(&m) + 2, 4);
-	}
-	while (zmq_msg_more(&m)) {
-		zmq_msg_close(&m);
-		zmq_msg_init(&m);
-		if (zmq_msg_recv(&m, a->mon, 0) < 0)
-			break;
-		frame_str(&m, ep, sizeof(ep));
-	}
-	zmq_msg_close(&m);
 	if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
 	    || (ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
 	        && val == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH))
@@ -383,20 +365,17 @@ zap_main(void *arg)
 	auth *a = arg;
 
 	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
-		zmq_pollitem_t it[2] = { { a->rep, 0, ZMQ_POLLIN, 0 },
-			{ a->mon, 0, ZMQ_POLLIN, 0 } };
+		zmq_pollitem_t it[1] = { { a->rep, 0, ZMQ_POLLIN, 0 } };
 
 		if (atomic_exchange(&a->reload, 0))
 			reload_keys(a);
-		if (zmq_poll(it, 2, 100) < 0) {
+		if (zmq_poll(it, 1, 100) < 0) {
 			if (zmq_errno() == ETERM)
 				break;
 			continue;
 		}
 		if (it[0].revents & ZMQ_POLLIN)
 			handle(a);
-		if (it[1].revents & ZMQ_POLLIN)
-			read_monitor(a);
 	}
 	return NULL;
 }
@@ -408,6 +387,7 @@ auth_free(auth *a)
 		explicit_bzero(a->keys, a->nkeys * KEY_LEN);
 	free(a->keys);
 	free(a->allow_file);
+	pthread_mutex_destroy(&a->log_mu);
 	explicit_bzero(a, sizeof(*a));
 	free(a);
 }
@@ -425,6 +405,7 @@ auth_open(void *zctx, const char *secret_file, const char *allow_file,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	pthread_mutex_init(&a->log_mu, NULL);
 	atomic_init(&a->stop, 0);
 	atomic_init(&a->reload, 0);
 	a->allow_file = strdup(allow_file);
@@ -464,9 +445,10 @@ fail:
 int
 auth_apply(auth *a, void *zctx, void *sock, char *err, size_t errlen)
 {
-	int      on = 1, linger = 0, rc;
+	int      on = 1, rc;
 	sigset_t all, old;
 
+	(void) zctx;
 	if (a->started) {
 		snprintf(err, errlen, "auth_apply: called twice");
 		return -1;
@@ -481,17 +463,6 @@ auth_apply(auth *a, void *zctx, void *sock, char *err, size_t errlen)
 		    zmq_strerror(zmq_errno()));
 		return -1;
 	}
-	if (zmq_socket_monitor(sock, MONITOR_ENDPOINT,
-	        ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
-	            | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
-	        != 0
-	    || (a->mon = zmq_socket(zctx, ZMQ_PAIR)) == NULL
-	    || zmq_setsockopt(a->mon, ZMQ_LINGER, &linger, sizeof(linger)) != 0
-	    || zmq_connect(a->mon, MONITOR_ENDPOINT) != 0) {
-		snprintf(err, errlen, "socket monitor: %s",
-		    zmq_strerror(zmq_errno()));
-		goto fail;
-	}
 	/* Signals are for the main thread (its stop and reload flags). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -499,17 +470,11 @@ auth_apply(auth *a, void *zctx, void *sock, char *err, size_t errlen)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		snprintf(err, errlen, "ZAP handler thread: %s", strerror(rc));
-		goto fail;
+		return -1;
 	}
 	pthread_setname_np(a->thread, "vitalsd-zap");
 	a->started = 1;
 	return 0;
-fail:
-	zmq_socket_monitor(sock, NULL, 0);
-	if (a->mon != NULL)
-		zmq_close(a->mon);
-	a->mon = NULL;
-	return -1;
 }
 
 const char *
@@ -539,8 +504,6 @@ auth_close(auth *a)
 	atomic_store_explicit(&a->stop, 1, memory_order_release);
 	if (a->started)
 		pthread_join(a->thread, NULL);
-	if (a->mon != NULL)
-		zmq_close(a->mon);
 	zmq_close(a->rep);
 	auth_free(a);
 }

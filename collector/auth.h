@@ -11,6 +11,7 @@
 #define COLLECTOR_AUTH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct auth auth;
 
@@ -27,12 +28,19 @@ int auth_open(void *zctx, const char *secret_file, const char *allow_file,
     auth **out, char *err, size_t errlen);
 
 /*
- * Make sock (of zctx) a CURVE server under the ZAP handler, watch it for
- * failed handshakes (logged, as refused keys are) and start the handler's
- * thread. Call once, before sock binds. Returns 0 or -1 with detail in
+ * Make sock (of zctx) a CURVE server under the ZAP handler and start the
+ * handler's thread. Call once, before sock binds. Returns 0 or -1 with detail in
  * err (then auth_close() still releases everything).
  */
 int auth_apply(auth *a, void *zctx, void *sock, char *err, size_t errlen);
+
+/*
+ * A monitor event of the CURVE socket (conns passes on the failed
+ * handshakes): logged as refused keys are, under the same rate limit.
+ * arg is the auth. Thread-safe.
+ */
+void auth_monitor_event(void *arg, unsigned ev, uint32_t value,
+    const char *endpoint);
 
 /* The collector's public key, Z85 (borrowed from a). */
 const char *auth_public_key(const auth *a);

@@ -32,6 +32,11 @@ cache_drop(ingest *in)
 	pos = 0;
 	while (in->runs != NULL && (v = table_next(in->runs, &pos)) != NULL)
 		free(v);
+	while (in->nspare > 0)
+		free(in->spare[--in->nspare]);
+	free(in->spare);
+	in->spare     = NULL;
+	in->spare_cap = 0;
 	table_free(in->series);
 	table_free(in->emitters);
 	table_free(in->runs);
@@ -112,6 +117,39 @@ cache_settle(ingest *in)
 	in->dirty_runs     = NULL;
 }
 
+/* ---- spare encoders -------------------------------------------------- */
+
+block_enc *
+cache_enc_take(ingest *in)
+{
+	if (in->nspare > 0)
+		return in->spare[--in->nspare];
+	return malloc(sizeof(block_enc));
+}
+
+void
+cache_enc_give(ingest *in, block_enc *e)
+{
+	if (e == NULL)
+		return;
+	/* Spares and loaded encoders together stay within the bound. */
+	if (in->nspare + in->nenc >= in->opts.cache_encoders)
+		goto drop;
+	if (in->nspare == in->spare_cap) {
+		size_t      nc = in->spare_cap ? in->spare_cap * 2 : 64;
+		block_enc **ns = realloc(in->spare, nc * sizeof(*ns));
+
+		if (ns == NULL)
+			goto drop;
+		in->spare     = ns;
+		in->spare_cap = nc;
+	}
+	in->spare[in->nspare++] = e;
+	return;
+drop:
+	free(e);
+}
+
 /* ---- eviction -------------------------------------------------------- */
 
 /*
@@ -134,9 +172,9 @@ cache_shed_encoders(ingest *in, const ser *keep)
 		if (s->dirty
 		    && (rc = store_put_tail(in->txn, &s->rec, s->enc)) != 0)
 			return rc;
-		free(s->enc);
-		s->enc = NULL;
 		in->nenc--;
+		cache_enc_give(in, s->enc);
+		s->enc = NULL;
 		in->stats.evictions++;
 	}
 	return 0;
@@ -157,9 +195,9 @@ evict_encoders(ingest *in)
 			if (s->enc == NULL
 			    || (pass == 0 && s->used == in->stats.commits))
 				continue;
-			free(s->enc);
-			s->enc = NULL;
 			in->nenc--;
+			cache_enc_give(in, s->enc);
+			s->enc = NULL;
 			in->stats.evictions++;
 		}
 	}
@@ -192,7 +230,7 @@ ser_drop(ingest *in, void *v)
 
 	if (s->enc != NULL)
 		in->nenc--;
-	free(s->enc);
+	cache_enc_give(in, s->enc);
 	free(s);
 }
 

@@ -363,7 +363,7 @@ load_tail(ingest *in, ser *s)
 	if (in->nenc >= in->opts.cache_encoders &&
 	    (rc = cache_shed_encoders(in, s)) != 0)
 		return rc;
-	s->enc = malloc(sizeof(*s->enc));
+	s->enc = cache_enc_take(in);
 	if (s->enc == NULL)
 		return STORE_ENOMEM;
 	block_enc_init(s->enc);
@@ -371,9 +371,9 @@ load_tail(ingest *in, ser *s)
 	if (s->rec.nblocks == 0)
 		return 0;
 	if ((rc = store_get_tail(in->txn, &s->rec, s->enc)) != 0) {
-		free(s->enc);
-		s->enc = NULL;
 		in->nenc--;
+		cache_enc_give(in, s->enc);
+		s->enc = NULL;
 		return rc;
 	}
 	return 0;

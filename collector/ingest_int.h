@@ -53,6 +53,13 @@ struct ingest {
 	run        *dirty_runs;
 	ser  **names; /* per batch: name index -> series (NULL: refused) */
 	size_t nenc;  /* series with a loaded encoder */
+	/* Encoders no series holds, kept for the next load (at most
+	 * cache_encoders - nenc of them): a run wider than the encoder
+	 * bound unloads and reloads tails at every commit, and handing
+	 * the same 4 KB buffers back and forth costs no malloc, free or
+	 * page fault. */
+	block_enc **spare;
+	size_t      nspare, spare_cap;
 	ingest_stats stats, tentative;
 	char         notice[512], notice_out[512];
 };
@@ -70,6 +77,13 @@ void cache_mark_emitter(ingest *in, emi *e);
 void cache_mark_series(ingest *in, ser *s);
 /* After a commit: every entry is clean again. */
 void cache_settle(ingest *in);
+
+/* An encoder to load a tail into (a spare one if any; contents
+ * undefined), or NULL when out of memory. */
+block_enc *cache_enc_take(ingest *in);
+/* Give back an encoder no series holds any more (NULL: nothing): kept as
+ * a spare within the encoder bound, else freed. */
+void cache_enc_give(ingest *in, block_enc *e);
 
 /*
  * Inside a transaction that touches more series than the encoder bound:

@@ -6,14 +6,18 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
+#include <sys/resource.h>
 
 #include "collector/alerting.h"
+#include "collector/alertmanager.h"
 #include "collector/auth.h"
+#include "collector/http.h"
 #include "collector/ingest.h"
 #include "collector/server.h"
 #include "store/paths.h"
@@ -32,6 +36,23 @@ on_signal(int sig)
 		reload_flag = 1;
 	else
 		stop_flag = 1;
+}
+
+/* Where alert transitions go besides stdout, hooks and the store. */
+typedef struct sinks {
+	expo     *x;
+	alertmgr *am;
+} sinks;
+
+static void
+on_transition(void *ctx, const detect_alert *a)
+{
+	const sinks *k = ctx;
+
+	if (k->x != NULL)
+		expo_alert(k->x, a);
+	if (k->am != NULL)
+		alertmgr_alert(k->am, a);
 }
 
 static void
@@ -71,8 +92,98 @@ usage(FILE *f)
 	    "  --max-series N     series in the store (default 1000000)\n"
 	    "  --cache-series N, --cache-encoders N, --cache-emitters N\n"
 	    "                     bounds of the write caches (defaults\n"
-	    "                     131072, 16384 (4 KB each), 65536)\n",
-	    VT_DEFAULT_ENDPOINT);
+	    "                     131072, 16384 (4 KB each), 65536)\n"
+	    "  --max-connections N  connections at once (default: the\n"
+	    "                     descriptor limit, raised to its hard\n"
+	    "                     limit at start, less %d kept for the\n"
+	    "                     store and hooks); more are closed at once\n"
+	    "  --max-connections-per-peer N  from one IP address (ipc://:\n"
+	    "                     one process) (default: half the above)\n"
+	    "  --idle-timeout-ms N  close a connection that sent no message\n"
+	    "                     for N ms (default 120000, 0: never);\n"
+	    "                     emitters reconnect when they have more\n"
+	    "  --max-pending-mib N  received batches waiting for their\n"
+	    "                     commit, in MiB (default 64): reading\n"
+	    "                     stops there until the commit\n"
+	    "  --detect-queue-mib N  stored batches waiting for the rules,\n"
+	    "                     in MiB (default 64): past it ingest waits\n"
+	    "  --max-message-mib N  largest message taken, 1 to 16 (default\n"
+	    "                     16); a peer sending more is disconnected\n"
+	    "  --http ADDR        serve /metrics (Prometheus, OpenMetrics)\n"
+	    "                     and /healthz on HOST:PORT (loopback\n"
+	    "                     unless --insecure; port 0: a free one)\n"
+	    "  --http-max-series N  vitals_value series on /metrics\n"
+	    "                     (default 100000); the rest are counted\n"
+	    "  --http-metrics REGEX  only metric names matching it\n"
+	    "  --alertmanager URL  post alerts to this Alertmanager\n"
+	    "                     (repeatable: an HA pair)\n"
+	    "  --alertmanager-resend-ms N  re-send firing alerts every N\n"
+	    "                     ms (default 30000)\n"
+	    "  docs/fleet.md: Prometheus, VictoriaMetrics, Alertmanager\n"
+	    "\n"
+	    "Memory: at most about 256 MiB (caches at their defaults) +\n"
+	    "  max-pending + detect-queue + 2 x max-message + what ZeroMQ\n"
+	    "  queues: up to 1089 messages per connection (an emitter's\n"
+	    "  window is 1024); see docs/limits.md.\n",
+	    VT_DEFAULT_ENDPOINT, CONNS_FD_RESERVE);
+}
+
+/*
+ * Take every descriptor the hard limit allows (up to 2^20: the connection
+ * table is sized from it), so the connection cap can leave room for the
+ * store and hooks. A failure leaves the soft limit, which conns sizes
+ * itself from.
+ */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t        want;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20)
+	    ? (1u << 20)
+	    : rl.rlim_max;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rl.rlim_cur = want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/*
+ * A tcp:// endpoint's port must be 1 to 65535 (or *): ZeroMQ would take
+ * 99999 modulo 65536 and listen somewhere else. Returns 0, or -1 after
+ * saying why.
+ */
+static int
+check_listen(const char *ep)
+{
+	const char *port;
+	char       *end;
+	long        v;
+
+	if (strncmp(ep, "tcp://", 6) != 0)
+		return 0;
+	port = strrchr(ep + 6, ':');
+	if (port == NULL || port[1] == 0) {
+		fprintf(stderr, "vitalsd: --listen %s: expected "
+				"tcp://HOST:PORT\n",
+		    ep);
+		return -1;
+	}
+	port++;
+	if (strcmp(port, "*") == 0)
+		return 0;
+	errno = 0;
+	v     = strtol(port, &end, 10);
+	if (errno != 0 || end == port || *end != 0 || v < 1 || v > 65535) {
+		fprintf(stderr, "vitalsd: --listen %s: the port must be a "
+				"number from 1 to 65535 (or *), got '%s'\n",
+		    ep, port);
+		return -1;
+	}
+	return 0;
 }
 
 /* The options (getopt_long: --opt VALUE or --opt=VALUE). To add one:
@@ -94,6 +205,17 @@ enum {
 	OPT_CACHE_SERIES,
 	OPT_CACHE_ENCODERS,
 	OPT_CACHE_EMITTERS,
+	OPT_HTTP,
+	OPT_HTTP_METRICS,
+	OPT_HTTP_MAX_SERIES,
+	OPT_ALERTMANAGER,
+	OPT_ALERTMANAGER_RESEND,
+	OPT_MAX_CONNECTIONS,
+	OPT_MAX_PER_PEER,
+	OPT_IDLE_TIMEOUT,
+	OPT_MAX_PENDING,
+	OPT_DETECT_QUEUE,
+	OPT_MAX_MESSAGE,
 };
 
 static const struct option longopts[] = {
@@ -115,6 +237,19 @@ static const struct option longopts[] = {
 	{ "cache-series", required_argument, NULL, OPT_CACHE_SERIES },
 	{ "cache-encoders", required_argument, NULL, OPT_CACHE_ENCODERS },
 	{ "cache-emitters", required_argument, NULL, OPT_CACHE_EMITTERS },
+	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "http-metrics", required_argument, NULL, OPT_HTTP_METRICS },
+	{ "http-max-series", required_argument, NULL, OPT_HTTP_MAX_SERIES },
+	{ "alertmanager", required_argument, NULL, OPT_ALERTMANAGER },
+	{ "alertmanager-resend-ms", required_argument, NULL,
+	    OPT_ALERTMANAGER_RESEND },
+	{ "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
+	{ "max-connections-per-peer", required_argument, NULL,
+	    OPT_MAX_PER_PEER },
+	{ "idle-timeout-ms", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "max-pending-mib", required_argument, NULL, OPT_MAX_PENDING },
+	{ "detect-queue-mib", required_argument, NULL, OPT_DETECT_QUEUE },
+	{ "max-message-mib", required_argument, NULL, OPT_MAX_MESSAGE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -180,9 +315,18 @@ main(int argc, char **argv)
 	struct sigaction sa;
 	long             v;
 	int              ch;
+	size_t           queue_bytes = ALERTING_QUEUE_BYTES;
+	const char      *http_addr = NULL;
+	expo_opts        xo;
+	alertmgr_opts    ao;
+	sinks            sk   = { NULL, NULL };
+	http            *web  = NULL;
+	http_opts        ho;
 
 	server_opts_init(&so);
 	ingest_opts_init(&io);
+	expo_opts_init(&xo);
+	alertmgr_opts_init(&ao);
 	io.time_quantum_ns = 1000000;
 	so.listen          = VT_DEFAULT_ENDPOINT;
 	opterr = 0;
@@ -232,6 +376,33 @@ main(int argc, char **argv)
 		case OPT_ALLOW:
 			so.allow = next;
 			break;
+		case OPT_HTTP:
+			http_addr = next;
+			break;
+		case OPT_HTTP_METRICS:
+			xo.filter = next;
+			break;
+		case OPT_HTTP_MAX_SERIES:
+			if (parse_long("--http-max-series", next, 0, 100000000,
+				&v) != 0)
+				return 2;
+			xo.max_series = (size_t) v;
+			break;
+		case OPT_ALERTMANAGER:
+			if (ao.nurls == ALERTMGR_URLS_MAX) {
+				fprintf(stderr, "vitalsd: at most %d "
+						"--alertmanager\n",
+				    ALERTMGR_URLS_MAX);
+				return 2;
+			}
+			ao.urls[ao.nurls++] = next;
+			break;
+		case OPT_ALERTMANAGER_RESEND:
+			if (parse_long("--alertmanager-resend-ms", next, 100,
+				3600000, &v) != 0)
+				return 2;
+			ao.resend_ms = (int) v;
+			break;
 		case OPT_COMMIT_MS:
 			if (parse_long("--commit-ms", next, 0, 60000, &v) != 0)
 				return 2;
@@ -267,6 +438,42 @@ main(int argc, char **argv)
 				return 2;
 			io.cache_emitters = (size_t) v;
 			break;
+		case OPT_MAX_CONNECTIONS:
+			if (parse_long("--max-connections", next, 1, 1 << 20,
+				&v) != 0)
+				return 2;
+			so.conns.max_total = v;
+			break;
+		case OPT_MAX_PER_PEER:
+			if (parse_long("--max-connections-per-peer", next, 1,
+				1 << 20, &v) != 0)
+				return 2;
+			so.conns.max_per_peer = v;
+			break;
+		case OPT_IDLE_TIMEOUT:
+			if (parse_long("--idle-timeout-ms", next, 0, 86400000,
+				&v) != 0)
+				return 2;
+			so.conns.idle_ms = v;
+			break;
+		case OPT_MAX_PENDING:
+			if (parse_long("--max-pending-mib", next, 1, 1 << 20,
+				&v) != 0)
+				return 2;
+			so.pending_bytes = (size_t) v << 20;
+			break;
+		case OPT_DETECT_QUEUE:
+			if (parse_long("--detect-queue-mib", next, 1, 1 << 20,
+				&v) != 0)
+				return 2;
+			queue_bytes = (size_t) v << 20;
+			break;
+		case OPT_MAX_MESSAGE:
+			if (parse_long("--max-message-mib", next, 1, 16, &v)
+			    != 0)
+				return 2;
+			so.max_message = (size_t) v << 20;
+			break;
 		case OPT_TIME_QUANTUM:
 			if (parse_long("--time-quantum-ns", next, 1,
 				1000000000, &v) != 0)
@@ -291,6 +498,8 @@ main(int argc, char **argv)
 		    argv[optind]);
 		return 2;
 	}
+	if (check_listen(so.listen) != 0)
+		return 2;
 	if ((so.curve_secret == NULL) != (so.allow == NULL)) {
 		fprintf(stderr, "vitalsd: --curve-secret and --allow go "
 				"together: the key of the collector and the "
@@ -315,23 +524,66 @@ main(int argc, char **argv)
 		}
 		db = dbbuf;
 	}
-	if (detect && alerting_open(rules, io.time_quantum_ns, &al) != 0)
+	raise_nofile();
+	/* Message buffers (up to 16 MiB, allocated and freed by ZeroMQ's
+	 * thread) in mappings of their own, given back when freed: glibc
+	 * would otherwise raise its threshold after the first free and keep
+	 * the heap grown to the largest burst. */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
+	if (http_addr != NULL && expo_open(&xo, &sk.x, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vitalsd: %s\n", err);
+		return 2;
+	}
+	if (ao.nurls > 0 && !detect) {
+		fprintf(stderr, "vitalsd: --alertmanager needs the rules: "
+				"drop --no-detect\n");
+		expo_close(sk.x);
+		return 2;
+	}
+	if (ao.nurls > 0 && alertmgr_open(&ao, &sk.am, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vitalsd: %s\n", err);
+		expo_close(sk.x);
+		return 2;
+	}
+	so.expo = sk.x;
+	if (detect && alerting_open(rules, io.time_quantum_ns, &al) != 0) {
+		alertmgr_close(sk.am);
+		expo_close(sk.x);
 		return 1;
+	}
+	if (al != NULL && (sk.x != NULL || sk.am != NULL))
+		alerting_set_sink(al, on_transition, &sk);
+	if (al != NULL)
+		alerting_set_queue_bytes(al, queue_bytes);
 	if (can_listen(so.listen) != 0) {
 		alerting_close(al);
+		alertmgr_close(sk.am);
+		expo_close(sk.x);
 		return 1;
 	}
 
 	if ((rc = store_open(db, flags, &st, err, sizeof(err))) != 0) {
 		fprintf(stderr, "vitalsd: %s\n", err);
-		alerting_close(al);
-		return 1;
+		rc = 1;
+		goto out;
 	}
 	if (ingest_open(st, &io, &in) != 0) {
 		fprintf(stderr, "vitalsd: out of memory\n");
-		alerting_close(al);
-		store_close(st);
-		return 1;
+		rc = 1;
+		goto out;
+	}
+	if (http_addr != NULL) {
+		ho.addr     = http_addr;
+		ho.insecure = insecure;
+		ho.x        = sk.x;
+		ho.al       = al;
+		ho.am       = sk.am;
+		ho.db_dir   = db;
+		if (http_open(&ho, &web, err, sizeof(err)) != 0) {
+			fprintf(stderr, "vitalsd: %s\n", err);
+			rc = 2;
+			goto out;
+		}
 	}
 
 	memset(&sa, 0, sizeof(sa));
@@ -344,7 +596,12 @@ main(int argc, char **argv)
 	sigaction(SIGPIPE, &sa, NULL);
 
 	rc = server_run(&so, st, in, al, &stop_flag, &reload_flag);
+out:
+	/* The sinks outlive the detection thread that feeds them. */
+	http_close(web);
 	alerting_close(al);
+	alertmgr_close(sk.am);
+	expo_close(sk.x);
 	ingest_close(in);
 	store_close(st);
 	if (rc == 0)

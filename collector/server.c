@@ -17,6 +17,14 @@
 #define STATS_EVERY_NS (10 * 1000000000ll)
 #define TICK_NS (200 * 1000000ll) /* storing alerts */
 #define READER_CHECK_NS 1000000000ll /* clearing dead readers */
+/* Messages queued per connection inside ZeroMQ: more than an emitter may
+ * have unacknowledged (its window is 1,024 batches), so ZeroMQ never stops
+ * reading a well-behaved emitter. A smaller queue would bound its bytes
+ * better, but a stopped input exposes a libzmq 4.3.4 assertion (!_io_error
+ * in stream_engine_base.cpp: the peer's PING decoded after it hung up),
+ * which the 256-emitter test hit with 4. docs/limits.md has the bound. */
+#define RCVHWM 1088
+#define HANDSHAKE_MS 10000
 
 typedef struct pend {
 	zmq_msg_t  id, body;
@@ -35,6 +43,7 @@ typedef struct srv {
 	pend              *p;
 	size_t             n;
 	uint64_t           samples; /* pending */
+	size_t             bytes;   /* pending */
 	int64_t            first_ns; /* when the oldest pending arrived */
 	int64_t            wait_ns;  /* how long the group may gather */
 	int                urgent;   /* a pending batch is waited for */
@@ -44,6 +53,8 @@ typedef struct srv {
 	int64_t            last_stats;
 	uint64_t           last_stats_samples;
 	int64_t            last_reap;
+	conns             *cn;
+	conns_stats        last_cs;
 } srv;
 
 void
@@ -55,6 +66,10 @@ server_opts_init(server_opts *o)
 	o->quiet          = 0;
 	o->curve_secret   = NULL;
 	o->allow          = NULL;
+	conns_opts_init(&o->conns);
+	o->pending_bytes = SERVER_PENDING_BYTES;
+	o->max_message   = WIRE_MAX_MESSAGE;
+	o->expo           = NULL;
 }
 
 static void
@@ -107,6 +122,7 @@ free_pending(srv *s)
 	}
 	s->n       = 0;
 	s->samples = 0;
+	s->bytes   = 0;
 	s->urgent  = 0;
 }
 
@@ -196,6 +212,19 @@ pace(srv *s, int64_t took_ns)
 	s->wait_ns = w > floor ? w : floor;
 }
 
+/* --http: publish what was just committed, from the batches in hand. */
+static void
+publish(srv *s, int64_t took_ns)
+{
+	ingest_stats is;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->p[i].status == WIRE_ACK_STORED)
+			expo_batch(s->o->expo, &s->p[i].b);
+	ingest_get_stats(s->in, &is);
+	expo_commit(s->o->expo, took_ns, &is, s->malformed);
+}
+
 /*
  * Apply every pending batch in one transaction and commit; then, and only
  * then, acknowledge them. A full map is grown and the group applied again
@@ -247,14 +276,20 @@ commit_group(srv *s)
 			    "unacknowledged, retrying every %d ms\n",
 			    store_errmsg(s->st), s->n, RETRY_MS);
 		s->blocked = 1;
+		if (s->o->expo != NULL)
+			expo_blocked(s->o->expo, store_errmsg(s->st));
 		return rc;
 	}
 	if (s->blocked)
 		fprintf(stderr, "vitalsd: store writable again; %zu batches "
 				"committed\n",
 		    s->n);
+	if (s->blocked && s->o->expo != NULL)
+		expo_blocked(s->o->expo, NULL);
 	s->blocked = 0;
 	pace(s, now_mono_ns() - t0);
+	if (s->o->expo != NULL)
+		publish(s, now_mono_ns() - t0);
 	{
 		const char *note = ingest_notice(s->in);
 
@@ -319,6 +354,7 @@ receive_one(srv *s)
 		snprintf(why, sizeof(why), "multi-frame message");
 		goto bad;
 	}
+	conns_seen(s->cn, zmq_msg_get(&p->body, ZMQ_SRCFD), now_mono_ns());
 	if (wire_batch_decode(zmq_msg_data(&p->body), zmq_msg_size(&p->body),
 		&p->b, why, sizeof(why)) != 0)
 		goto bad;
@@ -328,6 +364,7 @@ receive_one(srv *s)
 		s->urgent = 1;
 	s->n++;
 	s->samples += p->b.nsamples;
+	s->bytes += zmq_msg_size(&p->body);
 	return 1;
 bad:
 	log_malformed(s, &p->body, why);
@@ -346,6 +383,32 @@ bad:
 	return 0;
 }
 
+/* The connection limits' counters, when one moved (or at the end). */
+static void
+log_conns(srv *s, int force)
+{
+	conns_stats cs;
+
+	if (s->cn == NULL)
+		return;
+	conns_get_stats(s->cn, &cs);
+	if (!force && cs.refused_total == s->last_cs.refused_total
+	    && cs.refused_peer == s->last_cs.refused_peer
+	    && cs.idle_closed == s->last_cs.idle_closed
+	    && cs.accept_failed == s->last_cs.accept_failed)
+		return;
+	fprintf(stderr,
+	    "vitalsd: connections: %llu open, %llu refused past "
+	    "--max-connections, %llu past --max-connections-per-peer, %llu "
+	    "closed idle, %llu accept failures\n",
+	    (unsigned long long) cs.open,
+	    (unsigned long long) cs.refused_total,
+	    (unsigned long long) cs.refused_peer,
+	    (unsigned long long) cs.idle_closed,
+	    (unsigned long long) cs.accept_failed);
+	s->last_cs = cs;
+}
+
 static void
 log_stats(srv *s, int force)
 {
@@ -354,6 +417,7 @@ log_stats(srv *s, int force)
 
 	if (!force && now - s->last_stats < STATS_EVERY_NS)
 		return;
+	log_conns(s, force);
 	ingest_get_stats(s->in, &is);
 	if (!force && is.samples == s->last_stats_samples) {
 		s->last_stats = now;
@@ -380,14 +444,22 @@ log_stats(srv *s, int force)
 static int
 open_socket(srv *s, void *ctx, auth *au)
 {
-	int     hwm = 10000, linger = 1000;
-	int64_t maxmsg = WIRE_MAX_MESSAGE;
+	int     hwm = 10000, linger = 1000, rcvhwm = RCVHWM;
+	/* A handshake must end within HANDSHAKE_MS. No heartbeats of ours:
+	 * libzmq 4.3.4 asserts (stream_engine_base.cpp, !_io_error) when a
+	 * heartbeat timer fires on a connection that closed while its input
+	 * was stopped by RCVHWM, which a sender faster than the store makes
+	 * routine. A peer gone without closing sends nothing, so conns'
+	 * idle timeout closes it. */
+	int     hs = HANDSHAKE_MS;
+	int64_t maxmsg = (int64_t) s->o->max_message;
 	char    err[256];
 
 	s->sock = zmq_socket(ctx, ZMQ_ROUTER);
 	if (s->sock == NULL)
 		return -1;
-	zmq_setsockopt(s->sock, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(s->sock, ZMQ_RCVHWM, &rcvhwm, sizeof(rcvhwm));
+	zmq_setsockopt(s->sock, ZMQ_HANDSHAKE_IVL, &hs, sizeof(hs));
 	zmq_setsockopt(s->sock, ZMQ_SNDHWM, &hwm, sizeof(hwm));
 	zmq_setsockopt(s->sock, ZMQ_LINGER, &linger, sizeof(linger));
 	/* A peer sending more than a batch can hold is disconnected by
@@ -396,6 +468,19 @@ open_socket(srv *s, void *ctx, auth *au)
 	if (au != NULL && auth_apply(au, ctx, s->sock, err, sizeof(err)) != 0) {
 		fprintf(stderr, "vitalsd: %s\n", err);
 		return -1;
+	}
+	{
+		conns_opts co = s->o->conns;
+
+		if (au != NULL) {
+			co.on_event = auth_monitor_event;
+			co.arg      = au;
+		}
+		if (conns_open(ctx, s->sock, &co, &s->cn, err, sizeof(err))
+		    != 0) {
+			fprintf(stderr, "vitalsd: %s\n", err);
+			return -1;
+		}
 	}
 	if (zmq_bind(s->sock, s->o->listen) != 0) {
 		fprintf(stderr, "vitalsd: cannot listen on %s: %s\n",
@@ -457,6 +542,7 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		}
 		if (s.blocked) {
 			/* Read nothing until the store takes writes again. */
+			conns_reading(s.cn, 0, 0);
 			zmq_poll(NULL, 0, RETRY_MS);
 			if (!*stop)
 				commit_group(&s);
@@ -470,14 +556,20 @@ server_run(const server_opts *o, store *st, ingest *in, alerting *al,
 		} else {
 			timeout = 200;
 		}
+		conns_reading(s.cn, 1, now_mono_ns());
 		if (zmq_poll(&item, 1, timeout) < 0 && zmq_errno() != EINTR)
 			break;
+		/* ZeroMQ hands out one message per connection in turn, so
+		 * the byte budget is shared fairly between senders; past it
+		 * the group is committed and reading waits meanwhile. */
 		while (s.n < MAX_PENDING && s.samples < o->commit_samples &&
+		    s.bytes < o->pending_bytes &&
 		    (r = receive_one(&s)) >= 0)
 			got += r;
 		if (s.n > 0 &&
 		    (got == 0 || s.n >= MAX_PENDING ||
-			s.samples >= o->commit_samples || s.urgent ||
+			s.samples >= o->commit_samples ||
+			s.bytes >= o->pending_bytes || s.urgent ||
 			now_mono_ns() - s.first_ns >= s.wait_ns))
 			commit_group(&s);
 		tick(&s);
@@ -507,6 +599,7 @@ out:
 	free(s.p);
 	if (s.sock != NULL)
 		zmq_close(s.sock);
+	conns_close(s.cn);
 	auth_close(au);
 	if (ctx != NULL)
 		zmq_ctx_term(ctx);

@@ -21,8 +21,12 @@
 #include <stdint.h>
 
 #include "collector/alerting.h"
+#include "collector/conns.h"
+#include "collector/exposition.h"
 #include "collector/ingest.h"
 #include "store/store.h"
+
+#define SERVER_PENDING_BYTES ((size_t) 64 << 20)
 
 typedef struct server_opts {
 	const char *listen;
@@ -33,6 +37,16 @@ typedef struct server_opts {
 	 * public keys (both, or neither: plain text); see auth.h. */
 	const char *curve_secret;
 	const char *allow;
+	/* Connections: caps, idle timeout (see conns.h). */
+	conns_opts conns;
+	/* Bytes of received batches waiting for their commit: reading stops
+	 * at this many (the group is committed), so senders wait in ZeroMQ
+	 * and their own buffers. */
+	size_t pending_bytes;
+	/* The largest message taken (at most WIRE_MAX_MESSAGE): a peer
+	 * sending more is disconnected before it is read into memory. */
+	size_t max_message;
+	expo       *expo; /* --http: fed after each commit; may be NULL */
 } server_opts;
 
 void server_opts_init(server_opts *o);

@@ -324,6 +324,13 @@ void detect_tick(
 void detect_end(detect_engine *e, const char *run, size_t runlen, int32_t rank,
     int64_t time_ns, detect_emit_fn emit, void *ctx);
 
+/**
+ * End of input (`vitals replay`): emit now the resolutions still held by
+ * their rule's `hold` (docs/rules.md), stamped as they happened. Live,
+ * they come when the hold runs out or the run finishes.
+ */
+void detect_flush(detect_engine *e, detect_emit_fn emit, void *ctx);
+
 /** Counters since the engine was made. */
 typedef struct detect_stats {
 	uint64_t samples;        /* fed */

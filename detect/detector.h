@@ -18,7 +18,11 @@ typedef struct detect_run {
 	uint64_t hash;
 	char    *name;
 	size_t   len;
-	uint32_t refs; /* series of this run */
+	uint32_t refs;     /* series of this run */
+	uint64_t max_step; /* of the current attempt */
+	uint64_t adv;      /* samples that advanced max_step (the clock of
+	                    * step-based holds) */
+	uint32_t nranks, nended; /* ranks seen; of them, ended normally */
 } detect_run;
 
 typedef struct detect_rank {
@@ -28,6 +32,7 @@ typedef struct detect_rank {
 	char       *host; /* NUL-terminated, "" if unknown */
 	size_t      hostlen;
 	uint32_t    refs;
+	int         ended; /* closed normally (detect_end), not back since */
 } detect_rank;
 
 typedef struct detect_inst detect_inst;
@@ -110,7 +115,8 @@ typedef struct detect_kind {
 extern const detect_kind detect_kind_nonfinite, detect_kind_spike,
     detect_kind_drop, detect_kind_rise, detect_kind_stall,
     detect_kind_straggler, detect_kind_threshold, detect_kind_flatline,
-    detect_kind_restart;
+    detect_kind_restart, detect_kind_hang, detect_kind_phase_straggler,
+    detect_kind_nonfinite_origin;
 
 static inline void *
 detect_slot(const detect_group *g, uint32_t i)

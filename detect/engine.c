@@ -15,21 +15,23 @@
 #include <string.h>
 
 #include "detect/detector.h"
+#include "detect/incident.h"
 
 struct detect_engine {
-	detect_rules   *rules;
-	detect_matcher  m;
-	detect_table    runs, ranks, series, groups;
-	detect_series **sv;
-	size_t          ns, cs;
-	detect_group  **gv; /* groups whose detector ticks */
-	size_t          ng, cg;
-	int64_t         now;
-	int             limit_reported;
-	detect_stats    st;
-	char            msg[512];
-	detect_rule     limit_rule; /* names series_limit alerts */
-	char            limit_name[16];
+	detect_rules    *rules;
+	detect_matcher   m;
+	detect_table     runs, ranks, series, groups;
+	detect_series  **sv;
+	size_t           ns, cs;
+	detect_group   **gv; /* groups whose detector ticks */
+	size_t           ng, cg;
+	int64_t          now;
+	int              limit_reported;
+	detect_stats     st;
+	detect_incidents inc;
+	char             msg[512];
+	detect_rule      limit_rule; /* names series_limit alerts */
+	char             limit_name[16];
 };
 
 /* ---- keys ----------------------------------------------------------------
@@ -200,6 +202,7 @@ get_rank(detect_engine *e, detect_run *run, const detect_sample *s)
 		return NULL;
 	}
 	run->refs++;
+	run->nranks++;
 	return rk;
 }
 
@@ -209,6 +212,9 @@ put_rank(detect_engine *e, detect_rank *rk)
 	if (--rk->refs > 0)
 		return;
 	detect_table_del(&e->ranks, rk->hash, rk);
+	rk->run->nranks--;
+	if (rk->ended)
+		rk->run->nended--;
 	put_run(e, rk->run);
 	free(rk->host);
 	free(rk);
@@ -476,6 +482,7 @@ detect_engine_new(detect_rules *rules, detect_engine **out)
 	e->rules = rules;
 	snprintf(e->limit_name, sizeof(e->limit_name), "max_series");
 	e->limit_rule.name = e->limit_name;
+	e->inc.alerts      = &e->st.alerts;
 	*out               = e;
 	return 0;
 }
@@ -485,6 +492,7 @@ detect_engine_free(detect_engine *e)
 {
 	if (e == NULL)
 		return;
+	detect_incidents_fini(&e->inc);
 	for (size_t i = e->ns; i-- > 0;)
 		series_free(e, e->sv[i]);
 	free(e->sv);
@@ -576,6 +584,19 @@ detect_feed(detect_engine *e, const detect_sample *sample, detect_emit_fn emit,
 	} else {
 		set_host(ser->rk, s);
 	}
+	if (ser->rk->ended) {
+		ser->rk->ended = 0;
+		ser->run->nended--;
+	}
+	/* The run's step: rolls back with a restart; its advances are the
+	 * clock of step-based holds. */
+	if (ser->seen && s->step < ser->last_step
+	    && s->step < ser->run->max_step)
+		ser->run->max_step = s->step;
+	if (s->step > ser->run->max_step || ser->run->adv == 0) {
+		ser->run->max_step = s->step;
+		ser->run->adv++;
+	}
 	c.e    = e;
 	c.s    = ser;
 	c.emit = emit;
@@ -613,17 +634,33 @@ detect_tick(detect_engine *e, int64_t now_ns, detect_emit_fn emit, void *ctx)
 		c.r = e->gv[i]->r;
 		c.r->kind->tick(&c, e->gv[i], now_ns);
 	}
+	detect_incidents_tick(&e->inc, now_ns, emit, ctx);
+}
+
+void
+detect_flush(detect_engine *e, detect_emit_fn emit, void *ctx)
+{
+	if (e != NULL)
+		detect_incidents_flush(&e->inc, emit, ctx);
 }
 
 void
 detect_end(detect_engine *e, const char *run, size_t runlen, int32_t rank,
     int64_t time_ns, detect_emit_fn emit, void *ctx)
 {
-	detect_ctx c = { e, NULL, NULL, emit, ctx };
+	detect_ctx   c = { e, NULL, NULL, emit, ctx };
+	skey         k = { .run = run, .runlen = runlen, .rank = rank };
+	detect_run  *rn;
+	detect_rank *rk;
 
 	if (e == NULL || run == NULL)
 		return;
 	time_ns = clamp_time(time_ns);
+	rn = detect_table_find(&e->runs, hash_run(run, runlen), eq_run, &k);
+	if (rn == NULL)
+		return;
+	rk = detect_table_find(
+	    &e->ranks, hash_rank(rn->hash, rank), eq_rank, &k);
 	for (size_t i = 0; i < e->ng; i++) {
 		detect_group *g = e->gv[i];
 
@@ -635,6 +672,14 @@ detect_end(detect_engine *e, const char *run, size_t runlen, int32_t rank,
 			if (g->slot_rank[j]->rank == rank)
 				g->r->kind->end(&c, g, j, time_ns);
 	}
+	if (rk != NULL && !rk->ended) {
+		rk->ended = 1;
+		rn->nended++;
+	}
+	/* Every rank ended normally: the run finished, nothing of it is
+	 * firing any more. */
+	if (rn->nended == rn->nranks)
+		detect_incidents_finish(&e->inc, rn, time_ns, emit, ctx);
 }
 
 int64_t
@@ -732,6 +777,7 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 			if (keep[j] >= 0 && g->r == & or->v[keep[j]])
 				g->r = &nr->v[j];
 	}
+	detect_incidents_reload(&e->inc, or, nr, keep);
 	free(keep);
 	free(nv);
 	atomic_fetch_add(&nr->refs, 1);
@@ -792,6 +838,15 @@ detect_origin_run(detect_origin *o, const detect_run *run)
 	o->mlen    = 0;
 }
 
+static detect_run *
+find_run(detect_engine *e, const detect_origin *o)
+{
+	skey k = { .run = o->run, .runlen = o->runlen };
+
+	return detect_table_find(
+	    &e->runs, hash_run(o->run, o->runlen), eq_run, &k);
+}
+
 static void
 emit_v(detect_ctx *c, const detect_origin *o, const char *kind, int sev,
     int state, int flags, uint64_t step, int64_t t, double value,
@@ -802,7 +857,7 @@ emit_v(detect_ctx *c, const detect_origin *o, const char *kind, int sev,
 	detect_alert       a;
 	char               run[160], metric[224], host[272];
 
-	if (sev < 0 || c->emit == NULL)
+	if (sev < 0)
 		return;
 	/* Names are NUL-terminated for the callback; series names are
 	 * already, origins built from samples may not be. */
@@ -836,8 +891,11 @@ emit_v(detect_ctx *c, const detect_origin *o, const char *kind, int sev,
 		a.exec_argc       = r->argc;
 		a.exec_timeout_ms = r->timeout_ms;
 	}
-	e->st.alerts++;
-	c->emit(c->ctx, &a);
+	/* Alerts of a run go through its incidents; the series limit is
+	 * about no run. */
+	detect_incidents_route(&e->inc, r,
+	    r == &e->limit_rule ? NULL : find_run(e, o), &a, flags, c->emit,
+	    c->ctx);
 }
 
 void

@@ -1,15 +1,26 @@
 /*
- * level: drop and rise, a sustained shift of a series' level.
+ * level: drop and rise, an abrupt and sustained shift of a series' level.
  *
- * The recent level is the median of the last `window` samples, so single
- * slow steps, and slow steps that recur every N steps (evaluation,
- * checkpoints) while they are fewer than half the window, do not move it.
- * The reference level is that median once `warmup` samples were seen;
- * afterwards it follows the recent level slowly (time constant `follow`
- * samples), quickly when the level moves the harmless way (a throughput
- * that rises is not a drop), and not at all while a shift is pending or
- * firing. A drop fires when the recent level is `by` (a fraction: 5%)
- * below the reference for `for`; it resolves when within by/2 again.
+ * Three consecutive windows of `window` samples each, oldest first A, B
+ * and C, give three medians (single slow steps, and slow steps that
+ * recur every N steps while they are fewer than half a window, do not
+ * move a median). A shift is abrupt when C is off B by the threshold
+ * while B is still about where A was (within a third of it): the level
+ * changed within a window. A gradual drift that follows the run's
+ * schedule moves A to B as much as B to C and does not count, however
+ * far it goes. When the pattern holds, the level of B is latched as the
+ * reference; the alert fires when C stays `by` away from it for `for`,
+ * and resolves when C is back within half of that.
+ *
+ * The threshold follows the series' own noise: it is the larger of `by`
+ * and `noise` times the typical change between consecutive windows (an
+ * average of |C - B| / B while nothing is pending, each step clipped at
+ * 3 times the average). On a busy host whose step time swings by tens
+ * of percent the threshold rises with it.
+ *
+ * `drift` (a fraction; 0: off) reports at info how far the level went
+ * from a slow reference (time constant `follow` samples), once per
+ * `drift` of travel: the planned drift, seen but not paged.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +30,16 @@
 #include "detect/detector.h"
 #include "detect/fsm.h"
 
-enum { LV_BY, LV_WINDOW, LV_WARMUP, LV_FOR, LV_FOLLOW, LV_ADAPT };
+enum {
+	LV_BY,
+	LV_WINDOW,
+	LV_WARMUP,
+	LV_FOR,
+	LV_FOLLOW,
+	LV_ADAPT,
+	LV_NOISE,
+	LV_DRIFT
+};
 static const detect_param lv_params[] = {
 	{ "by", DP_NUM, 0.05, 0, 0.001, 0.99, NULL },
 	{ "window", DP_COUNT, 64, 0, 4, 4096, NULL },
@@ -27,31 +47,100 @@ static const detect_param lv_params[] = {
 	{ "for", DP_SPAN, 16, 0, 1, 1e9, NULL },
 	{ "follow", DP_COUNT, 500, 0, 1, 1e9, NULL },
 	{ "adapt", DP_COUNT, 0, 0, 0, 1e9, NULL },
+	{ "noise", DP_NUM, 5, 0, 0, 1e6, NULL },
+	{ "drift", DP_NUM, 0, 0, 0, 100, NULL },
 };
 
 typedef struct level_st {
 	detect_fsm fsm;
-	detect_win w;
-	uint64_t   n; /* samples since (re)start */
+	detect_win a, b, c; /* oldest to newest */
+	uint64_t   n;       /* samples since (re)start */
 	uint64_t   firing_n;
-	double     ref;
-	int        has_ref;
-	double     buf[]; /* the window */
+	double     ref, thr; /* latched while pending or firing */
+	double     scale;    /* average |C - B| / |B| */
+	uint64_t   nd;       /* changes averaged */
+	double     slow;     /* the slow reference of `drift` */
+	int        has_slow;
+	double     buf[]; /* 3 windows of 2 x window doubles */
 } level_st;
 
 static size_t
 level_size(const detect_rule *r)
 {
 	return sizeof(level_st)
-	    + detect_win_bytes((uint32_t) detect_p(r, LV_WINDOW));
+	    + 3 * detect_win_bytes((uint32_t) detect_p(r, LV_WINDOW));
 }
 
 static void
 level_init(void *state, const detect_rule *r)
 {
 	level_st *st = state;
+	uint32_t  w  = (uint32_t) detect_p(r, LV_WINDOW);
 
-	detect_win_init(&st->w, (uint32_t) detect_p(r, LV_WINDOW));
+	detect_win_init(&st->a, w);
+	detect_win_init(&st->b, w);
+	detect_win_init(&st->c, w);
+}
+
+static double *
+wbuf(level_st *st, int i)
+{
+	return st->buf + (size_t) i * 2 * st->a.cap;
+}
+
+/* Push x into C; what C drops goes to B, what B drops to A. */
+static void
+push3(level_st *st, double x)
+{
+	double out_c = 0, out_b = 0;
+	int    full_c = st->c.n == st->c.cap, full_b = st->b.n == st->b.cap;
+
+	if (full_c)
+		out_c = wbuf(st, 2)[st->c.head];
+	if (full_b)
+		out_b = wbuf(st, 1)[st->b.head];
+	detect_win_push(&st->c, wbuf(st, 2), x);
+	if (!full_c)
+		return;
+	detect_win_push(&st->b, wbuf(st, 1), out_c);
+	if (full_b)
+		detect_win_push(&st->a, wbuf(st, 0), out_b);
+}
+
+/* Relative shift of x from ref in the bad direction. */
+static double
+shift_of(double x, double ref, int up)
+{
+	return (up ? x - ref : ref - x) / fabs(ref);
+}
+
+static void
+drift_info(detect_ctx *c, level_st *st, const detect_sample *s, double med)
+{
+	const detect_rule *r = c->r;
+	double             d = detect_p(r, LV_DRIFT), k;
+
+	if (d <= 0)
+		return;
+	if (!st->has_slow) {
+		st->slow     = med;
+		st->has_slow = 1;
+		return;
+	}
+	if (st->slow != 0 && fabs(med - st->slow) / fabs(st->slow) >= d) {
+		detect_emit_series(c, "drift", DETECT_INFO, DETECT_RESOLVED,
+		    DETECT_EVENT, s, med, st->slow,
+		    "%s level %s has drifted %+.1f%% from %s gradually (step "
+		    "%llu, rank %d): planned or slow, not paged",
+		    c->s->metric, detect_fmt(med).s,
+		    100 * (med - st->slow) / fabs(st->slow),
+		    detect_fmt(st->slow).s, (unsigned long long) s->step,
+		    (int) s->rank);
+		st->slow = med;
+		return;
+	}
+	k = 1 / detect_p(r, LV_FOLLOW);
+	st->slow += k * (med - st->slow);
 }
 
 static void
@@ -60,69 +149,78 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	const detect_rule *r    = c->r;
 	level_st          *st   = in->st;
 	const char        *kind = up ? "rise" : "drop";
-	double             by   = detect_p(r, LV_BY), med, shift;
+	double             by   = detect_p(r, LV_BY), ma, mb, mc, thr, d;
 	int                cond, tr;
 
 	if (!isfinite(s->value))
 		return;
-	detect_win_push(&st->w, st->buf, s->value);
+	push3(st, s->value);
 	st->n++;
-	if (st->w.n < st->w.cap || st->n < detect_p(r, LV_WARMUP))
+	if (st->a.n < st->a.cap || st->n < detect_p(r, LV_WARMUP))
 		return;
-	med = detect_win_median(&st->w, st->buf);
-	if (!st->has_ref) {
-		st->ref     = med;
-		st->has_ref = 1;
+	ma = detect_win_median(&st->a, wbuf(st, 0));
+	mb = detect_win_median(&st->b, wbuf(st, 1));
+	mc = detect_win_median(&st->c, wbuf(st, 2));
+	if (ma == 0 || mb == 0)
 		return;
+	drift_info(c, st, s, mc);
+	d   = fabs(mc - mb) / fabs(mb);
+	thr = fmax(by, detect_p(r, LV_NOISE) * st->scale);
+	if (st->fsm.state == DETECT_FSM_CLEAR) {
+		/* Abrupt: C off B while B is about where A was. */
+		cond = st->nd >= st->a.cap && shift_of(mc, mb, up) >= thr
+		    && fabs(mb - ma) / fabs(ma) < thr / 3;
+		if (cond) {
+			st->ref = mb;
+			st->thr = thr;
+		} else {
+			double a
+			    = 1.0 / (double) (st->nd < 500 ? st->nd + 1 : 500);
+
+			/* A root mean square, so that swings weigh as they
+			 * should; each change clipped so that one shift cannot
+			 * teach that shifts are usual. */
+			if (st->nd > 0 && d > 4 * st->scale)
+				d = 4 * st->scale;
+			st->scale = sqrt(st->scale * st->scale
+			    + a * (d * d - st->scale * st->scale));
+			st->nd++;
+		}
+	} else {
+		cond = shift_of(mc, st->ref, up)
+		    >= (st->fsm.state == DETECT_FSM_FIRING ? st->thr / 2
+		                                           : st->thr);
 	}
-	if (st->ref == 0)
-		return;
-	shift = (up ? med - st->ref : st->ref - med) / fabs(st->ref);
-	cond  = shift >= (st->fsm.state == DETECT_FSM_FIRING ? by / 2 : by);
-	tr    = detect_fsm_update(&st->fsm, cond, &r->p[LV_FOR], &r->clear,
-	       &r->cooldown, s->step, s->time_ns);
+	tr = detect_fsm_update(&st->fsm, cond, &r->p[LV_FOR], &r->clear,
+	    &r->cooldown, s->step, s->time_ns);
 	if (tr == DETECT_FSM_FIRE) {
 		st->firing_n = 0;
 		detect_emit_series(c, kind, r->severity, DETECT_FIRING, 0, s,
-		    med, st->ref,
+		    mc, st->ref,
 		    "%s level %s (median of %u samples) is %.1f%% %s its "
-		    "level %s at step %llu, since step %llu (rank %d)",
-		    c->s->metric, detect_fmt(med).s, st->w.n, 100 * shift,
-		    up ? "above" : "below", detect_fmt(st->ref).s,
-		    (unsigned long long) s->step,
-		    (unsigned long long) st->fsm.step0, (int) s->rank);
+		    "level %s before an abrupt shift at step %llu (threshold "
+		    "%.1f%%, rank %d)",
+		    c->s->metric, detect_fmt(mc).s, st->c.n,
+		    100 * shift_of(mc, st->ref, up), up ? "above" : "below",
+		    detect_fmt(st->ref).s, (unsigned long long) st->fsm.step0,
+		    100 * st->thr, (int) s->rank);
 	} else if (tr == DETECT_FSM_RESOLVE) {
 		detect_emit_series(c, kind, r->severity, DETECT_RESOLVED, 0, s,
-		    med, st->ref,
+		    mc, st->ref,
 		    "%s level %s is back within %.1f%% of its level %s at "
 		    "step %llu",
-		    c->s->metric, detect_fmt(med).s, 100 * by / 2,
+		    c->s->metric, detect_fmt(mc).s, 100 * st->thr / 2,
 		    detect_fmt(st->ref).s, (unsigned long long) s->step);
 	}
-	if (st->fsm.state == DETECT_FSM_FIRING) {
-		if (detect_p(r, LV_ADAPT) > 0
-		    && ++st->firing_n >= detect_p(r, LV_ADAPT)) {
-			detect_emit_series(c, kind, r->severity,
-			    DETECT_RESOLVED, 0, s, med, st->ref,
-			    "%s has stayed at %s for %llu samples: taken as "
-			    "its new level",
-			    c->s->metric, detect_fmt(med).s,
-			    (unsigned long long) st->firing_n);
-			st->ref = med;
-			detect_fsm_reset(&st->fsm);
-		}
-		return;
-	}
-	if (st->fsm.state == DETECT_FSM_PENDING)
-		return;
-	/* Follow: fast the harmless way, slowly the other. */
-	{
-		double k        = 1 / detect_p(r, LV_FOLLOW);
-		int    harmless = up ? med < st->ref : med > st->ref;
-
-		if (harmless)
-			k = k * 10 > 1 ? 1 : k * 10;
-		st->ref += k * (med - st->ref);
+	if (st->fsm.state == DETECT_FSM_FIRING && detect_p(r, LV_ADAPT) > 0
+	    && ++st->firing_n >= detect_p(r, LV_ADAPT)) {
+		detect_emit_series(c, kind, r->severity, DETECT_RESOLVED, 0, s,
+		    mc, st->ref,
+		    "%s has stayed at %s for %llu samples: taken as its new "
+		    "level",
+		    c->s->metric, detect_fmt(mc).s,
+		    (unsigned long long) st->firing_n);
+		detect_fsm_reset(&st->fsm);
 	}
 }
 
@@ -154,9 +252,11 @@ level_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 		    (unsigned long long) prev_step);
 	detect_fsm_reset(&st->fsm);
 	/* The first steps after a restart are slow (compilation, warm
-	 * caches): fill the window again before judging; the reference
-	 * level is kept, so a slower node after the restart still shows. */
-	detect_win_clear(&st->w);
+	 * caches): fill the windows again before judging. The noise scale
+	 * is kept. */
+	detect_win_clear(&st->a);
+	detect_win_clear(&st->b);
+	detect_win_clear(&st->c);
 	st->n = 0;
 }
 

@@ -20,6 +20,9 @@ static const detect_kind *const kinds[] = {
 	&detect_kind_threshold,
 	&detect_kind_flatline,
 	&detect_kind_restart,
+	&detect_kind_hang,
+	&detect_kind_phase_straggler,
+	&detect_kind_nonfinite_origin,
 };
 
 const detect_kind *
@@ -36,7 +39,7 @@ const char *
 detect_kind_names(void)
 {
 	return "nonfinite, spike, drop, rise, stall, straggler, threshold, "
-	       "flatline, restart";
+	       "flatline, restart, hang, phase_straggler, nonfinite_origin";
 }
 
 const char *

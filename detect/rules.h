@@ -12,6 +12,9 @@
 #include "detect/detect.h"
 #include "detect/match.h"
 
+/* The default `hold` of a rule, in steps the run advances. */
+#define DETECT_HOLD_STEPS 20
+
 /* Units of a span: a count of the series' samples, or seconds. */
 enum detect_unit { DETECT_STEPS = 0, DETECT_SECONDS = 1 };
 
@@ -59,12 +62,14 @@ typedef struct detect_rule {
 	int                       severity;
 	detect_span               cooldown; /* quiet time after resolving */
 	detect_span               clear;    /* clear this long to resolve */
-	char                    **argv;     /* NULL-terminated, or NULL */
-	size_t                    argc;
-	uint32_t                  timeout_ms;
-	int                       exec_on; /* lowest severity that runs argv */
-	detect_span               p[DETECT_MAXP]; /* detector parameters */
-	char                     *canon; /* definition, defaults included */
+	detect_span               hold;     /* an incident's resolution waits
+	                                     * this long for it to return */
+	char      **argv;                   /* NULL-terminated, or NULL */
+	size_t      argc;
+	uint32_t    timeout_ms;
+	int         exec_on;        /* lowest severity that runs argv */
+	detect_span p[DETECT_MAXP]; /* detector parameters */
+	char       *canon;          /* definition, defaults included */
 } detect_rule;
 
 struct detect_rules {

@@ -398,6 +398,7 @@ canon(const detect_rule *r)
 	}
 	sb_span(&b, "cooldown", &r->cooldown);
 	sb_span(&b, "clear", &r->clear);
+	sb_span(&b, "hold", &r->hold);
 	if (r->argv != NULL) {
 		sb_add(&b, " exec=[");
 		for (size_t i = 0; i < r->argc; i++) {
@@ -501,6 +502,7 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 	/* Defaults, then what is written. */
 	r->severity   = r->kind->severity;
 	r->clear.v    = 1;
+	r->hold.v     = DETECT_HOLD_STEPS;
 	r->timeout_ms = 10000;
 	for (size_t i = 0; i < r->kind->nparams; i++) {
 		r->p[i].v    = r->kind->params[i].def;
@@ -534,9 +536,11 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 			else
 				r->exec_on = (int) sp.v;
 		} else if (strcmp(n, "cooldown") == 0
-		    || strcmp(n, "clear") == 0) {
+		    || strcmp(n, "clear") == 0 || strcmp(n, "hold") == 0) {
 			if (conv(P, &p_span, &a->v,
-			        n[1] == 'o' ? &r->cooldown : &r->clear))
+			        n[0] == 'h'       ? &r->hold
+			            : n[1] == 'o' ? &r->cooldown
+			                          : &r->clear))
 				return -1;
 		} else if (strcmp(n, "timeout") == 0) {
 			if (conv(P, &p_sec, &a->v, &sp) != 0)
@@ -572,7 +576,7 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 				return perr(P, a->line, a->col,
 				    "expected a parameter of detector %s (%s"
 				    "or one of metric, run, host, rank, "
-				    "severity, cooldown, clear, exec, "
+				    "severity, cooldown, clear, hold, exec, "
 				    "timeout, exec_on), found '%s'",
 				    r->kind->name, list, n);
 			}

@@ -41,7 +41,9 @@ enum {
 	SP_DIVERGENCE,
 	SP_GROWTH,
 	SP_RISING,
-	SP_ADAPT
+	SP_ADAPT,
+	SP_CLIMB,
+	SP_PERSIST
 };
 static const char *const  sp_dirs[]   = { "up", "down", "both", NULL };
 static const detect_param sp_params[] = {
@@ -56,6 +58,8 @@ static const detect_param sp_params[] = {
 	{ "growth", DP_NUM, 2, 0, 1, 1e6, NULL },
 	{ "rising", DP_COUNT, 5, 0, 1, 1000, NULL },
 	{ "adapt", DP_COUNT, 500, 0, 0, 1e9, NULL },
+	{ "climb", DP_NUM, 0, 0, 0, 1e6, NULL },
+	{ "persist", DP_COUNT, 100, 0, 0, 1e9, NULL },
 };
 
 #define NSEED 8
@@ -74,10 +78,15 @@ typedef struct spike_st {
 	int64_t  on_time;
 	double   on_value, on_dev, on_base, peak;
 	uint32_t count, len, rises, last_rise, clear_n;
+	uint8_t  escalated; /* not recovered after `persist` samples */
 	int64_t  clear_t0;
 	/* cooldown */
 	uint32_t quiet_n;
 	int64_t  quiet_end;
+	/* slow divergence (`climb`): the lowest baseline since seeding */
+	double   best;
+	int      has_best, climbing;
+	uint64_t best_step;
 } spike_st;
 
 static size_t
@@ -149,9 +158,57 @@ rel(const spike_st *st, double v, double base)
 static void
 reseed(spike_st *st)
 {
-	st->n     = 0;
-	st->nseed = 0;
-	st->ep    = EP_NONE;
+	st->n        = 0;
+	st->nseed    = 0;
+	st->ep       = EP_NONE;
+	st->has_best = 0;
+}
+
+/*
+ * A slow divergence: the baseline (which follows a slow climb, since no
+ * single sample is a jump) rises `climb` times above its own trailing
+ * best (log space: the lowest baseline since it was seeded). Critical at
+ * the `divergence` severity; resolves at half the climb.
+ */
+static void
+climb_check(detect_ctx *c, spike_st *st, const detect_sample *s)
+{
+	const detect_rule *r = c->r;
+	double             lc;
+
+	if (detect_p(r, SP_CLIMB) <= 1 || st->mode != MODE_LOG
+	    || detect_p(r, SP_DIRECTION) != 0
+	    || st->n < detect_p(r, SP_WARMUP))
+		return;
+	if (!st->has_best || st->m.level < st->best) {
+		st->best      = st->m.level;
+		st->best_step = s->step;
+		st->has_best  = 1;
+	}
+	lc = log(detect_p(r, SP_CLIMB));
+	if (!st->climbing && st->m.level - st->best >= lc) {
+		st->climbing = 1;
+		detect_emit_series(c, "divergence",
+		    (int) detect_p(r, SP_DIVERGENCE), DETECT_FIRING, 0, s,
+		    s->value, exp(st->best),
+		    "%s is climbing: its baseline %s at step %llu is %sx its "
+		    "best %s (step %llu), without a jump (rank %d)",
+		    c->s->metric, detect_fmt(exp(st->m.level)).s,
+		    (unsigned long long) s->step,
+		    detect_fmt(exp(st->m.level - st->best)).s,
+		    detect_fmt(exp(st->best)).s,
+		    (unsigned long long) st->best_step, (int) s->rank);
+	} else if (st->climbing && st->m.level - st->best < lc / 2) {
+		st->climbing = 0;
+		detect_emit_series(c, "divergence",
+		    (int) detect_p(r, SP_DIVERGENCE), DETECT_RESOLVED, 0, s,
+		    s->value, exp(st->best),
+		    "%s baseline %s is back within %sx of its best %s at step "
+		    "%llu",
+		    c->s->metric, detect_fmt(exp(st->m.level)).s,
+		    detect_fmt(exp(lc / 2)).s, detect_fmt(exp(st->best)).s,
+		    (unsigned long long) s->step);
+	}
 }
 
 static void
@@ -237,6 +294,20 @@ episode(detect_ctx *c, spike_st *st, const detect_sample *s, double dev,
 			st->last_rise = st->len;
 		}
 		st->peak = dev;
+	}
+	/* A spike that does not recover is worth a page. */
+	if (st->ep == EP_SPIKE && !st->escalated && detect_p(r, SP_PERSIST) > 0
+	    && st->len >= detect_p(r, SP_PERSIST)) {
+		st->escalated = 1;
+		detect_emit_series(c, "spike",
+		    (int) detect_p(r, SP_DIVERGENCE), DETECT_FIRING, 0, s,
+		    s->value, st->on_base,
+		    "%s %s at step %llu is still %s: not recovered %u steps "
+		    "after step %llu (rank %d)",
+		    c->s->metric, detect_fmt(s->value).s,
+		    (unsigned long long) s->step,
+		    rel(st, s->value, st->on_base).s, st->len, on,
+		    (int) s->rank);
 	}
 	if (st->ep == EP_PENDING && st->count >= detect_p(r, SP_FOR)) {
 		st->ep = EP_SPIKE;
@@ -332,6 +403,7 @@ spike_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		st->on_dev    = dev;
 		st->peak      = dev;
 		st->count     = 0;
+		st->escalated = 0;
 		st->len       = 0;
 		st->rises     = 0;
 		st->last_rise = 0;
@@ -342,6 +414,7 @@ spike_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 	st->n++;
 	alpha = detect_alpha(detect_p(r, SP_HALFLIFE));
 	detect_ewm_update(&st->m, y, alpha, alpha / 4, scale_floor(st));
+	climb_check(c, st, s);
 }
 
 static void
@@ -360,6 +433,14 @@ spike_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 		    "the run restarted at step %llu (from step %llu)",
 		    (unsigned long long) s->step,
 		    (unsigned long long) prev_step);
+	if (st->climbing)
+		detect_emit_series(c, "divergence",
+		    (int) detect_p(c->r, SP_DIVERGENCE), DETECT_RESOLVED, 0, s,
+		    s->value, exp(st->best),
+		    "the run restarted at step %llu (from step %llu)",
+		    (unsigned long long) s->step,
+		    (unsigned long long) prev_step);
+	st->climbing = 0;
 	/* The level after a restart is the checkpoint's, not the furthest
 	 * step's: seed it again, keep the scale, and watch again as soon as
 	 * it is seeded. */

@@ -46,7 +46,8 @@ enum {
 	SL_RANKS,
 	SL_PROGRESS,
 	SL_EARLY,
-	SL_ESCALATE
+	SL_ESCALATE,
+	SL_PAUSE
 };
 static const detect_param sl_params[] = {
 	{ "k", DP_NUM, 2.5, 0, 1, 1e6, NULL },
@@ -54,23 +55,32 @@ static const detect_param sl_params[] = {
 	{ "ceiling", DP_SECONDS, 900, DETECT_SECONDS, 0.001, 1e9, NULL },
 	{ "ranks", DP_BOOL, 1, 0, 0, 1, NULL },
 	{ "progress", DP_BOOL, 1, 0, 0, 1, NULL },
-	{ "early", DP_SEVERITY, DETECT_WARNING, 0, -1, 2, NULL },
+	{ "early", DP_SEVERITY, DETECT_INFO, 0, -1, 2, NULL },
 	{ "escalate", DP_NUM, 2, 0, 1, 1e6, NULL },
+	{ "pause", DP_SECONDS, 300, DETECT_SECONDS, 0, 1e9, NULL },
 };
 
-#define NIV 16       /* intervals for the median */
+#define NIV 16 /* intervals for the median */
+#define NPAUSE                                                                \
+	4            /* pauses kept: two kinds (checkpoint, evaluation)       \
+	              * that alternate are both learned */
 #define LONGWIN 1024 /* advances per window of the longest interval */
 #define MINLEARN 3
 #define REFRESH 200000000ll /* ns */
 
 typedef struct st_slot {
-	uint64_t   max_step;
-	int64_t    last_time, adv_time; /* latest sample; latest advance */
-	double     thr, usual;          /* seconds */
-	double     long_cur, long_prev;
-	uint32_t   long_n, nadv;
-	uint64_t   per_s1, per_s2;   /* steps before the last two intervals */
-	double     per_iv1, per_iv2; /* longer than thr, and those intervals */
+	uint64_t max_step;
+	int64_t  last_time, adv_time; /* latest sample; latest advance */
+	double   thr, usual;          /* seconds */
+	double   pause;               /* > 0: a learned pause is due, this
+	                               * long as a rule (eff_thr) */
+	double   long_cur, long_prev;
+	uint32_t long_n, nadv;
+	/* The last NPAUSE intervals longer than the threshold (pauses),
+	 * oldest first: the step before each, its length, when it began. */
+	uint64_t   per_s[NPAUSE];
+	double     per_iv[NPAUSE];
+	int64_t    per_t[NPAUSE];
 	uint32_t   per_n;
 	uint64_t   run_adv_at; /* the run's advance count at our last */
 	uint8_t    has, warm, stalled; /* stalled: alert level 0..2 */
@@ -84,6 +94,7 @@ typedef struct st_group {
 	uint64_t max_step, adv_n;
 	int64_t  adv_time, last_time; /* any rank's latest advance; sample */
 	double   thr, usual;          /* run-wide: the largest of the ranks' */
+	double   pause;               /* the largest due pause of the ranks */
 	int64_t  refreshed;
 	uint8_t  silent, progress; /* alert levels 0..2 */
 	uint8_t  ended;            /* every rank ended: the run finished */
@@ -113,70 +124,123 @@ st_slot_init(void *slot, const detect_rule *r)
 	sl->usual = NAN;
 }
 
-/* ---- alert levels: 0 none, 1 early (warning), 2 the rule's severity --- */
+/* ---- alert levels ------------------------------------------------------
+ *
+ * 0 none; 1 `early` (info): longer than usual; 2 warning; 3 the rule's
+ * severity (critical). For an ordinary silence they start at the
+ * threshold, at max(escalate x threshold, pause) and at max(escalate x
+ * threshold, 2 x pause): a pause not learned yet (the first checkpoint)
+ * is at most a warning for 2 x pause. When a learned recurring pause of
+ * usual length D is due, at max(threshold, 1.5 D) (warning) and
+ * max(escalate x threshold, 2.5 D): it pages only well beyond its own
+ * usual length.
+ */
 
-static int
-two_stage(const detect_rule *r)
-{
-	return detect_p(r, SL_EARLY) >= 0 && detect_p(r, SL_ESCALATE) > 1;
-}
-
-/* Overdue seconds at which level lv starts. */
+/* Seconds of silence at which level lv starts (thr: the threshold;
+ * pause: the usual length of a learned pause that is due, or 0). */
 static double
-level_at(const detect_rule *r, int lv, double thr)
+level_at(const detect_rule *r, int lv, double thr, double pause)
 {
-	if (lv == 1 || detect_p(r, SL_ESCALATE) <= 1)
+	double esc = detect_p(r, SL_ESCALATE) * thr;
+	double P   = detect_p(r, SL_PAUSE);
+
+	if (pause > 0) {
+		if (lv <= 2)
+			return fmax(thr, 1.5 * pause);
+		return fmax(esc, 2.5 * pause);
+	}
+	if (lv <= 1)
 		return thr;
-	return detect_p(r, SL_ESCALATE) * thr;
+	if (lv == 2)
+		return fmax(esc, P);
+	return fmax(esc, 2 * P);
 }
 
 static int
-level_for(const detect_rule *r, double elapsed, double thr)
+level_for(const detect_rule *r, double elapsed, double thr, double pause)
 {
-	if (elapsed > level_at(r, 2, thr))
-		return 2;
-	if (two_stage(r) && elapsed > thr)
-		return 1;
+	for (int lv = 3; lv >= 1; lv--) {
+		if (lv == 1 && (detect_p(r, SL_EARLY) < 0 || pause > 0))
+			break;
+		if (elapsed > level_at(r, lv, thr, pause))
+			return lv;
+	}
 	return 0;
 }
 
 static int
 sev_of(const detect_rule *r, int lv)
 {
-	return lv == 1 ? (int) detect_p(r, SL_EARLY) : r->severity;
+	if (lv == 1)
+		return (int) detect_p(r, SL_EARLY);
+	if (lv == 2)
+		return r->severity < DETECT_WARNING ? r->severity
+		                                    : DETECT_WARNING;
+	return r->severity;
 }
 
-/* Whether the interval after step m is where a periodic slow step
- * (checkpoint, evaluation) is due: the last two intervals longer than
- * the threshold were alike (within 2x), followed steps p1 and p2 at
- * least 8 steps apart, and m is p2 plus a multiple of p2 - p1 (give or
- * take one step). */
-static int
-periodic_due(const st_slot *sl, uint64_t m)
+/* The usual length of a learned recurring pause (checkpoint, evaluation)
+ * due after the slot's current step, or 0. Learned from the last two
+ * intervals longer than the threshold: alike (within 2x), and either
+ * after steps p1 and p2 at least 8 steps apart with the current step p2
+ * plus a multiple of p2 - p1 (give or take one step), or begun at times
+ * t1 and t2 with the current one begun about t2 plus a multiple of
+ * t2 - t1 (checkpoints every M minutes). */
+/* Whether pauses i and j (i < j) define a recurring pause that is due
+ * after the slot's current step; returns its usual length or 0. */
+static double
+due_pair(const st_slot *sl, uint32_t i, uint32_t j)
 {
-	uint64_t period, off;
+	double a = sl->per_iv[i], b = sl->per_iv[j], d = fmax(a, b);
 
-	if (sl->per_n < 2 || sl->per_s2 < sl->per_s1 + 8 || m <= sl->per_s2
-	    || fmax(sl->per_iv1, sl->per_iv2)
-	        > 2 * fmin(sl->per_iv1, sl->per_iv2))
+	if (d > 2 * fmin(a, b))
 		return 0;
-	period = sl->per_s2 - sl->per_s1;
-	off    = (m - sl->per_s2) % period;
-	return off <= 1 || off + 1 >= period;
+	if (sl->per_s[j] >= sl->per_s[i] + 8 && sl->max_step > sl->per_s[j]) {
+		uint64_t period = sl->per_s[j] - sl->per_s[i];
+		uint64_t off    = (sl->max_step - sl->per_s[j]) % period;
+
+		if (off <= 1 || off + 1 >= period)
+			return d;
+	}
+	if (sl->per_t[j] > sl->per_t[i] && sl->adv_time > sl->per_t[j]) {
+		double P = (double) (sl->per_t[j] - sl->per_t[i]) / 1e9;
+		double off
+		    = fmod((double) (sl->adv_time - sl->per_t[j]) / 1e9, P);
+		double tol = 0.05 * P + 3 * (isnan(sl->usual) ? 0 : sl->usual);
+
+		if (P > d && (off <= tol || P - off <= tol))
+			return d;
+	}
+	return 0;
 }
 
-/* The threshold for the interval after the slot's current step. */
+/* The usual length of a learned recurring pause (checkpoint, evaluation)
+ * due after the slot's current step, or 0. Two of the last pauses that
+ * were alike (within 2x) define one: either after steps p1 and p2 at
+ * least 8 steps apart, due when the current step is p2 plus a multiple
+ * of p2 - p1 (give or take one step), or begun at times t1 and t2, due
+ * when the current interval began about t2 plus a multiple of t2 - t1
+ * (checkpoints every M minutes). Pairs are tried newest first. */
+static double
+due_pause(const st_slot *sl)
+{
+	uint32_t n = sl->per_n;
+
+	for (uint32_t j = n; j-- > 1;)
+		for (uint32_t i = j; i-- > 0;) {
+			double d = due_pair(sl, i, j);
+
+			if (d > 0)
+				return d;
+		}
+	return 0;
+}
+
 static double
 eff_thr(const detect_rule *r, const st_slot *sl)
 {
-	double t;
-
-	if (!periodic_due(sl, sl->max_step))
-		return sl->thr;
-	t = 1.25 * fmax(sl->per_iv1, sl->per_iv2);
-	if (t > detect_p(r, SL_CEILING))
-		t = detect_p(r, SL_CEILING);
-	return t > sl->thr ? t : sl->thr;
+	(void) r;
+	return sl->thr;
 }
 
 /* Learn the interval iv that followed step prev. */
@@ -194,12 +258,19 @@ learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev)
 		/* Longer than the threshold: a stall, or a slow step that
 		 * may recur. One stall must not teach that stalls are
 		 * usual, so it is only remembered by its step. */
-		sl->per_s1  = sl->per_s2;
-		sl->per_iv1 = sl->per_iv2;
-		sl->per_s2  = prev;
-		sl->per_iv2 = iv;
-		if (sl->per_n < 2)
-			sl->per_n++;
+		if (sl->per_n == NPAUSE) {
+			memmove(sl->per_s, sl->per_s + 1,
+			    (NPAUSE - 1) * sizeof(sl->per_s[0]));
+			memmove(sl->per_iv, sl->per_iv + 1,
+			    (NPAUSE - 1) * sizeof(sl->per_iv[0]));
+			memmove(sl->per_t, sl->per_t + 1,
+			    (NPAUSE - 1) * sizeof(sl->per_t[0]));
+			sl->per_n--;
+		}
+		sl->per_s[sl->per_n]  = prev;
+		sl->per_iv[sl->per_n] = iv;
+		sl->per_t[sl->per_n]  = sl->adv_time;
+		sl->per_n++;
 	}
 	if (++sl->long_n >= LONGWIN) {
 		sl->long_prev = sl->long_cur;
@@ -224,6 +295,7 @@ static void
 refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 {
 	gs->thr       = 0;
+	gs->pause     = 0;
 	gs->usual     = NAN;
 	gs->refreshed = now;
 	for (uint32_t i = 0; i < g->nslots; i++) {
@@ -233,24 +305,34 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 			continue;
 		if (eff_thr(r, sl) > gs->thr)
 			gs->thr = eff_thr(r, sl);
+		if (due_pause(sl) > gs->pause)
+			gs->pause = due_pause(sl);
 		if (!isnan(sl->usual) && !(sl->usual <= gs->usual))
 			gs->usual = sl->usual;
 	}
 }
 
 typedef struct usual_txt {
-	char s[48];
+	char s[128];
 } usual_txt;
 
+/* "1.2 s", and the learned pause due now: "in a recurring pause
+ * (checkpoint, evaluation) that usually lasts 180 s". */
 static usual_txt
-usual(double u)
+usual(double u, double pause)
 {
 	usual_txt t;
+	int       n;
 
 	if (isnan(u))
-		snprintf(t.s, sizeof(t.s), "not learned yet");
+		n = snprintf(t.s, sizeof(t.s), "not learned yet");
 	else
-		snprintf(t.s, sizeof(t.s), "%s s", detect_fmt(u).s);
+		n = snprintf(t.s, sizeof(t.s), "%s s", detect_fmt(u).s);
+	if (pause > 0 && n > 0 && (size_t) n < sizeof(t.s))
+		snprintf(t.s + n, sizeof(t.s) - (size_t) n,
+		    "; in a recurring pause (checkpoint, evaluation) that "
+		    "usually lasts %s s",
+		    detect_fmt(pause).s);
 	return t;
 }
 
@@ -380,7 +462,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		}
 		gs->adv_time = t;
 	} else if (detect_p(r, SL_PROGRESS) != 0
-	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr))
+	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr, gs->pause))
 	        > gs->progress) {
 		gs->progress = (uint8_t) lv;
 		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
@@ -391,10 +473,39 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		    "%s)",
 		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
 		    detect_fmt(secs(t - gs->adv_time)).s,
-		    (unsigned long long) gs->max_step, usual(gs->usual).s);
+		    (unsigned long long) gs->max_step,
+		    usual(gs->usual, gs->pause).s);
 	}
 	if (s->step >= sl->max_step)
 		sl->run_adv_at = gs->adv_n;
+}
+
+/* The rank that went silent first (its last sample is the oldest) and
+ * by how much before the last one: when one rank hangs, the others soon
+ * block waiting for it, so the first to stop is the likely cause. Slot
+ * index, or -1 if fewer than two ranks are live. */
+static int64_t
+first_silent(const detect_group *g, double *lead)
+{
+	int64_t lo = -1, tlo = 0, thi = 0;
+	int     n = 0;
+
+	for (uint32_t i = 0; i < g->nslots; i++) {
+		const st_slot *sl = detect_slot(g, i);
+
+		if (!sl->has || sl->ended)
+			continue;
+		if (n++ == 0 || sl->last_time < tlo) {
+			lo  = i;
+			tlo = sl->last_time;
+		}
+		if (n == 1 || sl->last_time > thi)
+			thi = sl->last_time;
+	}
+	if (n < 2 || thi == tlo)
+		return -1;
+	*lead = secs(thi - tlo);
+	return lo;
 }
 
 static void
@@ -411,18 +522,27 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		refresh(r, g, gs, now);
 		fresh = 1;
 	}
-	lv = level_for(r, secs(now - gs->last_time), gs->thr);
+	lv = level_for(r, secs(now - gs->last_time), gs->thr, gs->pause);
 	if (lv > gs->silent) {
-		double at = level_at(r, lv, gs->thr);
+		double at = level_at(r, lv, gs->thr, gs->pause);
+
+		double  lead    = 0;
+		int64_t fs      = first_silent(g, &lead);
+		char    who[96] = "";
 
 		gs->silent = (uint8_t) lv;
+		if (fs >= 0)
+			snprintf(who, sizeof(who),
+			    "; rank %d stopped first, %s s before the last",
+			    (int) g->slot_rank[fs]->rank, detect_fmt(lead).s);
 		detect_origin_run(&o, g->run);
 		detect_emit(c, &o, "stall", sev_of(r, lv), DETECT_FIRING, 0,
 		    gs->max_step, gs->last_time + ns_of(at), at, gs->usual,
 		    "no sample from run %s for %s s (usual step interval %s); "
-		    "last step %llu",
+		    "last step %llu%s",
 		    detect_name_of(o.run, o.runlen).s, detect_fmt(at).s,
-		    usual(gs->usual).s, (unsigned long long) gs->max_step);
+		    usual(gs->usual, gs->pause).s,
+		    (unsigned long long) gs->max_step, who);
 	}
 	if (!fresh || detect_p(r, SL_RANKS) == 0 || g->nslots < 2
 	    || gs->silent)
@@ -437,8 +557,9 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		if (!sl->has || sl->ended || sl->nadv < MINLEARN
 		    || gs->adv_n < sl->run_adv_at + 2)
 			continue;
-		lv = level_for(r, secs(now - sl->adv_time), eff_thr(r, sl));
-		at = level_at(r, lv, eff_thr(r, sl));
+		lv = level_for(r, secs(now - sl->adv_time), eff_thr(r, sl),
+		    due_pause(sl));
+		at = level_at(r, lv, eff_thr(r, sl), due_pause(sl));
 		if (lv <= sl->stalled)
 			continue;
 		sl->stalled = (uint8_t) lv;
@@ -450,7 +571,8 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		    "interval %s)",
 		    (int) o.rank, o.hostlen ? o.host : "unknown",
 		    (unsigned long long) sl->max_step, detect_fmt(at).s,
-		    (unsigned long long) gs->max_step, usual(sl->usual).s);
+		    (unsigned long long) gs->max_step,
+		    usual(sl->usual, due_pause(sl)).s);
 	}
 }
 
@@ -473,6 +595,21 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 		sl->warm     = 2;
 	}
 	if (gs->has && s->step < gs->max_step) {
+		/* The silence was the downtime of a restart: it ends here. */
+		if (gs->silent) {
+			double dt = silence(s->time_ns, gs->last_time);
+
+			detect_origin_run(&o, g->run);
+			detect_emit(c, &o, "stall", sev_of(c->r, gs->silent),
+			    DETECT_RESOLVED, 0, s->step, s->time_ns, dt,
+			    gs->usual,
+			    "run %s restarted at step %llu after %s s down "
+			    "(it had reached step %llu)",
+			    detect_name_of(o.run, o.runlen).s,
+			    (unsigned long long) s->step, detect_fmt(dt).s,
+			    (unsigned long long) gs->max_step);
+			gs->silent = 0;
+		}
 		if (gs->progress) {
 			detect_origin_run(&o, g->run);
 			detect_emit(c, &o, "progress_stall",

@@ -24,6 +24,7 @@
 #include "emitter/ident.h"
 #include "emitter/io.h"
 #include "emitter/names.h"
+#include "emitter/phase.h"
 #include "emitter/ring.h"
 #include "wire/wire.h"
 
@@ -412,12 +413,17 @@ end(vt_emitter *em, unsigned timeout_ms)
 	int64_t t0 = vte_clock_mono_ns(), spent_ms;
 	int     rc = vte_io_flush(em->io, timeout_ms);
 
-	if (rc != 0 || em->fork_gen != 0 || atomic_load(&em->failed)
+	if (em->fork_gen != 0 || atomic_load(&em->failed)
 	    || atomic_load(&vt_proc.failed))
 		return rc;
 	spent_ms = (vte_clock_mono_ns() - t0) / 1000000;
-	if (spent_ms >= (int64_t) timeout_ms)
+	/* Out of time (the collector is away): the goodbye is asked for all
+	 * the same, without waiting. It follows every sample, so it goes
+	 * when the collector is back, or into the spool at close. */
+	if (rc != 0 || spent_ms >= (int64_t) timeout_ms) {
+		vte_io_finish(em->io, 0);
 		return VT_ETIMEDOUT;
+	}
 	return vte_io_finish(em->io, timeout_ms - (unsigned) spent_ms);
 }
 
@@ -624,6 +630,49 @@ vt_emit_at(vt_emitter *em, const char *metric, uint64_t step, int64_t time_ns,
 	return emit(em, metric, step, time_ns, 0, value);
 }
 
+/* ---- phase markers ----------------------------------------------------- */
+
+/*
+ * A phase marker is a sample of vitals/phase/NAME (1: entered, 0: left),
+ * flagged in its ring slot so that the I/O thread adds up the time spent
+ * in each phase per step (emitter/phase.c). The name is built on the
+ * stack: a copy of at most 255 bytes, no allocation, no system call.
+ */
+static int
+emit_phase(vt_emitter *em, const char *name, uint64_t step, double value)
+{
+	char   buf[VT_NAME_MAX + 1];
+	size_t len;
+
+	if (em == NULL || name == NULL)
+		return VT_EINVAL;
+	len = strnlen(name, VT_NAME_MAX + 1);
+	if (__builtin_expect(
+	        len == 0 || len > VT_NAME_MAX - VTE_PHASE_PREFIX_LEN, 0)) {
+		note_errf(em, VT_ENAME,
+		    "phase name is empty or longer than %d bytes",
+		    VT_NAME_MAX - VTE_PHASE_PREFIX_LEN);
+		return VT_ENAME;
+	}
+	memcpy(buf, VTE_PHASE_PREFIX, VTE_PHASE_PREFIX_LEN);
+	memcpy(buf + VTE_PHASE_PREFIX_LEN, name, len);
+	buf[VTE_PHASE_PREFIX_LEN + len] = '\0';
+	return emit(em, buf, step, (int64_t) vte_clock_ticks(em->tsc),
+	    (em->tsc ? VTE_RING_TICKS : 0) | VTE_RING_PHASE, value);
+}
+
+int
+vt_emit_phase(vt_emitter *em, const char *name, uint64_t step)
+{
+	return emit_phase(em, name, step, 1.0);
+}
+
+int
+vt_emit_phase_end(vt_emitter *em, const char *name, uint64_t step)
+{
+	return emit_phase(em, name, step, 0.0);
+}
+
 /* ---- the default emitter ----------------------------------------------- */
 
 /*
@@ -670,6 +719,36 @@ vt_log(const char *metric, uint64_t step, double value)
 			return rc;
 	}
 	return vt_emit(em, metric, step, value);
+}
+
+int
+vt_phase(const char *name, uint64_t step)
+{
+	vt_emitter *em
+	    = atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
+
+	if (__builtin_expect(em == NULL, 0)) {
+		int rc = default_get(&em);
+
+		if (rc != 0)
+			return rc;
+	}
+	return vt_emit_phase(em, name, step);
+}
+
+int
+vt_phase_end(const char *name, uint64_t step)
+{
+	vt_emitter *em
+	    = atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
+
+	if (__builtin_expect(em == NULL, 0)) {
+		int rc = default_get(&em);
+
+		if (rc != 0)
+			return rc;
+	}
+	return vt_emit_phase_end(em, name, step);
 }
 
 vt_emitter *

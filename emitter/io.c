@@ -13,6 +13,8 @@
 #include <zmq.h>
 
 #include "emitter/clock.h"
+#include "emitter/phase.h"
+#include "emitter/spool.h"
 #include "wire/wire.h"
 
 /* Poll timeouts: short while samples flow, longer when idle. Either way
@@ -107,6 +109,8 @@ struct vte_io {
 	int       want_pollout;
 	int       cut;          /* a connection ended; no new one yet */
 	uint64_t  final_sealed; /* FINAL batches sealed */
+	vte_phase ph;           /* phase times (phase.h) */
+	uint32_t  nder;         /* derived samples staged (not counted) */
 
 	staged    *stg;   /* VTE_IO_BATCH_MAX */
 	vte_name **order; /* the batch's name table, in index order */
@@ -192,7 +196,7 @@ can_stage(const vte_io *io)
 static void
 stage(vte_io *io, const vte_ring_slot *s)
 {
-	vte_name *nm = vte_names_get(io->names, s->name & ~VTE_RING_TICKS);
+	vte_name *nm = vte_names_get(io->names, s->name & VTE_RING_ID);
 	staged   *st = &io->stg[io->nstg++];
 
 	if (nm->batch_gen != io->gen) {
@@ -207,6 +211,9 @@ stage(vte_io *io, const vte_ring_slot *s)
 	    ? vte_clock_to_ns(&io->clock, (uint64_t) s->time)
 	    : s->time;
 	st->value   = s->value;
+	st->step    = vte_phase_see(&io->ph, s->name & ~VTE_RING_ID,
+	       s->name & VTE_RING_ID, s->step, st->time_ns, s->value);
+	io->nder += (s->name & VTE_RING_DERIVED) != 0;
 }
 
 /*
@@ -258,7 +265,7 @@ seal(vte_io *io, int64_t now)
 	b->pos_start  = io->stg_pos;
 	b->pos_end    = io->ring->deq;
 	b->dropped    = dropped;
-	b->n          = io->nstg;
+	b->n          = io->nstg - io->nder;
 	b->sends      = 0;
 	b->first_send = b->last_send = 0;
 	b->need                      = 1;
@@ -270,6 +277,7 @@ seal(vte_io *io, int64_t now)
 	io->last_seal = now;
 
 	io->nstg        = 0;
+	io->nder        = 0;
 	io->nnames      = 0;
 	io->names_bytes = 0;
 	if (++io->gen == 0)
@@ -294,7 +302,9 @@ drain(vte_io *io, int64_t now)
 	uint64_t      dropped, req;
 
 	for (;;) {
-		while (can_stage(io) && vte_ring_pop(io->ring, &s)) {
+		while (can_stage(io)
+		    && (vte_phase_pop(&io->ph, &s)
+		        || vte_ring_pop(io->ring, &s))) {
 			stage(io, &s);
 			moved++;
 		}
@@ -738,6 +748,71 @@ io_main(void *arg)
 	return NULL;
 }
 
+/* ---- the spool (emitter/spool.c) --------------------------------------- */
+
+/*
+ * After the thread has stopped: seal what the ring and the staging area
+ * still hold while the window has room (the byte budget no longer
+ * matters: these go to disk), and the goodbye if one was asked for, then
+ * hand every unsettled batch to the spool with its floor set to the
+ * oldest unsettled seq (the collector takes any seq within 1024 of the
+ * floor). Nothing happens when every sample was acknowledged.
+ */
+static void
+spool_unsettled(vte_io *io)
+{
+	int64_t         now = vte_clock_mono_ns();
+	vte_ring_slot   s;
+	vte_spool_item *items;
+	size_t          n       = 0;
+	uint64_t        samples = 0, lost;
+
+	for (;;) {
+		while (io->nstg < VTE_IO_BATCH_MAX
+		    && io->next_seq - io->base < VTE_IO_WINDOW
+		    && vte_ring_pop(io->ring, &s))
+			stage(io, &s);
+		if (io->nstg == 0 || io->next_seq - io->base >= VTE_IO_WINDOW
+		    || seal(io, now) != 0)
+			break;
+	}
+	lost = io->nstg + (vte_ring_claimed(io->ring) - io->ring->deq);
+	if (io->final_sealed
+	        < atomic_load_explicit(&io->final_req, memory_order_acquire)
+	    && lost == 0 && io->next_seq - io->base < VTE_IO_WINDOW
+	    && seal(io, now) == 0)
+		wire_put_batch_flags(
+		    io->win[(io->next_seq - 1) % VTE_IO_WINDOW].buf->data,
+		    WIRE_FINAL | WIRE_URGENT);
+	for (uint64_t q = io->base; q < io->next_seq; q++)
+		if (!io->win[q % VTE_IO_WINDOW].done)
+			samples += io->win[q % VTE_IO_WINDOW].n;
+	if (samples == 0 && lost == 0)
+		return;
+	items = calloc(io->next_seq - io->base + 1, sizeof(*items));
+	if (items == NULL) {
+		vte_spool_save(
+		    &io->ident->w, io->endpoint, NULL, 0, samples + lost);
+		return;
+	}
+	for (uint64_t q = io->base; q < io->next_seq; q++) {
+		batch *b = &io->win[q % VTE_IO_WINDOW];
+
+		if (b->done || b->buf == NULL)
+			continue;
+		/* ZeroMQ's copies went with its context: ours alone. */
+		if (atomic_load_explicit(&b->buf->refs, memory_order_acquire)
+		    == 1)
+			wire_put64(b->buf->data + 24, io->base);
+		items[n].data = b->buf->data;
+		items[n].len  = b->buf->len;
+		items[n].n    = b->n;
+		n++;
+	}
+	vte_spool_save(&io->ident->w, io->endpoint, items, n, lost);
+	free(items);
+}
+
 /* ---- API --------------------------------------------------------------- */
 
 static void
@@ -790,6 +865,7 @@ vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
 	io->endpoint            = strdup(p->endpoint);
 	io->stg                 = malloc(VTE_IO_BATCH_MAX * sizeof(*io->stg));
 	io->order = malloc(VTE_IO_BATCH_MAX * sizeof(*io->order));
+	vte_phase_init(&io->ph, p->names);
 	if (io->endpoint == NULL || io->stg == NULL || io->order == NULL)
 		goto fail_io;
 	io->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -939,6 +1015,7 @@ vte_io_stop(vte_io *io)
 	atomic_store_explicit(&io->stop, 1, memory_order_release);
 	wake(io);
 	pthread_join(io->thread, NULL);
+	spool_unsettled(io);
 	pthread_cond_destroy(&io->cond);
 	pthread_mutex_destroy(&io->mu);
 	io_free(io);

@@ -95,7 +95,7 @@ int vte_io_flush(vte_io *io, unsigned timeout_ms);
 int vte_io_finish(vte_io *io, unsigned timeout_ms);
 
 /* Stop the thread, close the socket (linger 0), terminate the context and
- * free io. Unacknowledged batches are discarded. */
+ * free io. Samples not acknowledged go to the spool (emitter/spool.h). */
 void vte_io_stop(vte_io *io);
 
 /* Fill the sent, acked, resent and rejected fields of st. */

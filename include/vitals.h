@@ -205,6 +205,38 @@ VT_API int vt_emit(
 VT_API int vt_emit_at(vt_emitter *em, const char *metric, uint64_t step,
     int64_t time_ns, double value);
 
+/** A phase marker's step that means "the step of the latest sample this
+ * emitter recorded before it". */
+#define VT_STEP_LATEST UINT64_MAX
+
+/**
+ * Phase marker: from now on this rank is in phase @p name ("data",
+ * "forward", "backward", "collective", "optimizer", "checkpoint", "eval",
+ * or a name of its own), leaving the phase it was in. Costs about as much
+ * as vt_emit() (no system call): the marker is a sample of the reserved
+ * metric "vitals/phase/NAME" with value 1 (docs/protocol.md). From the
+ * markers the emitter's I/O thread derives, per step, the milliseconds
+ * spent in each phase, sent as "phase_time/NAME" samples at that step
+ * once a marker of a later step arrives.
+ *
+ * @param[in] em The emitter.
+ * @param[in] name Phase name, borrowed for the call only; 1 to 242 bytes
+ *	(the metric name must fit #VT_NAME_MAX).
+ * @param[in] step The training step the rank is in, or #VT_STEP_LATEST.
+ * @return As vt_emit(); VT_ENAME for an empty or too long name.
+ * @note Phases are per emitter (per rank), not per thread: markers from
+ *	several threads of one rank interleave in the order they are made.
+ */
+VT_API int vt_emit_phase(vt_emitter *em, const char *name, uint64_t step);
+
+/**
+ * Phase marker: this rank leaves phase @p name and is in no named phase
+ * (value 0 of "vitals/phase/NAME"). Entering another phase with
+ * vt_emit_phase() leaves the current one without this call.
+ * @return As vt_emit_phase().
+ */
+VT_API int vt_emit_phase_end(vt_emitter *em, const char *name, uint64_t step);
+
 /**
  * Wait until every sample recorded before the call, and the count of
  * samples dropped before the call, are acknowledged by the collector, or
@@ -274,6 +306,22 @@ VT_API const char *vt_errmsg(const vt_emitter *em);
  *	retrying, until vt_shutdown()); VT_ECLOSED during process exit.
  */
 VT_API int vt_log(const char *metric, uint64_t step, double value);
+
+/**
+ * vt_emit_phase() on the process-wide default emitter (created on first
+ * use, as by vt_log()):
+ *
+ *	vt_phase("forward", step);
+ *
+ * @return As vt_log().
+ */
+VT_API int vt_phase(const char *name, uint64_t step);
+
+/**
+ * vt_emit_phase_end() on the process-wide default emitter.
+ * @return As vt_log().
+ */
+VT_API int vt_phase_end(const char *name, uint64_t step);
 
 /**
  * The process-wide default emitter, created on first use.

@@ -4,7 +4,8 @@
 # reports what is missing.
 set -e
 PKGS="gcc make libc6-dev pkg-config libzmq3-dev liblmdb-dev lmdb-utils libpcre2-dev libjson-c-dev
-libncurses-dev tmux python3"
+libncurses-dev libmicrohttpd-dev libcurl4-openssl-dev libprotobuf-c-dev protobuf-c-compiler
+libsnappy-dev tmux python3 python3-venv man-db curl prometheus prometheus-alertmanager victoria-metrics"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

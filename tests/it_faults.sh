@@ -1,6 +1,7 @@
-# Faults with real processes: a collector killed and restarted, a
-# collector that starts late, a cap exceeded, an exit with no collector,
-# malformed messages, a second collector on the same database.
+# Faults with real processes: a collector killed and restarted (on a
+# narrow run and on a wide one), a collector that starts late, a cap
+# exceeded, an exit with no collector, malformed messages, a second
+# collector on the same database.
 . tests/lib.sh
 
 verify_export() {
@@ -25,6 +26,25 @@ wait $TPID
 check "kill -9: trainer finished, every sample acknowledged" [ $? = 0 ]
 check "kill -9: store has every sample exactly once" \
 	verify_export kill9 --ranks 4 --metrics 5 --steps 20000
+
+# 1b. The same on a wide run: 512 series, more than the collector may
+# keep encoders for, so each commit unloads and reloads tails.
+stop_collector
+start_collector --cache-encoders 64
+export VITALS_RUN=kill9wide
+"$BIN/tests/trainer" emit --ranks 8 --metrics 64 --steps 1500 \
+	--step-us 1000 --flush-ms 60000 >"$T/emit.out" &
+TPID=$!
+delay=$(awk -v s=$$ 'BEGIN { srand(s + 1); printf "%.2f", 0.3 + rand() * 1.2 }')
+sleep "$delay"
+kill_collector
+echo "killed vitalsd (wide run) after ${delay}s"
+sleep 0.5
+start_collector --cache-encoders 64
+wait $TPID
+check "kill -9, wide: trainer finished, every sample acknowledged" [ $? = 0 ]
+check "kill -9, wide: store has every sample exactly once" \
+	verify_export kill9wide --ranks 8 --metrics 64 --steps 1500
 
 # 2. The collector starts 5 s after the trainer.
 stop_collector

@@ -7,6 +7,8 @@ T=$(mktemp -d /tmp/vitals-it.XXXXXX)
 DB=$T/db
 EP=ipc://$T/collector.sock
 export VITALS_ENDPOINT=$EP
+# Samples an emitter could not deliver are spooled here, not in $HOME.
+export VITALS_SPOOL_DIR=$T/spool
 PASSED=0
 FAILED=0
 VPID=

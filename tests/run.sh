@@ -10,6 +10,11 @@ B=${B:-build}
 SAN_SCRIPTS=${SAN_SCRIPTS:-"it_e2e it_cli it_detect it_faults it_replay"}
 passed=0
 failed=0
+# Emitters the tests close without a collector spool their samples
+# (emitter/spool.h): into a folder of the run's own, not $HOME.
+VITALS_SPOOL_DIR=$(mktemp -d /tmp/vitals-spool.XXXXXX)
+export VITALS_SPOOL_DIR
+trap 'rm -rf "$VITALS_SPOOL_DIR"' EXIT
 
 # run_one FILE BUILD_DIR
 run_one() {

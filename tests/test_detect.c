@@ -76,6 +76,19 @@ count(const char *kind, int state)
 	return n;
 }
 
+/* Alerts of a kind, state and severity. */
+static size_t
+count_sev(const char *kind, int state, int sev)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < S.n; i++)
+		if (strcmp(S.v[i].kind, kind) == 0 && S.v[i].state == state
+		    && S.v[i].severity == sev)
+			n++;
+	return n;
+}
+
 static const got *
 first(const char *kind, int state)
 {
@@ -346,6 +359,9 @@ TEST(nonfinite_first_sample_then_resolves)
 	feed(e, "r", 0, "loss", 100, 1200, NAN);
 	feed(e, "r", 0, "loss", 101, 1202, INFINITY);
 	feed(e, "r", 0, "loss", 102, 1204, 2.5);
+	/* The resolution is held for the rule's hold (20 steps). */
+	CHECK(count("nonfinite", DETECT_RESOLVED) == 0);
+	healthy(e, "r", 103, 125, 1206, 0, 0);
 	g = first("nonfinite", DETECT_FIRING);
 	REQUIRE(g != NULL);
 	CHECK(g->step == 100 && g->rank == 0);
@@ -407,6 +423,27 @@ TEST(spike_sustained_fires_next_step_and_resolves)
 	detect_engine_free(e);
 }
 
+TEST(spike_not_recovered_becomes_critical)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	/* 2x for 150 steps: a warning at once, critical after 100 steps
+	 * (persist), one incident, one resolution. */
+	healthy(e, "r", 0, 500, 2, 300, 150);
+	g = first("spike", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 301 && g->severity == DETECT_WARNING);
+	CHECK(count("spike", DETECT_FIRING) == 2);
+	g = &S.v[1];
+	CHECK(g->state == DETECT_FIRING && g->severity == DETECT_CRITICAL);
+	CHECK(g->step >= 395 && g->step <= 405);
+	CHECK(strstr(g->msg, "not recovered") != NULL);
+	CHECK(count("spike", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
 TEST(spike_divergence_is_critical)
 {
 	detect_engine *e = engine(NULL);
@@ -422,6 +459,35 @@ TEST(spike_divergence_is_critical)
 	CHECK(g->severity == DETECT_CRITICAL);
 	CHECK(g->step < 315);
 	CHECK(strstr(g->msg, "still growing") != NULL);
+	detect_engine_free(e);
+}
+
+TEST(slow_divergence_fires_before_nan)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+	uint64_t       st;
+
+	REQUIRE(e != NULL);
+	/* A healthy start with warm-up, noise and data-order bumps. */
+	for (st = 0; st < 1000; st++)
+		feed(e, "slow", 0, "loss", st, (double) st,
+		    loss_at(st) * exp(0.04 * noise())
+		        * (st % 250 < 5 ? 1.05 : 1));
+	CHECK(count("divergence", -1) == 0 && count("spike", -1) == 0);
+	/* Then the loss doubles every 150 steps, no jump, NaN at 16x. */
+	for (; st < 1600; st++)
+		feed(e, "slow", 0, "loss", st, (double) st,
+		    st == 1599 ? NAN
+		               : loss_at(st) * exp(0.04 * noise())
+		            * exp(M_LN2 * (double) (st - 1000) / 150));
+	g = first("divergence", DETECT_FIRING);
+	if (g == NULL)
+		dump();
+	REQUIRE(g != NULL);
+	CHECK(g->severity == DETECT_CRITICAL);
+	CHECK(g->step > 1000 && g->step <= 1200);
+	CHECK(strstr(g->msg, "without a jump") != NULL);
 	detect_engine_free(e);
 }
 
@@ -454,19 +520,24 @@ TEST(restart_is_one_event_and_not_a_spike)
 				feed(e, "job", 0, "loss", st, t,
 				    loss_at(st) * exp(0.02 * noise()));
 		}
-	CHECK(count("restart", -1) == 1);
-	g = first("restart", -1);
+	/* One info alert, firing the moment steps went back. */
+	CHECK(count("restart", DETECT_FIRING) == 1);
+	g = first("restart", DETECT_FIRING);
 	REQUIRE(g != NULL);
 	CHECK(g->step == 100);
 	CHECK(g->value == 2899 && g->baseline == 2999);
 	CHECK(g->severity == DETECT_INFO);
-	CHECK(strstr(g->msg, "2899 steps lost") != NULL);
+	CHECK(strstr(g->msg, "2899 steps lost, 102 s down") != NULL);
+	CHECK(count("restart", DETECT_RESOLVED) == 1);
 	CHECK(count("spike", -1) == 0 && count("blip", -1) == 0);
 	CHECK(count("drop", -1) == 0 && count("rise", -1) == 0);
-	/* The 100 s gap was a real stall of the run; it resolved. */
-	CHECK(count("stall", DETECT_FIRING) >= 1);
-	CHECK(
-	    count("stall", DETECT_FIRING) == count("stall", DETECT_RESOLVED));
+	/* The 100 s gap was the downtime: its stall fired and resolved
+	 * as the restart. */
+	CHECK(count("stall", DETECT_FIRING) == 1);
+	CHECK(count("stall", DETECT_RESOLVED) == 1);
+	g = first("stall", DETECT_RESOLVED);
+	REQUIRE(g != NULL);
+	CHECK(strstr(g->msg, "restarted at step 100 after") != NULL);
 	detect_engine_free(e);
 }
 
@@ -477,8 +548,8 @@ job_steps(detect_engine *e, uint64_t *st, double *t, uint64_t n)
 {
 	for (uint64_t k = 0; k < n; k++, (*st)++, *t += 10)
 		for (int r = 0; r < 4; r++)
-			feed(e, "job", r, "step_time", *st, *t + r * 0.01,
-			    9.9);
+			feed(
+			    e, "job", r, "step_time", *st, *t + r * 0.01, 9.9);
 }
 
 static void
@@ -515,6 +586,53 @@ TEST(drop_sustained_not_periodic)
 	detect_engine_free(e);
 }
 
+TEST(level_gradual_drift_quiet_abrupt_shift_fires)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+	double         lvl = 0.150, x = 0;
+	uint64_t       st;
+
+	REQUIRE(e != NULL);
+	/* Planned: the step time grows 8% over 600 steps (an attention
+	 * window that grows), then 20% over 3000 more. */
+	for (st = 0; st < 5000; st++) {
+		double plan = st < 1000 ? 1
+		    : st < 1600         ? 1 + 0.08 * (double) (st - 1000) / 600
+		    : st < 4600
+		    ? 1.08 * (1 + 0.2 * (double) (st - 1600) / 3000)
+		    : 1.08 * 1.2;
+
+		feed(e, "sched", 0, "step_time", st, (double) st * 0.2,
+		    lvl * plan * exp(0.01 * noise()));
+	}
+	if (S.n)
+		dump();
+	CHECK(count("rise", -1) == 0);
+	/* A slow node: 5% at once. */
+	lvl *= 1.05;
+	for (; st < 5300; st++)
+		feed(e, "sched", 0, "step_time", st, (double) st * 0.2,
+		    lvl * 1.08 * 1.2 * exp(0.01 * noise()));
+	g = first("rise", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step > 5000 && g->step <= 5100);
+	CHECK(strstr(g->msg, "abrupt shift") != NULL);
+
+	/* A busy shared host: the step time swings by tens of percent over
+	 * tens of steps. The threshold follows that noise. */
+	S.n = 0;
+	for (st = 0; st < 6000; st++) {
+		x = 0.98 * x + 0.2 * 0.199 * noise();
+		feed(e, "busy", 0, "step_time", st, (double) st * 0.2,
+		    lvl * exp(x) * exp(0.01 * noise()));
+	}
+	if (S.n)
+		dump();
+	CHECK(count("rise", -1) == 0);
+	detect_engine_free(e);
+}
+
 TEST(stall_of_run_rank_and_progress)
 {
 	detect_engine *e = engine(NULL);
@@ -525,19 +643,24 @@ TEST(stall_of_run_rank_and_progress)
 	REQUIRE(e != NULL);
 	job_steps(e, &st, &t, 300);
 	CHECK(S.n == 0);
-	/* The whole run stops for 200 s: ticks as vitalsd would send. */
-	for (double c = t; c < t + 200; c += 0.2)
+	/* The whole run stops for 700 s: ticks as vitalsd would send. */
+	for (double c = t; c < t + 700; c += 0.2)
 		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
 	g = first("stall", DETECT_FIRING);
 	REQUIRE(g != NULL);
-	CHECK(g->rank == -1 && g->severity == DETECT_WARNING);
+	CHECK(g->rank == -1 && g->severity == DETECT_INFO);
 	/* Stamped at the deadline: 2.5 x 10 s after the last sample. */
 	CHECK(llabs(g->time_ns - (int64_t) ((t - 10 + 0.03 + 25) * 1e9))
 	    < 50000000);
-	CHECK(count("stall", DETECT_FIRING) == 2); /* escalated at 5x */
-	CHECK(S.v[1].severity == DETECT_CRITICAL);
-	t += 200;
+	/* A pause not learned yet: a warning at `pause` (5 min), a page
+	 * at twice that. */
+	CHECK(count("stall", DETECT_FIRING) == 3);
+	CHECK(S.v[1].severity == DETECT_WARNING);
+	CHECK(S.v[2].severity == DETECT_CRITICAL);
+	t += 700;
 	feed(e, "job", 0, "step_time", st, t, 9.9);
+	/* Held for the rule's hold; the end of input lets it out. */
+	detect_flush(e, on_alert, &S);
 	CHECK(count("stall", DETECT_RESOLVED) == 1);
 	for (int r = 1; r < 4; r++)
 		feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
@@ -554,14 +677,21 @@ TEST(stall_of_run_rank_and_progress)
 	REQUIRE(g != NULL);
 	CHECK(g->rank == 2 && strcmp(g->host, "host2") == 0);
 	CHECK(strstr(g->msg, "rank 2 (host host2) has not advanced") != NULL);
+	/* Rank 2 catches up; the incident ends. */
+	for (int r = 0; r < 4; r++)
+		feed(e, "job", r, "step_time", st, t + r * 0.01, 9.9);
+	st++;
+	t += 10;
+	detect_flush(e, on_alert, &S);
 	/* Heartbeats without progress: samples at the same step. */
 	S.n = 0;
-	for (int k = 0; k < 20; k++, t += 5)
+	for (int k = 0; k < 80; k++, t += 5)
 		feed(e, "job", 0, "heartbeat", st - 1, t, 1);
 	g = first("progress_stall", DETECT_FIRING);
 	REQUIRE(g != NULL);
 	CHECK(g->rank == -1);
 	feed(e, "job", 0, "step_time", st, t, 9.9);
+	detect_flush(e, on_alert, &S);
 	CHECK(count("progress_stall", DETECT_RESOLVED) == 1);
 	detect_engine_free(e);
 }
@@ -623,7 +753,7 @@ TEST(finished_run_is_not_a_stall)
 
 TEST(lagging_rank_catching_up_is_progress)
 {
-	detect_engine *e = engine(NULL);
+	detect_engine *e  = engine(NULL);
 	double         t  = 0;
 	uint64_t       st = 0;
 
@@ -641,6 +771,7 @@ TEST(lagging_rank_catching_up_is_progress)
 		feed(e, "job", 3, "step_time", st + k, t, 9.9);
 	CHECK(count("progress_stall", -1) == 0);
 	/* Its stall while it was behind fired and resolved. */
+	detect_flush(e, on_alert, &S);
 	CHECK(count("stall", DETECT_FIRING) >= 1);
 	CHECK(count("stall", DETECT_RESOLVED) >= 1);
 	detect_engine_free(e);
@@ -663,6 +794,90 @@ TEST(stall_quiet_with_periodic_checkpoints)
 	CHECK(count("stall", DETECT_FIRING) <= 4);
 	CHECK(
 	    first("stall", DETECT_FIRING) == NULL || S.v[S.n - 1].step < 1200);
+	detect_engine_free(e);
+}
+
+/* Highest severity of firing alerts of a rule after index from; -1 if
+ * none. */
+static int
+max_sev(const char *rule, size_t from)
+{
+	int m = -1;
+
+	for (size_t i = from; i < S.n; i++)
+		if (strcmp(S.v[i].rule, rule) == 0
+		    && S.v[i].state == DETECT_FIRING && S.v[i].severity > m)
+			m = S.v[i].severity;
+	return m;
+}
+
+/* 2 ranks, 10 s steps, a pause of `len` s after step st when
+ * every_steps divides it, or when every_s seconds passed since the last
+ * pause began. Ticks every 0.2 s during pauses. */
+static void
+paused_steps(detect_engine *e, const char *run, uint64_t *st, double *t,
+    uint64_t n, uint64_t every_steps, double every_s, double *last, double len)
+{
+	for (uint64_t k = 0; k < n; k++, (*st)++) {
+		int pause = (every_steps && *st % every_steps == 0 && *st > 0)
+		    || (every_s > 0 && *t - *last >= every_s);
+
+		if (pause) {
+			*last = *t;
+			for (double c = *t; c < *t + len; c += 0.2)
+				detect_tick(
+				    e, (int64_t) (c * 1e9), on_alert, &S);
+			*t += len;
+		} else {
+			*t += 10 * exp(0.03 * noise());
+		}
+		for (int r = 0; r < 2; r++)
+			feed(e, run, r, "step_time", *st, *t + r * 0.01, 9.9);
+	}
+}
+
+TEST(stall_learns_recurring_pauses)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+	size_t         mark;
+
+	REQUIRE(e != NULL);
+	/* A checkpoint every 200 steps lasting 120 s (12 steps). */
+	paused_steps(e, "ck", &st, &t, 2000, 200, 0, &last, 120);
+	/* Not learned yet, the first ones are at most info; then quiet. */
+	CHECK(max_sev("stall", 0) <= DETECT_INFO);
+	for (size_t i = 0; i < S.n; i++)
+		CHECK(S.v[i].state != DETECT_FIRING || S.v[i].step < 500);
+	/* The same pause at 3x its length pages. */
+	mark = S.n;
+	paused_steps(e, "ck", &st, &t, 200, 200, 0, &last, 360);
+	CHECK(max_sev("stall", mark) == DETECT_CRITICAL);
+	for (size_t i = mark; i < S.n; i++)
+		if (S.v[i].state == DETECT_FIRING
+		    && S.v[i].severity == DETECT_CRITICAL)
+			CHECK(strstr(S.v[i].msg, "usually lasts 1") != NULL);
+
+	/* Every 30 minutes of wall clock, 150 s each. */
+	detect_engine_free(e);
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	t = 0, last = 0, st = 0;
+	paused_steps(e, "wall", &st, &t, 3000, 0, 1800, &last, 150);
+	CHECK(max_sev("stall", 0) <= DETECT_INFO);
+	for (size_t i = 0; i < S.n; i++)
+		CHECK(S.v[i].state != DETECT_FIRING || S.v[i].step < 600);
+
+	/* A first, unlearned 8-minute pause: a warning, not a page. */
+	detect_engine_free(e);
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	t = 0, last = 0, st = 0;
+	paused_steps(e, "once", &st, &t, 500, 400, 0, &last, 480);
+	if (max_sev("stall", 0) != DETECT_WARNING)
+		dump();
+	CHECK(max_sev("stall", 0) == DETECT_WARNING);
 	detect_engine_free(e);
 }
 
@@ -704,7 +919,7 @@ TEST(threshold_entropy_collapse_relative)
 	REQUIRE(g != NULL);
 	CHECK(g->step == 1009); /* 10 steps below 10% of the start */
 	CHECK(count("drop", DETECT_FIRING) == 1); /* the fast fall */
-	for (uint64_t st = 1100; st < 1110; st++)
+	for (uint64_t st = 1100; st < 1130; st++)
 		feed(e, "r", 0, "policy/entropy", st, (double) st, 1.0);
 	CHECK(count("threshold", DETECT_RESOLVED) == 1);
 	detect_engine_free(e);
@@ -724,7 +939,9 @@ TEST(flatline_stuck_grad_norm)
 	g = first("flatline", DETECT_FIRING);
 	REQUIRE(g != NULL);
 	CHECK(g->step == 150);
-	feed(e, "r", 0, "grad_norm", 200, 200, 0.4);
+	for (uint64_t st = 200; st < 225; st++)
+		feed(e, "r", 0, "grad_norm", st, (double) st,
+		    0.4 * exp(0.1 * noise()));
 	CHECK(count("flatline", DETECT_RESOLVED) == 1);
 	detect_engine_free(e);
 }
@@ -739,8 +956,9 @@ TEST(series_limit_reported_once)
 
 	REQUIRE(e != NULL);
 	for (int i = 0; i < 6; i++) {
-		snprintf(m, sizeof(m), "m%d", i);
-		feed(e, "r", 0, m, 1, 1, NAN);
+		/* One run each: NaNs of one run are one incident. */
+		snprintf(m, sizeof(m), "r%d", i);
+		feed(e, m, 0, "loss", 1, 1, NAN);
 	}
 	CHECK(count("series_limit", -1) == 1);
 	CHECK(count("nonfinite", DETECT_FIRING) == 3);
@@ -759,6 +977,7 @@ TEST(exec_action_on_firing_above_exec_on)
 	REQUIRE(e != NULL);
 	feed(e, "r", 0, "loss", 1, 1, NAN);
 	feed(e, "r", 0, "loss", 2, 2, 1);
+	detect_flush(e, on_alert, &S);
 	g = first("nonfinite", DETECT_FIRING);
 	REQUIRE(g != NULL);
 	CHECK(g->has_exec && strcmp(g->exec0, "/usr/bin/page") == 0);
@@ -805,6 +1024,112 @@ reload_then_spike(const char *after)
 		fired = -1;
 	detect_engine_free(e);
 	return fired;
+}
+
+/* ---- incidents ---------------------------------------------------------- */
+
+/* Alerts of a rule in a state (-1: any). */
+static size_t
+count_rule(const char *rule, int state)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < S.n; i++)
+		if (strcmp(S.v[i].rule, rule) == 0
+		    && (state < 0 || S.v[i].state == state))
+			n++;
+	return n;
+}
+
+TEST(heartbeat_hang_is_one_alert)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0;
+	uint64_t       st;
+
+	REQUIRE(e != NULL);
+	for (st = 0; st < 300; st++, t += 1)
+		for (int r = 0; r < 4; r++)
+			feed(e, "hb", r, "step_time", st, t + r * 0.01, 1);
+	CHECK(S.n == 0);
+	/* 40 minutes of heartbeats every 15 s at the old step, clock ticks
+	 * in between as vitalsd sends them. */
+	for (int k = 0; k < 160; k++) {
+		for (double c = t; c < t + 15; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		t += 15;
+		feed(e, "hb", 0, "heartbeat", st - 1, t, 1);
+	}
+	if (count_rule("stall", DETECT_FIRING) > 3)
+		dump();
+	/* One incident: it may escalate (warning, critical, progress
+	 * stall) but never resolves and fires again. */
+	CHECK(count_rule("stall", DETECT_FIRING) <= 3);
+	CHECK(count_rule("stall", DETECT_RESOLVED) == 0);
+	CHECK(count("progress_stall", DETECT_FIRING) >= 1);
+	CHECK(S.v[S.n - 1].severity == DETECT_CRITICAL);
+	for (int k = 0; k < 30; k++, st++, t += 1)
+		for (int r = 0; r < 4; r++)
+			feed(e, "hb", r, "step_time", st, t + r * 0.01, 1);
+	CHECK(count_rule("stall", DETECT_RESOLVED) == 1);
+	CHECK(S.n == count_rule("stall", -1));
+	detect_engine_free(e);
+}
+
+TEST(one_rule_on_four_ranks_is_one_incident)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	for (uint64_t st = 0; st < 200; st++)
+		for (int r = 0; r < 4; r++)
+			feed(e, "dp", r, "loss", st, (double) st + r * 0.01,
+			    st == 120 || (st == 121 && r > 1)
+			        ? NAN
+			        : loss_at(st) * exp(0.02 * noise()));
+	if (count("nonfinite", DETECT_FIRING) != 1)
+		dump();
+	/* One page naming the first rank and step; the other ranks join
+	 * it as info events (the built-in nonfinite rule names the origin:
+	 * docs/distributed.md). */
+	CHECK(count_sev("nonfinite", DETECT_FIRING, DETECT_CRITICAL) == 1);
+	CHECK(count_sev("nonfinite", DETECT_FIRING, DETECT_INFO) == 3);
+	g = first("nonfinite", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == 0 && g->step == 120);
+	CHECK(g->severity == DETECT_CRITICAL);
+	CHECK(count("nonfinite", DETECT_RESOLVED) == 1);
+	g = first("nonfinite", DETECT_RESOLVED);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == 0);
+	CHECK(strstr(g->msg, "started on rank 0 at step 120") != NULL);
+	detect_engine_free(e);
+}
+
+TEST(finished_run_leaves_nothing_firing)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	for (uint64_t st = 0; st < 100; st++)
+		for (int r = 0; r < 2; r++)
+			feed(e, "fin", r, "loss", st, (double) st + r * 0.01,
+			    st >= 98 && r == 1
+			        ? NAN
+			        : loss_at(st) * exp(0.02 * noise()));
+	CHECK(count("nonfinite", DETECT_FIRING) == 1);
+	for (int r = 0; r < 2; r++)
+		detect_end(
+		    e, "fin", 3, r, (int64_t) (100 * 1e9), on_alert, &S);
+	CHECK(count("nonfinite", DETECT_RESOLVED) == 1);
+	g = first("nonfinite", DETECT_RESOLVED);
+	REQUIRE(g != NULL);
+	CHECK(strstr(g->msg, "finished") != NULL);
+	CHECK(count_rule("nonfinite", DETECT_FIRING)
+	    == count_rule("nonfinite", DETECT_RESOLVED));
+	detect_engine_free(e);
 }
 
 TEST(reload_keeps_state_of_unchanged_rules)
@@ -1089,18 +1414,25 @@ main(void)
 	RUN(spike_healthy_is_quiet);
 	RUN(spike_blip_is_info_and_recovers);
 	RUN(spike_sustained_fires_next_step_and_resolves);
+	RUN(spike_not_recovered_becomes_critical);
 	RUN(spike_divergence_is_critical);
+	RUN(slow_divergence_fires_before_nan);
 	RUN(restart_is_one_event_and_not_a_spike);
 	RUN(drop_sustained_not_periodic);
+	RUN(level_gradual_drift_quiet_abrupt_shift_fires);
 	RUN(stall_of_run_rank_and_progress);
 	RUN(finished_run_is_not_a_stall);
 	RUN(lagging_rank_catching_up_is_progress);
 	RUN(stall_quiet_with_periodic_checkpoints);
+	RUN(stall_learns_recurring_pauses);
 	RUN(straggler_names_rank_and_host);
 	RUN(threshold_entropy_collapse_relative);
 	RUN(flatline_stuck_grad_norm);
 	RUN(series_limit_reported_once);
 	RUN(exec_action_on_firing_above_exec_on);
+	RUN(heartbeat_hang_is_one_alert);
+	RUN(one_rule_on_four_ranks_is_one_incident);
+	RUN(finished_run_leaves_nothing_firing);
 	RUN(reload_keeps_state_of_unchanged_rules);
 	RUN(alert_json_round_trips);
 	RUN(alert_reader_reads_what_the_writer_wrote);

@@ -1482,13 +1482,98 @@ TEST(fork_child_gets_new_default_emitter)
 	rx_free(&r);
 }
 
+/* Value of the stored sample named name at step (NaN if absent). */
+static double
+rx_value(rx *r, const char *name, uint64_t step)
+{
+	long i = rx_find(r, name, step);
+
+	return i < 0 ? NAN : double_of(r->s[i].bits);
+}
+
+/* Phase markers travel as vitals/phase/NAME samples (1 in, 0 out), and
+ * the emitter adds up the ms spent in each phase per step: at least the
+ * time slept in it, and together exactly the time from the step's first
+ * marker to the next step's. */
+TEST(phase_markers_and_phase_times)
+{
+	char        ep[128];
+	static rx   r;
+	static mock m;
+	vt_emitter *em;
+	vt_stats    st;
+	long        a, b;
+	double      sum, span;
+
+	rx_init(&r);
+	endpoint(ep, sizeof(ep), "phase.sock");
+	REQUIRE(mock_start(&m, &r, ep, MOCK_STORE) == 0);
+	em = open_to(ep, 1000);
+	REQUIRE(em != NULL);
+	CHECK_EQ_INT(vt_emit_phase(em, "", 1), VT_ENAME);
+	CHECK_EQ_INT(vt_emit_phase(em, NULL, 1), VT_EINVAL);
+	for (uint64_t step = 1; step <= 3; step++) {
+		CHECK_EQ_INT(vt_emit_phase(em, "data", step), 0);
+		sleep_ms(3);
+		CHECK_EQ_INT(vt_emit_phase(em, "forward", step), 0);
+		sleep_ms(12);
+		CHECK_EQ_INT(vt_emit_phase(em, "backward", step), 0);
+		sleep_ms(6);
+		CHECK_EQ_INT(vt_emit_phase_end(em, "backward", step), 0);
+		CHECK_EQ_INT(
+		    vt_emit(em, "loss", step, 1.0 / (double) step), 0);
+	}
+	/* A checkpoint after step 3's loss: at the latest step, 3. */
+	CHECK_EQ_INT(vt_emit_phase(em, "checkpoint", VT_STEP_LATEST), 0);
+	sleep_ms(5);
+	CHECK_EQ_INT(vt_emit_phase(em, "data", 4), 0);
+	CHECK_EQ_INT(vt_flush(em, 10000), 0);
+
+	CHECK(rx_value(&r, "vitals/phase/forward", 2) == 1.0);
+	CHECK(rx_value(&r, "vitals/phase/backward", 2) == 1.0);
+	CHECK(rx_value(&r, "vitals/phase/checkpoint", 3) == 1.0);
+	pthread_mutex_lock(&r.mu);
+	for (size_t i = 0; i < r.ns; i++)
+		if (strcmp(r.s[i].name, "vitals/phase/backward") == 0
+		    && double_of(r.s[i].bits) == 0.0)
+			CHECK(r.s[i].step <= 3);
+	pthread_mutex_unlock(&r.mu);
+	for (uint64_t step = 1; step <= 3; step++) {
+		CHECK(rx_value(&r, "phase_time/data", step) >= 3.0);
+		CHECK(rx_value(&r, "phase_time/forward", step) >= 12.0);
+		CHECK(rx_value(&r, "phase_time/backward", step) >= 6.0);
+		CHECK(rx_value(&r, "phase_time/forward", step) < 2000.0);
+	}
+	CHECK(isnan(rx_value(&r, "phase_time/checkpoint", 2)));
+	CHECK(rx_value(&r, "phase_time/checkpoint", 3) >= 5.0);
+	/* Step 4 is still open: not closed, no time yet. */
+	CHECK(isnan(rx_value(&r, "phase_time/data", 4)));
+	/* Step 2's phases add up to the span between its first marker and
+	 * step 3's, less the time out of any phase (after backward). */
+	a = rx_find(&r, "vitals/phase/data", 2);
+	b = rx_find(&r, "vitals/phase/data", 3);
+	REQUIRE(a >= 0 && b >= 0);
+	span = (double) (r.s[b].time_ns - r.s[a].time_ns) / 1e6;
+	sum  = rx_value(&r, "phase_time/data", 2)
+	    + rx_value(&r, "phase_time/forward", 2)
+	    + rx_value(&r, "phase_time/backward", 2);
+	CHECK(sum <= span + 1e-6 && sum >= 21.0);
+	/* Derived samples are not counted as logged or acknowledged. */
+	vt_get_stats(em, &st);
+	CHECK_EQ_INT(st.logged, st.acked);
+	CHECK_EQ_INT(st.pending, 0);
+	vt_close(em);
+	mock_stop(&m);
+	rx_free(&r);
+}
+
 static void
 rmtree(const char *dir)
 {
 	static const char *files[]
 	    = { "rt.sock", "nobody.sock", "id.sock", "mt.sock", "full.sock",
 		      "absent.sock", "restart.sock", "time.sock", "slow.sock",
-		      "names.sock", "dflt.sock", "fork.sock" };
+		      "names.sock", "dflt.sock", "fork.sock", "phase.sock" };
 	char path[128];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -1522,6 +1607,7 @@ main(void)
 	RUN(too_many_names);
 	RUN(default_emitter_created_once_and_shutdown);
 	RUN(fork_child_gets_new_default_emitter);
+	RUN(phase_markers_and_phase_times);
 	rmtree(tmpdir);
 	return harness_done();
 }

@@ -543,6 +543,109 @@ TEST(ranks_latest_incarnation_by_start)
 	store_close(st);
 }
 
+/* Value of series m of the wide test at step st: distinct per series. */
+static double
+val_wide(int m, uint64_t st)
+{
+	return (double) (float) ((double) m + 1.0 / (1.0 + (double) st));
+}
+
+/* One batch of rank 0 of run "wide": nm series "m00".. each with k
+ * samples from step s0, in one transaction. */
+static int
+apply_wide(ingest *in, uint64_t seq, int nm, uint64_t s0, uint32_t k)
+{
+	wire_ident id = { 0 };
+	wire_batch b;
+	size_t     off;
+	char       name[16], why[200];
+	int        is_new, rc;
+
+	id.incarnation = 77;
+	id.world_size  = 1;
+	id.run         = "wide";
+	id.run_len     = 4;
+	id.host        = "h";
+	id.host_len    = 1;
+	off            = wire_put_batch_head(msg, &id, seq, seq, 0);
+	wire_put_names_count(msg, &off, (uint16_t) nm);
+	for (int m = 0; m < nm; m++) {
+		snprintf(name, sizeof(name), "m%02d", m);
+		wire_put_name(msg, &off, name, strlen(name));
+	}
+	wire_put_samples_count(msg, &off, (uint32_t) nm * k);
+	for (uint64_t st = s0; st < s0 + k; st++) {
+		for (int m = 0; m < nm; m++) {
+			wire_sample w = { (uint16_t) m, st,
+				1700000000000000000ll + (int64_t) st * 1000000,
+				val_wide(m, st) };
+
+			wire_put_sample(msg, &off, &w);
+		}
+	}
+	if (wire_batch_decode(msg, off, &b, why, sizeof(why)) != 0)
+		return -102;
+	if (ingest_begin(in) != 0)
+		return -100;
+	rc = ingest_batch(in, &b, 1, &is_new, why, sizeof(why));
+	if (rc < 0) {
+		ingest_abort(in);
+		return rc;
+	}
+	return ingest_commit(in) != 0 ? -101 : rc;
+}
+
+/*
+ * More series per commit than encoders allowed: every commit unloads
+ * and reloads tails (the encoders handed from series to series), and a
+ * reopen resumes them from the store. Every series reads back exactly.
+ */
+TEST(wide_run_past_encoder_bound_reads_back)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	got        *g = malloc(sizeof(*g));
+	uint64_t    seq = 1, step = 0;
+	int         bad = 0;
+
+	REQUIRE(g != NULL);
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &st, (char[1400]) { 0 }, 1400) == 0);
+	ingest_opts_init(&o);
+	o.cache_encoders = 4;
+	REQUIRE(ingest_open(st, &o, &in) == 0);
+	for (int c = 0; c < 40; c++, seq++, step += 3) {
+		if (c == 20) { /* a restart of the collector */
+			ingest_close(in);
+			REQUIRE(ingest_open(st, &o, &in) == 0);
+		}
+		CHECK_EQ_INT(apply_wide(in, seq, 50, step, 3), WIRE_ACK_STORED);
+	}
+	ingest_close(in);
+	store_close(st);
+	for (int m = 0; m < 50; m++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "m%02d", m);
+		REQUIRE(read_series("wide", name, 0, 0, UINT64_MAX, g) == 0);
+		if (g->n != 120) {
+			printf("  %s: %llu samples\n", name,
+			    (unsigned long long) g->n);
+			bad++;
+			continue;
+		}
+		for (uint64_t i = 0; i < 120; i++)
+			if (g->steps[i] != i ||
+			    g->values[i] != val_wide(m, i) ||
+			    g->times[i] != 1700000000000000000ll +
+				    (int64_t) i * 1000000)
+				bad++;
+	}
+	CHECK_EQ_INT(bad, 0);
+	free(g);
+}
+
 TEST(readonly_missing_db_is_clear)
 {
 	store *st;
@@ -579,6 +682,7 @@ main(void)
 	RUN(abort_leaves_nothing);
 	RUN(alerts_in_order_per_run);
 	RUN(ranks_latest_incarnation_by_start);
+	RUN(wide_run_past_encoder_bound_reads_back);
 	RUN(readonly_missing_db_is_clear);
 	fresh_dir();
 	rmdir(dir);

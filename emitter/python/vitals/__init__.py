@@ -13,10 +13,10 @@ Names that are not Python identifiers go in a dict:
 
 Values may be Python floats, ints and bools, numpy scalars, and 0-d (or
 one-element) tensors: anything ``float(x)`` or ``x.item()`` turns into a
-number; neither torch nor numpy is imported here. A CUDA tensor's
-conversion copies it to the host and so waits for the GPU; pass values
-already on the CPU (``loss.item()`` you print anyway), or log every N
-steps, to keep the step asynchronous. ``None`` values are skipped.
+number; neither torch nor numpy is imported here. A CUDA tensor is not
+converted on the spot (that would wait for the GPU): it is copied to the
+host without blocking and logged when the copy is done (vitals.torch,
+imported then). ``None`` values are skipped.
 
 Telemetry never breaks training: ``log`` never raises. A bad value, a bad
 name, a full buffer or a missing library is counted (``vitals.stats()``)
@@ -54,7 +54,7 @@ import weakref
 
 from . import _lib
 
-__all__ = ["log", "flush", "end", "mark_failed", "shutdown", "stats",
+__all__ = ["log", "phase", "phase_begin", "phase_end", "flush", "end", "mark_failed", "shutdown", "stats",
            "Emitter", "VitalsError", "available", "library_path", "version"]
 __version__ = "0.1.0"
 
@@ -164,6 +164,17 @@ def _value(v, name):
     return None
 
 
+def _defer_cuda(step, name, v, emitter):
+    """A CUDA tensor: float() would wait for the GPU. vitals.torch copies
+    it to the host without blocking and logs it once the copy is done."""
+    try:
+        from . import torch as vtorch
+        vtorch.defer(step, name, v, emitter)
+    except Exception as e:
+        _problem("cuda_value", "metric %r: CUDA tensor not logged: %r"
+                 % (name, e))
+
+
 def _short(v):
     try:
         s = repr(v)
@@ -236,6 +247,9 @@ def log(step, metrics=None, /, **kw):
                 if b is None:
                     continue
             if type(v) is not float:
+                if type(v) is not int and getattr(v, "is_cuda", False):
+                    _defer_cuda(step, name, v, None)
+                    continue
                 v = _value(v, name)
                 if v is None:
                     continue
@@ -245,6 +259,89 @@ def log(step, metrics=None, /, **kw):
                 _failed(rc, name)
     except Exception as e:  # a telemetry bug must not stop training
         _problem("internal", "internal error: %r" % (e,))
+
+
+# ---- phase markers --------------------------------------------------------
+
+STEP_LATEST = (1 << 64) - 1  # VT_STEP_LATEST: the latest step logged
+_phases = []  # the phases entered with phase(), innermost last
+
+
+def _phase_call(f, h, name, step):
+    # f is a raw C function (exactly bytes and c_uint64, see _lib).
+    try:
+        b = _names.get(name)
+        if b is None:
+            b = _name(name)
+            if b is None:
+                return
+        if step is None:
+            step = STEP_LATEST
+        elif type(step) is not int or not 0 <= step < _U64:
+            step = _step(step)
+            if step is None:
+                return
+        rc = f(b, _U(step)) if h is None else f(h, b, _U(step))
+        if rc:
+            _failed(rc, "vitals/phase/" + str(name))
+    except Exception as e:  # a telemetry bug must not stop training
+        _problem("internal", "internal error: %r" % (e,))
+
+
+def _no_phase(*args):
+    return _NOLIB
+
+
+_c_phase = _funcs["vt_phase_raw"] if _funcs is not None else _no_phase
+_c_phase_end = (_funcs["vt_phase_end_raw"] if _funcs is not None
+                else _no_phase)
+
+
+def phase_begin(name, step=None):
+    """This rank enters phase ``name`` ("data", "forward", "backward",
+    "collective", "optimizer", "checkpoint", "eval", or a name of its
+    own), leaving the phase it was in. ``step``: the step it is in
+    (None: the latest step logged). Costs about one ``log`` of one
+    metric; never raises. The emitter derives ``phase_time/NAME`` (ms per
+    step) from the markers.
+    """
+    global _default_used
+    _default_used = True
+    _phase_call(_c_phase, None, name, step)
+
+
+def phase_end(name, step=None):
+    """This rank leaves phase ``name`` (and is in no named phase)."""
+    _phase_call(_c_phase_end, None, name, step)
+
+
+class phase:
+    """``with vitals.phase("checkpoint"): ...``: the rank is in the phase
+    for the block, then back in the phase it was in before (entered with
+    another ``with vitals.phase``), or in none. Never raises.
+    """
+
+    __slots__ = ("name", "step", "_begin", "_end")
+
+    def __init__(self, name, step=None):
+        self.name = name
+        self.step = step
+        self._begin = phase_begin
+        self._end = phase_end
+
+    def __enter__(self):
+        _phases.append(self.name)
+        self._begin(self.name, self.step)
+        return self
+
+    def __exit__(self, *exc):
+        if _phases and _phases[-1] == self.name:
+            _phases.pop()
+        if _phases:
+            self._begin(_phases[-1], self.step)
+        else:
+            self._end(self.name, self.step)
+        return False
 
 
 def _timeout_ms(timeout):
@@ -425,6 +522,9 @@ class Emitter:
                     if b is None:
                         continue
                 if type(v) is not float:
+                    if type(v) is not int and getattr(v, "is_cuda", False):
+                        _defer_cuda(step, name, v, self)
+                        continue
                     v = _value(v, name)
                     if v is None:
                         continue
@@ -446,6 +546,25 @@ class Emitter:
                         _failed(rc, name)
         except Exception as e:
             _problem("internal", "internal error: %r" % (e,))
+
+    def phase_begin(self, name, step=None):
+        """As vitals.phase_begin, on this emitter."""
+        h = self._h if self._h is not None else self._handle()
+        if h is not None:
+            _phase_call(_vt_emit_phase, h, name, step)
+
+    def phase_end(self, name, step=None):
+        """As vitals.phase_end, on this emitter."""
+        h = self._h if self._h is not None else self._handle()
+        if h is not None:
+            _phase_call(_vt_emit_phase_end, h, name, step)
+
+    def phase(self, name, step=None):
+        """As vitals.phase, on this emitter (a context manager)."""
+        p = phase(name, step)
+        p._begin = self.phase_begin
+        p._end = self.phase_end
+        return p
 
     def flush(self, timeout=5.0):
         """Wait until this emitter's samples are stored; True if they
@@ -489,7 +608,11 @@ class Emitter:
 if _funcs is not None:
     _vt_emit = _funcs["vt_emit_raw"]
     _vt_emit_at = _funcs["vt_emit_at_raw"]
+    _vt_emit_phase = _funcs["vt_emit_phase_raw"]
+    _vt_emit_phase_end = _funcs["vt_emit_phase_end_raw"]
 else:
+    _vt_emit_phase = _vt_emit_phase_end = _no_phase
+
     def _vt_emit(h, name, step, value):
         return _NOLIB
 

@@ -3,13 +3,12 @@
 The library is searched, in order:
 
 1. ``$VITALS_LIB``: the library file, or a folder holding ``libvitals.so``;
-2. the package folder (``vitals/libvitals.so``, for a vendored copy);
-3. the ``build/`` folder of the source tree: relative to this file when
-   the package is used from the tree (``PYTHONPATH=emitter/python``), and
-   the tree it was installed from (``pip install ./emitter/python``
-   records it in ``_where.py``);
+2. the package folder (``vitals/libvitals.so``): the copy that
+   ``pip install ./emitter/python`` builds and bundles;
+3. the ``build/`` folder of the source tree, relative to this file, when
+   the package is used from the tree (``PYTHONPATH=emitter/python``);
 4. the system loader path (``libvitals.so.0``, ``libvitals.so``:
-   ``/etc/ld.so.conf``, ``$LD_LIBRARY_PATH``).
+   ``make install`` and ``ldconfig``, ``$LD_LIBRARY_PATH``).
 
 Hot functions (vt_log, vt_emit) are called through ``ctypes.PyDLL``: they
 never block, so they keep the GIL, which saves releasing and taking it on
@@ -67,12 +66,6 @@ def candidates():
     out.append(os.path.join(here, LIB_NAME))
     out.append(os.path.normpath(os.path.join(here, "..", "..", "..",
                                              "build", LIB_NAME)))
-    try:
-        from ._where import BUILD_DIR
-    except ImportError:
-        BUILD_DIR = None
-    if BUILD_DIR:
-        out.append(os.path.join(BUILD_DIR, LIB_NAME))
     out.append("libvitals.so.0")
     out.append(LIB_NAME)
     return out
@@ -86,6 +79,10 @@ def _prototypes(fast, slow):
         (fast, "vt_emit", [vp, cp, c_u64, ctypes.c_double], c_int),
         (fast, "vt_emit_at", [vp, cp, c_u64, ctypes.c_int64,
                               ctypes.c_double], c_int),
+        (fast, "vt_phase", [cp, c_u64], c_int),
+        (fast, "vt_phase_end", [cp, c_u64], c_int),
+        (fast, "vt_emit_phase", [vp, cp, c_u64], c_int),
+        (fast, "vt_emit_phase_end", [vp, cp, c_u64], c_int),
         (fast, "vt_get_stats", [vp, ctypes.POINTER(Stats)], None),
         (fast, "vt_strerror", [c_int], cp),
         (fast, "vt_errmsg", [vp], cp),
@@ -106,7 +103,8 @@ def _prototypes(fast, slow):
         f.argtypes = args
         f.restype = res
         funcs[name] = f
-    for name in ("vt_log", "vt_emit", "vt_emit_at"):
+    for name in ("vt_log", "vt_emit", "vt_emit_at", "vt_phase",
+                 "vt_phase_end", "vt_emit_phase", "vt_emit_phase_end"):
         f = fast[name]  # a new function object, not the one above
         f.restype = c_int
         funcs[name + "_raw"] = f

@@ -1,0 +1,286 @@
+/*
+ * bench_wide: the cost curve of a sample against the width of a run.
+ *
+ *	bench_wide [DIR] [MAXSERIES] [MINSERIES]
+ *
+ * For 10, 1,000, 10,000 and 100,000 series per step (and 1,000,000 when
+ * MAXSERIES allows it; default 100,000), one run of R ranks x M metrics
+ * each logging once per step (one batch per rank per step) goes through
+ * the collector's write path in this process (decode, dedup, encode,
+ * commit with fsync, as vitalsd does, without the network: the network
+ * costs the same per sample at every width, the store does not).
+ *
+ * A commit holds one step, or as many steps as make 10,000 samples when
+ * a step brings fewer (a narrow run's batches arrive faster than the
+ * commit interval, so vitalsd groups them). The first commit, which
+ * creates the series, is not measured; then about 1,000,000 samples
+ * (at least 3 commits) are. Each width runs in its own child process so
+ * its peak RSS is its own.
+ *
+ * Printed per width: ingest rate, bytes passed to write(2) per sample
+ * (wchar of /proc/self/io: what LMDB writes, independent of the page
+ * cache) and bytes the kernel accounted to storage (write_bytes), CPU
+ * (user + system) per sample, peak RSS, and CPU and bytes as ratios to
+ * the 10-series case. Figures only; the machine may be shared.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/realistic.h"
+#include "collector/ingest.h"
+#include "store/store.h"
+#include "wire/wire.h"
+
+#define TARGET 1000000u      /* samples measured per width */
+#define MIN_PER_COMMIT 10000 /* samples a narrow commit groups */
+
+typedef struct result {
+	double series, samples, commits, wall, cpu, wchar, wbytes, rss_mib;
+	int    ok;
+} result;
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double
+cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double) ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6
+	    + (double) ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* wchar and write_bytes of this process (0 where unreadable). */
+static void
+proc_io(double *wchar, double *wbytes)
+{
+	FILE              *f = fopen("/proc/self/io", "r");
+	char               line[128];
+	unsigned long long v;
+
+	*wchar = *wbytes = 0;
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "wchar: %llu", &v) == 1)
+			*wchar = (double) v;
+		else if (sscanf(line, "write_bytes: %llu", &v) == 1)
+			*wbytes = (double) v;
+	}
+	fclose(f);
+}
+
+/* Build rank r's batch for step s: M names, one sample each. */
+static size_t
+build(uint8_t *msg, int rank, int ranks, int metrics, uint64_t seq, uint64_t s,
+    int64_t t, real_gen *g)
+{
+	wire_ident id = { 0 };
+	size_t     off;
+	char       name[64];
+
+	id.incarnation = 5000 + (uint64_t) rank;
+	id.rank        = rank;
+	id.world_size  = ranks;
+	id.run         = "wide";
+	id.run_len     = 4;
+	id.host        = "node0";
+	id.host_len    = 5;
+	off            = wire_put_batch_head(msg, &id, seq, seq, 0);
+	wire_put_names_count(msg, &off, (uint16_t) metrics);
+	for (int m = 0; m < metrics; m++) {
+		int n = snprintf(name, sizeof(name), "layer%04d.%s", m / 6,
+		    real_names[m % REAL_METRICS]);
+
+		wire_put_name(msg, &off, name, (size_t) n);
+	}
+	wire_put_samples_count(msg, &off, (uint32_t) metrics);
+	for (int m = 0; m < metrics; m++) {
+		wire_sample w = { (uint16_t) m, s, t + m * 1500,
+			real_value(g, m % REAL_METRICS, s) };
+
+		wire_put_sample(msg, &off, &w);
+	}
+	return off;
+}
+
+/* One width, in a child: fills res. */
+static void
+run_width(const char *base, long series, result *res)
+{
+	char          dir[1100], err[1400], cmd[2300], why[200];
+	int           metrics = series < 1000 ? (int) series : 1000;
+	int           ranks   = (int) (series / metrics);
+	uint64_t      spc     = series >= MIN_PER_COMMIT
+	             ? 1
+	             : (uint64_t) (MIN_PER_COMMIT / series);
+	uint64_t      commits = TARGET / ((uint64_t) series * spc);
+	uint64_t      step    = 0, *seq;
+	real_gen     *gens;
+	uint8_t      *msg;
+	store        *st;
+	ingest       *in;
+	ingest_opts   io;
+	double        w0 = 0, c0 = 0, x0 = 0, b0 = 0, x1, b1;
+	struct rusage ru;
+
+	memset(res, 0, sizeof(*res));
+	if (commits < 3)
+		commits = 3;
+	snprintf(dir, sizeof(dir), "%s/w%ld", base, series);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+	msg  = malloc((size_t) metrics * (WIRE_SAMPLE_SIZE + 64) + 4096);
+	gens = calloc((size_t) ranks, sizeof(*gens));
+	seq  = calloc((size_t) ranks, sizeof(*seq));
+	if (system(cmd) != 0 || msg == NULL || gens == NULL || seq == NULL)
+		return;
+	ingest_opts_init(&io);
+	io.time_quantum_ns  = 1000000; /* vitalsd's default */
+	io.max_series_run   = 0;
+	io.max_series_total = 0;
+	if (store_open(dir, 0, &st, err, sizeof(err)) != 0
+	    || ingest_open(st, &io, &in) != 0) {
+		fprintf(stderr, "bench_wide: %s\n", err);
+		return;
+	}
+	/* A map large enough that no commit has to be redone: growing it
+	 * is not what is measured. */
+	while (store_map_size(st) < ((uint64_t) 8 << 30))
+		if (store_grow(st) != 0)
+			return;
+	for (int r = 0; r < ranks; r++)
+		real_init(&gens[r], r, 1000000, 1700000000000000000ll);
+	/* Commit 0 creates the series and is not measured. */
+	for (uint64_t c = 0; c <= commits; c++) {
+		int rc = 0;
+
+		if (c == 1) {
+			w0 = now_s();
+			c0 = cpu_s();
+			proc_io(&x0, &b0);
+		}
+		if ((rc = ingest_begin(in)) != 0)
+			goto fail;
+		for (uint64_t k = 0; k < spc; k++, step++) {
+			for (int r = 0; r < ranks; r++) {
+				wire_batch b;
+				int64_t    t = real_step(&gens[r]);
+				size_t     n;
+				int        is_new;
+
+				n = build(msg, r, ranks, metrics, ++seq[r],
+				    step, t, &gens[r]);
+				if (wire_batch_decode(
+				        msg, n, &b, why, sizeof(why))
+				    != 0) {
+					fprintf(
+					    stderr, "bench_wide: %s\n", why);
+					goto fail;
+				}
+				rc = ingest_batch(
+				    in, &b, 0, &is_new, why, sizeof(why));
+				if (rc < 0)
+					goto fail;
+			}
+		}
+		if ((rc = ingest_commit(in)) != 0)
+			goto fail;
+		continue;
+	fail:
+		fprintf(stderr, "bench_wide: %s\n", store_errmsg(st));
+		ingest_abort(in);
+		return;
+	}
+	proc_io(&x1, &b1);
+	res->wall    = now_s() - w0;
+	res->cpu     = cpu_s() - c0;
+	res->wchar   = x1 - x0;
+	res->wbytes  = b1 - b0;
+	res->series  = (double) series;
+	res->commits = (double) commits;
+	res->samples = (double) commits * (double) spc * (double) series;
+	getrusage(RUSAGE_SELF, &ru);
+	res->rss_mib = (double) ru.ru_maxrss / 1024.0;
+	res->ok      = 1;
+	ingest_close(in);
+	store_close(st);
+	free(msg);
+	free(gens);
+	free(seq);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *base     = argc > 1 ? argv[1] : "/tmp/vitals-bench-wide";
+	long        max      = argc > 2 ? atol(argv[2]) : 100000;
+	long        min      = argc > 3 ? atol(argv[3]) : 0;
+	long        widths[] = { 10, 1000, 10000, 100000, 1000000 };
+	result      r0       = { 0 };
+
+	printf("%9s %9s %7s %9s %10s %10s %9s %8s %6s %6s\n", "series",
+	    "samples", "commits", "M/s", "wchar B/s", "disk B/s", "CPU us/s",
+	    "RSS MiB", "xCPU", "xwchar");
+	for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
+		int    fd[2], status;
+		pid_t  pid;
+		result r;
+
+		if (widths[i] > max)
+			break;
+		if (widths[i] < min)
+			continue;
+		if (pipe(fd) != 0)
+			return 1;
+		fflush(stdout);
+		if ((pid = fork()) == 0) {
+			close(fd[0]);
+			run_width(base, widths[i], &r);
+			if (write(fd[1], &r, sizeof(r)) != (ssize_t) sizeof(r))
+				_exit(1);
+			_exit(0);
+		}
+		close(fd[1]);
+		memset(&r, 0, sizeof(r));
+		if (pid < 0 || read(fd[0], &r, sizeof(r)) != sizeof(r))
+			r.ok = 0;
+		close(fd[0]);
+		if (pid > 0)
+			waitpid(pid, &status, 0);
+		if (!r.ok) {
+			printf("%9ld failed\n", widths[i]);
+			continue;
+		}
+		if (widths[i] == 10)
+			r0 = r;
+		printf("%9.0f %9.0f %7.0f %9.3f %10.1f %10.1f %9.3f %8.0f "
+		       "%6.2f %6.2f\n",
+		    r.series, r.samples, r.commits, r.samples / r.wall / 1e6,
+		    r.wchar / r.samples, r.wbytes / r.samples,
+		    r.cpu / r.samples * 1e6, r.rss_mib,
+		    r0.ok ? (r.cpu / r.samples) / (r0.cpu / r0.samples) : 0,
+		    r0.ok ? (r.wchar / r.samples) / (r0.wchar / r0.samples)
+		          : 0);
+	}
+	{
+		char cmd[1200];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+		if (system(cmd) != 0)
+			return 1;
+	}
+	return 0;
+}

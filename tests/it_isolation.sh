@@ -1,0 +1,255 @@
+# Isolation and bounds (issue 15) with real processes: one client must not
+# blind, starve or exhaust the collector for the others. A hostile client
+# (tests/helpers/hostile.c) attacks while a healthy trainer runs; each
+# section prints its figures (bound, peak RSS, what the healthy run saw).
+. tests/lib.sh
+
+# ONLY=N runs section N alone (while working on it).
+want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
+
+# vitalsd on tcp://127.0.0.1:$PORT with a descriptor limit of $1 (soft
+# and hard) and the options after it.
+start_tcp() {
+	lim=$1
+	shift
+	PORT=$((20000 + ($$ + ${SECTION:-0}) % 20000))
+	EP=tcp://127.0.0.1:$PORT
+	export VITALS_ENDPOINT=$EP
+	(
+		ulimit -n "$lim"
+		exec "$BIN/vitalsd" --listen "$EP" --db "$DB" "$@"
+	) >>"$T/vitalsd.log" 2>&1 &
+	VPID=$!
+	sleep 0.5
+}
+
+# The collector's peak RSS (VmHWM) in KiB.
+hwm_kb() {
+	h=$(awk '/^VmHWM:/ { print $2 }' "/proc/$VPID/status" 2>/dev/null)
+	echo "${h:-0}"
+}
+
+# A healthy trainer of run $1; prints how long it took.
+healthy() {
+	t0=$(now_ms)
+	VITALS_RUN=$1 "$BIN/tests/trainer" emit --ranks 1 --metrics 5 \
+		--steps 2000 --step-us 500 --flush-ms 20000 >"$T/healthy.$1"
+	rc=$?
+	echo "healthy run $1: $(cat "$T/healthy.$1"), $(($(now_ms) - t0)) ms"
+	return $rc
+}
+
+# ---------------------------------------------------------------------
+# 1. 1,100 connections that handshake and stay silent, from one address,
+# against a collector with 1,024 descriptors.
+if want 1; then
+SECTION=1
+start_tcp 1024 --no-detect
+"$BIN/tests/hostile" idle "tcp://127.0.0.2:0;127.0.0.1:$PORT" 1100 12 \
+	>"$T/idle.out" &
+HOST=$!
+sleep 4
+fds=$(ls "/proc/$VPID/fd" | wc -l)
+echo "figures: idle: vitalsd holds $fds descriptors under 1,100 idle" \
+	"connections"
+healthy idle1
+check "idle x1100: healthy trainer acknowledged meanwhile" [ $? = 0 ]
+check "idle x1100: collector below its descriptor limit" [ "$fds" -lt 1000 ]
+check "idle x1100: collector still running" kill -0 "$VPID"
+wait $HOST
+cat "$T/idle.out"
+check "idle x1100: refusals logged with the address" \
+	grep -q "refused a connection from 127.0.0.2" "$T/vitalsd.log"
+echo "figures: idle: peak RSS (VmHWM) $(($(hwm_kb) / 1024)) MiB"
+check "idle x1100: collector stops cleanly" stop_collector
+grep "vitalsd: connections:" "$T/vitalsd.log" | tail -n 1
+check "idle x1100: per-peer refusals counted" \
+	sh -c "grep 'vitalsd: connections:' \"\$1\" | tail -n 1 |
+		grep -vq ' 0 past --max-connections-per-peer'" - "$T/vitalsd.log"
+EP=ipc://$T/collector.sock
+export VITALS_ENDPOINT=$EP
+fi
+
+# ---------------------------------------------------------------------
+# 2. Connections silent past --idle-timeout-ms are closed; an emitter that
+# keeps sending is not.
+if want 2; then
+SECTION=2
+: >"$T/vitalsd.log"
+start_collector --no-detect --idle-timeout-ms 1000
+"$BIN/tests/hostile" idle "$EP" 5 4 >"$T/idle.out"
+cat "$T/idle.out"
+healthy idle2
+check "idle timeout: healthy trainer acknowledged" [ $? = 0 ]
+check "idle timeout: silent connections closed and logged" \
+	grep -q "no message for 1000 ms" "$T/vitalsd.log"
+check "idle timeout: collector stops cleanly" stop_collector
+grep "vitalsd: connections:" "$T/vitalsd.log" | tail -n 1
+fi
+
+# ---------------------------------------------------------------------
+# 3. One client sends 16 MiB batches of 65,535 names and no sample in a
+# loop, with detection on. docs/limits.md: RSS <= B + P + Q + 2 M + what
+# ZeroMQ queues, at most what the flood sent: 256 MiB (caches at their
+# defaults) + 64 MiB pending + 64 MiB detection queue + (sent + 2) x 16.
+if want 3; then
+SECTION=3
+start_collector --max-connections 8 --max-pending-mib 64 \
+	--detect-queue-mib 64
+"$BIN/tests/hostile" flood "$EP" 10 >"$T/flood.out" &
+HOST=$!
+sleep 2
+healthy flood1
+check "names flood: healthy trainer acknowledged meanwhile" [ $? = 0 ]
+wait $HOST
+cat "$T/flood.out"
+sent=$(awk '{ print $3 }' "$T/flood.out")
+bound_mib=$((256 + 64 + 64 + (${sent:-0} + 2) * 16))
+peak=$(($(hwm_kb) / 1024))
+echo "figures: names flood: vitalsd peak RSS (VmHWM) $peak MiB," \
+	"bound $bound_mib MiB"
+check "names flood: peak RSS under the documented bound" \
+	[ "$peak" -gt 0 -a "$peak" -lt "$bound_mib" ]
+check "names flood: collector still running" kill -0 "$VPID"
+check "names flood: collector stops cleanly" stop_collector
+fi
+
+# ---------------------------------------------------------------------
+# 4. An alert storm: 200 NaN alerts at once, each paging through a hook
+# that takes a second. Every page is run, or counted and stored.
+if want 4; then
+SECTION=4
+: >"$T/pages"
+cat >"$T/rules" <<RULES
+rule page_nan {
+	metric   = '^m'
+	detector = nonfinite
+	severity = critical
+	exec     = ["sh", "-c", "sleep 1; cat >> $T/pages"]
+	timeout  = 10s
+}
+RULES
+start_collector --rules "$T/rules"
+args=$(seq -f 'm%03g=nan' 0 199)
+# shellcheck disable=SC2086
+"$BIN/vitals" emit --run storm --step 1 $args
+check "storm: 200 NaN samples stored" [ $? = 0 ]
+# 16 at once, a second each: the queued ones are run within ~6 s.
+i=0
+while [ $i -lt 150 ]; do
+	ran=$(wc -l <"$T/pages")
+	[ "$ran" -ge 80 ] && break
+	sleep 0.1
+	i=$((i + 1))
+done
+sleep 1.5
+ran=$(wc -l <"$T/pages")
+check "storm: collector stops cleanly" stop_collector
+dropped=$("$BIN/vitals" alerts --db "$DB" --run storm --format jsonl |
+	grep -c '"rule":"hook_dropped"')
+echo "figures: storm: 200 pages, $ran run, $dropped dropped and stored" \
+	"as hook_dropped alerts"
+grep "hook runs dropped in all" "$T/vitalsd.log"
+check "storm: more pages run than hooks at once (queued ones ran)" \
+	[ "$ran" -gt 16 ]
+check "storm: every page run or counted" [ $((ran + dropped)) = 200 ]
+check "storm: drops counted in the log" \
+	grep -q "^vitalsd: $dropped hook runs dropped in all" "$T/vitalsd.log"
+fi
+
+# ---------------------------------------------------------------------
+# 5. vitals tail: a file truncated and rewritten past its old size within
+# one poll is read again from its start (the size alone cannot tell).
+if want 5; then
+SECTION=5
+start_collector --no-detect
+line() {
+	echo "step:$1/9999 train_loss:5.$1 train_time:$(($1 * 100))ms step_avg:100.00ms"
+}
+for s in $(seq 1 500); do line "$s"; done >"$T/train.log"
+for s in $(seq 1001 2000); do line "$s"; done >"$T/new.log"
+"$BIN/vitals" tail --preset nanogpt --run rewrite "$T/train.log" \
+	>/dev/null 2>"$T/tail.err" &
+TPID=$!
+count() {
+	"$BIN/vitals" query --db "$DB" --run rewrite --metric loss 2>/dev/null |
+		tail -n +2 | grep -c ''
+}
+i=0
+while [ "$(count)" -lt 500 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+# Truncate and write 1,000 longer lines at once: well within one poll.
+cat "$T/new.log" >"$T/train.log"
+i=0
+while [ "$(count)" -lt 1500 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+n=$(count)
+kill -TERM $TPID
+wait $TPID
+echo "tail: $n of 1500 lines stored after the rewrite"
+check "tail: rewritten file read from its start, no line lost" [ "$n" = 1500 ]
+check "tail: collector stops cleanly" stop_collector
+fi
+
+# ---------------------------------------------------------------------
+# 6. Small ones: a port out of range is refused; times before the epoch
+# print with their sign (-1 ms is -0.001000000, not -1.999000000).
+if want 6; then
+SECTION=6
+"$BIN/vitalsd" --listen tcp://127.0.0.1:99999 --db "$DB" 2>"$T/err" &
+LP=$!
+sleep 1
+if kill -0 $LP 2>/dev/null; then
+	kill $LP
+	wait $LP
+	rc=running
+else
+	wait $LP
+	rc=$?
+fi
+cat "$T/err"
+check "listen: port 99999 refused with exit status 2" [ "$rc" = 2 ]
+check "listen: the message names the port" grep -q "'99999'" "$T/err"
+start_collector --no-detect
+"$BIN/tests/hostile" sample "$EP" epoch -1000000
+check "time -1 ms: stored" [ $? = 0 ]
+"$BIN/vitals" query --db "$DB" --run epoch --metric t >"$T/q.csv"
+cat "$T/q.csv"
+check "time -1 ms: printed as -0.001000000" \
+	grep -q -- "^-0.001000000," "$T/q.csv"
+check "small ones: collector stops cleanly" stop_collector
+fi
+
+# ---------------------------------------------------------------------
+# 7. vitals replay: a 256 MiB line is refused where it starts, without
+# holding it; a step past 2^64-1 is refused at its column, not clamped.
+if want 7; then
+SECTION=7
+{
+	echo '{"run":"r","metric":"loss","step":1,"time":1,"value":1}'
+	printf '{"run":"'
+	head -c 268435456 /dev/zero | tr '\0' x
+	echo '"}'
+} >"$T/long.jsonl"
+/usr/bin/time -f "%M" -o "$T/rss" "$BIN/vitals" replay "$T/long.jsonl" \
+	>/dev/null 2>"$T/err"
+rc=$?
+cat "$T/err"
+rss=$(tail -n 1 "$T/rss")
+echo "figures: replay of a 256 MiB line: peak RSS $((rss / 1024)) MiB"
+check "replay: long line refused at its line, exit 1" \
+	sh -c "[ $rc = 1 ] && grep -q 'long.jsonl:2: expected a line of at most 1 MiB' '$T/err'"
+check "replay: the long line was not held (peak RSS < 64 MiB)" \
+	[ "$rss" -lt 65536 ]
+printf '{"run":"r","metric":"loss","step":99999999999999999999999,"time":1,"value":1}\n' \
+	>"$T/big.jsonl"
+"$BIN/vitals" replay "$T/big.jsonl" >/dev/null 2>"$T/err"
+rc=$?
+cat "$T/err"
+check "replay: step past 2^64-1 refused at file:line:col" \
+	sh -c "[ $rc = 1 ] && grep -q 'big.jsonl:1:35: expected \"step\" from 0' '$T/err'"
+printf '{"run":"r","metric":"loss","step":18446744073709551615,"time":1,"value":1}\n' \
+	>"$T/max.jsonl"
+"$BIN/vitals" replay "$T/max.jsonl" >/dev/null
+check "replay: step 2^64-1 itself is taken" [ $? = 0 ]
+fi
+
+finish
