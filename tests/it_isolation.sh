@@ -135,7 +135,7 @@ start_collector --rules "$T/rules"
 i=0
 pids=
 while [ $i -lt 200 ]; do
-	{ "$BIN/vitals" emit --run "storm$i" --step 1 m=nan ||
+	{ "$BIN/vitals" emit --timeout-ms 60000 --run "storm$i" --step 1 m=nan ||
 		echo "$i" >>"$T/emit.fail"; } &
 	pids="$pids $!"
 	i=$((i + 1))
@@ -143,15 +143,22 @@ done
 # shellcheck disable=SC2086
 wait $pids
 check "storm: 200 NaN samples stored" [ ! -s "$T/emit.fail" ]
-# 16 at once, a second each: the queued ones are run within ~6 s.
+# 16 at once, a second each: wait until no page has been run for 3 s
+# (the queues are empty), at most 60 s.
 i=0
-while [ $i -lt 150 ]; do
+last=-1
+still=0
+while [ $i -lt 600 ] && [ $still -lt 30 ]; do
 	ran=$(wc -l <"$T/pages")
-	[ "$ran" -ge 80 ] && break
+	if [ "$ran" = "$last" ]; then
+		still=$((still + 1))
+	else
+		still=0
+		last=$ran
+	fi
 	sleep 0.1
 	i=$((i + 1))
 done
-sleep 1.5
 ran=$(wc -l <"$T/pages")
 check "storm: collector stops cleanly" stop_collector
 dropped=$("$BIN/vitals" alerts --db "$DB" --format jsonl |
