@@ -173,5 +173,8 @@ typedef struct detect_name {
 	char s[208];
 } detect_name;
 detect_name detect_name_of(const char *p, size_t len);
+/* n bytes of s and a NUL, malloc'ed (caller frees); NULL when out of
+ * memory. */
+char *detect_dupn(const char *s, size_t n);
 
 #endif /* DETECT_DETECTOR_H */

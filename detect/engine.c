@@ -113,19 +113,6 @@ hash_group(
 	return metric ? detect_hash(h, metric, mlen) : h;
 }
 
-static char *
-dupn(const char *s, size_t n)
-{
-	char *p = malloc(n + 1);
-
-	if (p != NULL) {
-		if (n)
-			memcpy(p, s, n);
-		p[n] = 0;
-	}
-	return p;
-}
-
 /* ---- runs, ranks ----------------------------------------------------------
  */
 
@@ -143,7 +130,7 @@ get_run(detect_engine *e, const detect_sample *s)
 		return NULL;
 	r->hash = h;
 	r->len  = s->runlen;
-	r->name = dupn(s->run, s->runlen);
+	r->name = detect_dupn(s->run, s->runlen);
 	if (r->name == NULL || detect_table_put(&e->runs, h, r) != 0) {
 		free(r->name);
 		free(r);
@@ -172,7 +159,7 @@ set_host(detect_rank *rk, const detect_sample *s)
 	    || (rk->hostlen == s->hostlen
 	        && memcmp(rk->host, s->host, s->hostlen) == 0))
 		return;
-	h = dupn(s->host, s->hostlen);
+	h = detect_dupn(s->host, s->hostlen);
 	if (h == NULL)
 		return; /* keeps the old name */
 	free(rk->host);
@@ -195,7 +182,7 @@ get_rank(detect_engine *e, detect_run *run, const detect_sample *s)
 	rk->hash = h;
 	rk->run  = run;
 	rk->rank = s->rank;
-	rk->host = dupn("", 0);
+	rk->host = detect_dupn("", 0);
 	if (rk->host == NULL || detect_table_put(&e->ranks, h, rk) != 0) {
 		free(rk->host);
 		free(rk);
@@ -311,7 +298,7 @@ attach(detect_engine *e, detect_series *s, detect_inst *in)
 		g->state = calloc(1, k->state_size ? k->state_size(g->r) : 1);
 		g->slot_size = k->slot_size ? k->slot_size(g->r) : 0;
 		if (pm)
-			g->metric = dupn(s->metric, s->mlen);
+			g->metric = detect_dupn(s->metric, s->mlen);
 		g->mlen = s->mlen;
 		if (g->state == NULL || (pm && g->metric == NULL))
 			goto fail;
@@ -435,7 +422,7 @@ new_series(detect_engine *e, const detect_sample *s, uint64_t h)
 	ser->run    = run;
 	ser->rk     = rk;
 	ser->mlen   = s->mlen;
-	ser->metric = dupn(s->metric, s->mlen);
+	ser->metric = detect_dupn(s->metric, s->mlen);
 	ser->inst = calloc(e->rules->n ? e->rules->n : 1, sizeof(*ser->inst));
 	if (ser->metric == NULL || ser->inst == NULL)
 		goto fail;
@@ -938,6 +925,20 @@ detect_fmt(double v)
 	else
 		snprintf(n.s, sizeof(n.s), "%.3g", v);
 	return n;
+}
+
+/* n bytes of s and a NUL, malloc'ed; NULL when out of memory. */
+char *
+detect_dupn(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+
+	if (p != NULL) {
+		if (n)
+			memcpy(p, s, n);
+		p[n] = 0;
+	}
+	return p;
 }
 
 detect_name

@@ -44,19 +44,6 @@ struct detect_incident {
 	char    *r_msg;
 };
 
-static char *
-dupn(const char *s, size_t n)
-{
-	char *p = malloc(n + 1);
-
-	if (p != NULL) {
-		if (n)
-			memcpy(p, s, n);
-		p[n] = 0;
-	}
-	return p;
-}
-
 static const char *
 kclass(const char *kind)
 {
@@ -186,7 +173,7 @@ member_add(detect_incident *I, const detect_alert *a)
 	m->rank   = a->rank;
 	m->kclass = kclass(a->kind);
 	m->mlen   = a->mlen;
-	m->metric = dupn(a->metric, a->mlen);
+	m->metric = detect_dupn(a->metric, a->mlen);
 	if (m->metric == NULL)
 		return -1;
 	for (uint32_t i = 0; i < I->nranks; i++)
@@ -313,9 +300,9 @@ open_incident(detect_incidents *is, const detect_rule *r, detect_run *run,
 	I->rank     = a->rank;
 	I->key_rank = key_rank(a);
 	I->step     = a->step;
-	I->host     = dupn(a->host, a->hostlen);
+	I->host     = detect_dupn(a->host, a->hostlen);
 	I->hostlen  = a->hostlen;
-	I->metric   = dupn(a->metric, a->mlen);
+	I->metric   = detect_dupn(a->metric, a->mlen);
 	I->mlen     = a->mlen;
 	if (I->host == NULL || I->metric == NULL || member_add(I, a) != 0) {
 		inc_free(I);
@@ -416,7 +403,7 @@ on_resolved(detect_incidents *is, const detect_rule *r, detect_run *run,
 		close_incident(I);
 		return;
 	}
-	I->r_msg = dupn(a->message, strlen(a->message));
+	I->r_msg = detect_dupn(a->message, strlen(a->message));
 	if (I->r_msg == NULL) {
 		emit_resolved(is, I, a->step, a->time_ns, a->value,
 		    a->baseline, a->message, emit, ctx);

@@ -706,60 +706,56 @@ default_get(vt_emitter **out)
 	return 0;
 }
 
+/* The default emitter, created on first use: one atomic load on the hot
+ * path. Returns 0, or what creating it returned. */
+static inline int
+default_emitter(vt_emitter **em)
+{
+	*em = atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
+	if (__builtin_expect(*em == NULL, 0))
+		return default_get(em);
+	return 0;
+}
+
 int
 vt_log(const char *metric, uint64_t step, double value)
 {
-	vt_emitter *em
-	    = atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
+	vt_emitter *em;
+	int         rc = default_emitter(&em);
 
-	if (__builtin_expect(em == NULL, 0)) {
-		int rc = default_get(&em);
-
-		if (rc != 0)
-			return rc;
-	}
+	if (rc != 0)
+		return rc;
 	return vt_emit(em, metric, step, value);
 }
 
 int
 vt_phase(const char *name, uint64_t step)
 {
-	vt_emitter *em
-	    = atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
+	vt_emitter *em;
+	int         rc = default_emitter(&em);
 
-	if (__builtin_expect(em == NULL, 0)) {
-		int rc = default_get(&em);
-
-		if (rc != 0)
-			return rc;
-	}
+	if (rc != 0)
+		return rc;
 	return vt_emit_phase(em, name, step);
 }
 
 int
 vt_phase_end(const char *name, uint64_t step)
 {
-	vt_emitter *em
-	    = atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
+	vt_emitter *em;
+	int         rc = default_emitter(&em);
 
-	if (__builtin_expect(em == NULL, 0)) {
-		int rc = default_get(&em);
-
-		if (rc != 0)
-			return rc;
-	}
+	if (rc != 0)
+		return rc;
 	return vt_emit_phase_end(em, name, step);
 }
 
 vt_emitter *
 vt_default(void)
 {
-	vt_emitter *em
-	    = atomic_load_explicit(&vt_proc.dflt, memory_order_acquire);
+	vt_emitter *em;
 
-	if (em == NULL && default_get(&em) != 0)
-		return NULL;
-	return em;
+	return default_emitter(&em) == 0 ? em : NULL;
 }
 
 void
