@@ -1,6 +1,6 @@
 /*
- * cache: the write caches of ingest (series records with their tail
- * encoders, emitter records, runs): which entries are dirty in the open
+ * cache: the write caches of ingest (series records, emitter records,
+ * runs): which entries are dirty in the open
  * transaction, and what is evicted after a commit to stay within the
  * bounds of ingest_opts. Everything evicted is clean and is read back
  * from the store on demand.
@@ -20,10 +20,8 @@ cache_drop(ingest *in)
 	void  *v;
 
 	if (in->series != NULL) {
-		while ((v = table_next(in->series, &pos)) != NULL) {
-			free(((ser *) v)->enc);
+		while ((v = table_next(in->series, &pos)) != NULL)
 			free(v);
-		}
 	}
 	pos = 0;
 	while (in->emitters != NULL
@@ -32,11 +30,6 @@ cache_drop(ingest *in)
 	pos = 0;
 	while (in->runs != NULL && (v = table_next(in->runs, &pos)) != NULL)
 		free(v);
-	while (in->nspare > 0)
-		free(in->spare[--in->nspare]);
-	free(in->spare);
-	in->spare     = NULL;
-	in->spare_cap = 0;
 	table_free(in->series);
 	table_free(in->emitters);
 	table_free(in->runs);
@@ -44,7 +37,7 @@ cache_drop(ingest *in)
 	in->dirty_series                     = NULL;
 	in->dirty_emitters                   = NULL;
 	in->dirty_runs                       = NULL;
-	in->nenc                             = 0;
+	in->np                               = 0;
 	in->notice[0]                        = 0;
 }
 
@@ -117,91 +110,7 @@ cache_settle(ingest *in)
 	in->dirty_runs     = NULL;
 }
 
-/* ---- spare encoders -------------------------------------------------- */
-
-block_enc *
-cache_enc_take(ingest *in)
-{
-	if (in->nspare > 0)
-		return in->spare[--in->nspare];
-	return malloc(sizeof(block_enc));
-}
-
-void
-cache_enc_give(ingest *in, block_enc *e)
-{
-	if (e == NULL)
-		return;
-	/* Spares and loaded encoders together stay within the bound. */
-	if (in->nspare + in->nenc >= in->opts.cache_encoders)
-		goto drop;
-	if (in->nspare == in->spare_cap) {
-		size_t      nc = in->spare_cap ? in->spare_cap * 2 : 64;
-		block_enc **ns = realloc(in->spare, nc * sizeof(*ns));
-
-		if (ns == NULL)
-			goto drop;
-		in->spare     = ns;
-		in->spare_cap = nc;
-	}
-	in->spare[in->nspare++] = e;
-	return;
-drop:
-	free(e);
-}
-
 /* ---- eviction -------------------------------------------------------- */
-
-/*
- * Inside a transaction that touches more series than the encoder bound
- * (a trainer logging a new name every step): write the tails of the other
- * loaded series into the transaction and free their encoders; load_tail()
- * in ingest.c resumes them when they come back. Returns 0 or a
- * store_err.
- */
-int
-cache_shed_encoders(ingest *in, const ser *keep)
-{
-	size_t pos = 0;
-	ser   *s;
-	int    rc;
-
-	while ((s = table_next(in->series, &pos)) != NULL) {
-		if (s->enc == NULL || s == keep)
-			continue;
-		if (s->dirty
-		    && (rc = store_put_tail(in->txn, &s->rec, s->enc)) != 0)
-			return rc;
-		in->nenc--;
-		cache_enc_give(in, s->enc);
-		s->enc = NULL;
-		in->stats.evictions++;
-	}
-	return 0;
-}
-
-/* Free the encoders of series not touched by the last commit; all of them
- * if that is not enough. Their tails are stored: load_tail() resumes. */
-static void
-evict_encoders(ingest *in)
-{
-	size_t pos = 0;
-	ser   *s;
-
-	for (int pass = 0; pass < 2 && in->nenc > in->opts.cache_encoders;
-	     pass++) {
-		pos = 0;
-		while ((s = table_next(in->series, &pos)) != NULL) {
-			if (s->enc == NULL
-			    || (pass == 0 && s->used == in->stats.commits))
-				continue;
-			in->nenc--;
-			cache_enc_give(in, s->enc);
-			s->enc = NULL;
-			in->stats.evictions++;
-		}
-	}
-}
 
 /* How evict_table reads and frees the entries of one cache. */
 typedef struct cache_kind {
@@ -226,12 +135,8 @@ ser_key(const void *v, size_t *len)
 static void
 ser_drop(ingest *in, void *v)
 {
-	ser *s = v;
-
-	if (s->enc != NULL)
-		in->nenc--;
-	cache_enc_give(in, s->enc);
-	free(s);
+	(void) in;
+	free(v);
 }
 
 static uint64_t
@@ -301,7 +206,6 @@ cache_evict(ingest *in)
 {
 	if (in->series == NULL)
 		return;
-	evict_encoders(in);
 	if (evict_table(in, &in->series, in->opts.cache_series, &series_kind)
 	        != 0
 	    || evict_table(

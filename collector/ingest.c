@@ -1,10 +1,12 @@
 /*
  * ingest: the batch path of the collector. Each batch is checked against
- * its emitter's dedup window, its samples appended to the tail blocks of
- * their series (new series past a cap are refused and raise the run's
- * series_limit alert), and the run and emitter records updated, all in
- * the store's write transaction (store/write.h). The caches that hold
- * those records between commits are collector/cache.c.
+ * its emitter's dedup window, its samples gathered for the commit's
+ * journal record (store/journal.h; new series past a cap are refused and
+ * raise the run's series_limit alert), and the run, series and emitter
+ * records updated, all in the store's write transaction
+ * (store/write.h). After a commit the journal is folded into blocks
+ * once it is over its bound. The caches that hold those records between
+ * commits are collector/cache.c.
  */
 #include "collector/ingest.h"
 
@@ -22,6 +24,7 @@
 #define CACHE_SERIES 131072u
 #define CACHE_ENCODERS 16384u
 #define CACHE_EMITTERS 65536u
+#define JOURNAL_SAMPLES 4194304u
 
 /* ---- the handle and its transaction ---------------------------------- */
 
@@ -34,6 +37,7 @@ ingest_opts_init(ingest_opts *o)
 	o->cache_series     = CACHE_SERIES;
 	o->cache_encoders   = CACHE_ENCODERS;
 	o->cache_emitters   = CACHE_EMITTERS;
+	o->journal_samples  = JOURNAL_SAMPLES;
 }
 
 int
@@ -69,6 +73,11 @@ ingest_close(ingest *in)
 	store_abort(in->txn);
 	cache_drop(in);
 	free(in->names);
+	free(in->pser);
+	free(in->psamp);
+	free(in->pgrouped);
+	free(in->pseries);
+	free(in->pgroups);
 	free(in);
 }
 
@@ -82,6 +91,7 @@ ingest_begin(ingest *in)
 	if ((rc = store_write_begin(in->st, &in->txn)) != 0)
 		return rc;
 	memset(&in->tentative, 0, sizeof(in->tentative));
+	in->np = 0;
 	return 0;
 }
 
@@ -354,62 +364,35 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	return 0;
 }
 
-/* Load the tail block of a series into its encoder (new series: empty). */
-static int
-load_tail(ingest *in, ser *s)
-{
-	int rc;
-
-	if (in->nenc >= in->opts.cache_encoders &&
-	    (rc = cache_shed_encoders(in, s)) != 0)
-		return rc;
-	s->enc = cache_enc_take(in);
-	if (s->enc == NULL)
-		return STORE_ENOMEM;
-	block_enc_init(s->enc);
-	in->nenc++;
-	if (s->rec.nblocks == 0)
-		return 0;
-	if ((rc = store_get_tail(in->txn, &s->rec, s->enc)) != 0) {
-		in->nenc--;
-		cache_enc_give(in, s->enc);
-		s->enc = NULL;
-		return rc;
-	}
-	return 0;
-}
-
-static int
-put_tail(ingest *in, ser *s)
-{
-	if (s->enc == NULL)
-		return 0;
-	return store_put_tail(in->txn, &s->rec, s->enc);
-}
-
 /*
- * Append one sample to a series. A full block, or a step below the tail's
- * last step (a restart rolled back), closes the tail and opens a new
- * block, so every block is in step order.
+ * Append one sample to a series: kept for the commit's journal record,
+ * and counted in the series record.
  */
 static int
 append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
 {
-	int rc;
+	if (in->np == in->pcap) {
+		size_t        nc = in->pcap ? in->pcap * 2 : 4096;
+		ser         **ns = realloc(in->pser, nc * sizeof(*ns));
+		store_sample *np;
 
-	if (s->enc == NULL && (rc = load_tail(in, s)) != 0)
-		return rc;
-	rc = s->enc->count ? block_enc_append(s->enc, step, t, value) :
-			     BLOCK_FULL;
-	if (rc != BLOCK_OK) {
-		if (s->enc->count > 0 && (rc = put_tail(in, s)) != 0)
-			return rc;
-		block_enc_init(s->enc);
-		s->rec.tail_first_step = step;
-		s->rec.tail_no         = s->rec.nblocks++;
-		if (block_enc_append(s->enc, step, t, value) != BLOCK_OK)
-			return STORE_ECORRUPT; /* cannot happen: empty */
+		if (ns == NULL)
+			return STORE_ENOMEM;
+		in->pser = ns;
+		if ((np = realloc(in->psamp, nc * sizeof(*np))) == NULL)
+			return STORE_ENOMEM;
+		in->psamp = np;
+		if ((np = realloc(in->pgrouped, nc * sizeof(*np))) == NULL)
+			return STORE_ENOMEM;
+		in->pgrouped = np;
+		in->pcap     = nc;
 	}
+	in->pser[in->np]          = s;
+	in->psamp[in->np].step    = step;
+	in->psamp[in->np].time_ns = t;
+	in->psamp[in->np].value   = value;
+	in->np++;
+	s->jn++;
 	if (s->rec.samples == 0 || step < s->rec.first_step)
 		s->rec.first_step = step;
 	if (s->rec.samples == 0 || step > s->rec.last_step)
@@ -538,6 +521,64 @@ ingest_alert(ingest *in, const char *runname, size_t runlen,
 	return store_put_alert(in->txn, runname, runlen, json, len);
 }
 
+static int
+ser_sid_cmp(const void *a, const void *b)
+{
+	uint32_t x = (*(ser *const *) a)->rec.sid;
+	uint32_t y = (*(ser *const *) b)->rec.sid;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The transaction's samples as one journal record: grouped by series in
+ * sid order, each series' samples in the order they arrived. Linear in
+ * the samples, plus a sort of the series touched. Returns 0 or a
+ * store_err.
+ */
+static int
+put_journal(ingest *in)
+{
+	size_t ng = 0, off = 0;
+	int    rc;
+
+	if (in->np == 0)
+		return 0;
+	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty)
+		ng += s->jn > 0;
+	if (ng > in->pgcap) {
+		ser        **ns = realloc(in->pseries, ng * sizeof(*ns));
+		store_group *ng2;
+
+		if (ns == NULL)
+			return STORE_ENOMEM;
+		in->pseries = ns;
+		if ((ng2 = realloc(in->pgroups, ng * sizeof(*ng2))) == NULL)
+			return STORE_ENOMEM;
+		in->pgroups = ng2;
+		in->pgcap   = ng;
+	}
+	ng = 0;
+	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty)
+		if (s->jn > 0)
+			in->pseries[ng++] = s;
+	qsort(in->pseries, ng, sizeof(*in->pseries), ser_sid_cmp);
+	for (size_t i = 0; i < ng; i++) {
+		ser *s               = in->pseries[i];
+		in->pgroups[i].sid   = s->rec.sid;
+		in->pgroups[i].n     = s->jn;
+		s->jpos              = (uint32_t) off;
+		off += s->jn;
+	}
+	for (size_t i = 0; i < in->np; i++)
+		in->pgrouped[in->pser[i]->jpos++] = in->psamp[i];
+	rc = store_journal_put(in->txn, in->pgroups, ng, in->pgrouped);
+	for (size_t i = 0; i < ng; i++)
+		in->pseries[i]->jn = 0;
+	in->np = 0;
+	return rc;
+}
+
 /* Write every record the transaction changed. Returns 0 or a
  * store_err. */
 static int
@@ -545,10 +586,11 @@ flush_dirty(ingest *in)
 {
 	int rc;
 
+	if ((rc = put_journal(in)) != 0)
+		return rc;
 	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty) {
-		if ((rc = put_tail(in, s)) != 0 ||
-		    (rc = store_put_series(in->txn, s->key, s->keylen,
-			 &s->rec)) != 0)
+		rc = store_put_series(in->txn, s->key, s->keylen, &s->rec);
+		if (rc != 0)
 			return rc;
 	}
 	for (emi *e = in->dirty_emitters; e != NULL; e = e->next_dirty) {
@@ -565,6 +607,46 @@ flush_dirty(ingest *in)
 			return rc;
 	}
 	return 0;
+}
+
+int
+ingest_fold(ingest *in, int all)
+{
+	uint64_t bound = in->opts.journal_samples;
+	uint64_t step  = bound / 2 > 0 ? bound / 2 : 1;
+	int      rc;
+
+	if (in->txn != NULL)
+		return 0; /* between transactions only */
+	for (;;) {
+		store_txn *t;
+		uint64_t   records, samples, folded;
+
+		if ((rc = store_write_begin(in->st, &t)) != 0)
+			return rc;
+		if ((rc = store_journal_stat(t, &records, &samples)) != 0) {
+			store_abort(t);
+			return rc;
+		}
+		if (samples == 0 || (!all && samples <= bound)) {
+			store_abort(t);
+			return 0;
+		}
+		rc = store_fold(t, step, &folded);
+		if (rc == 0)
+			rc = store_commit(t);
+		else
+			store_abort(t);
+		if (rc == STORE_EMAPFULL) {
+			if ((rc = store_grow(in->st)) != 0)
+				return rc;
+			continue;
+		}
+		if (rc != 0)
+			return rc;
+		in->stats.folds++;
+		in->stats.folded += folded;
+	}
 }
 
 int
@@ -596,6 +678,12 @@ ingest_commit(ingest *in)
 	in->stats.commits++;
 	memset(&in->tentative, 0, sizeof(in->tentative));
 	cache_evict(in);
+	/* The commit is kept whatever the fold does: a fold that fails
+	 * leaves the journal as it was, and the next commit tries again. */
+	if ((rc = ingest_fold(in, 0)) != 0 && in->notice[0] == 0)
+		snprintf(in->notice, sizeof(in->notice),
+		    "folding the journal failed (will retry): %s",
+		    store_errmsg(in->st));
 	return 0;
 }
 

@@ -42,6 +42,12 @@ typedef struct ingest_opts {
 	 * 65,536). Whatever is evicted is clean (committed) and is reloaded
 	 * from the store when its series or emitter shows up again. */
 	size_t cache_series, cache_encoders, cache_emitters;
+	/* The journal (store/journal.h): once it holds more than this many
+	 * samples after a commit, its oldest records, up to half of it, are
+	 * folded into blocks (default 4,194,304; at 24 bytes a sample). A
+	 * larger journal folds more samples of each series at once, so a
+	 * wide run rewrites each tail block less often. */
+	uint64_t journal_samples;
 } ingest_opts;
 
 /* Counters since the collector started. */
@@ -50,8 +56,9 @@ typedef struct ingest_stats {
 	uint64_t series, emitters_new;
 	uint64_t refused;       /* samples of series past a series cap */
 	uint64_t limit_alerts;  /* series_limit alerts stored */
-	uint64_t evictions;     /* cache entries evicted (series, encoders,
+	uint64_t evictions;     /* cache entries evicted (series,
 				 * emitters) */
+	uint64_t folds, folded; /* fold steps committed, samples folded */
 } ingest_stats;
 
 void ingest_opts_init(ingest_opts *o);
@@ -87,6 +94,15 @@ int ingest_commit(ingest *in);
 
 /* Abort the transaction and drop the caches. */
 void ingest_abort(ingest *in);
+
+/*
+ * Fold the journal into blocks (no transaction open), one bounded step
+ * per transaction: while it holds more than opts.journal_samples (all:
+ * until it is empty). ingest_commit() does this itself after each
+ * commit; call it with all set to leave a store fully folded. Returns 0
+ * or a store_err (what was folded before stays folded).
+ */
+int ingest_fold(ingest *in, int all);
 
 void ingest_get_stats(const ingest *in, ingest_stats *out);
 

@@ -8,15 +8,16 @@
 
 #include "collector/ingest.h"
 #include "collector/table.h"
-#include "store/block.h"
+#include "store/journal.h"
 #include "store/write.h"
 
-/* A series in the cache: its record and the block being appended to. The
- * key is sized to fit, as a cache of many series is mostly keys. */
+/* A series in the cache: its record. The key is sized to fit, as a cache
+ * of many series is mostly keys. */
 typedef struct ser {
 	series_rec  rec;
 	size_t      keylen;
-	block_enc  *enc;  /* NULL until the tail is loaded */
+	uint32_t    jn;   /* samples of it in the open transaction */
+	uint32_t    jpos; /* where they go in the journal record */
 	uint64_t    used; /* number of the last commit that touched it */
 	int         dirty;
 	struct ser *next_dirty;
@@ -52,14 +53,15 @@ struct ingest {
 	emi        *dirty_emitters;
 	run        *dirty_runs;
 	ser  **names; /* per batch: name index -> series (NULL: refused) */
-	size_t nenc;  /* series with a loaded encoder */
-	/* Encoders no series holds, kept for the next load (at most
-	 * cache_encoders - nenc of them): a run wider than the encoder
-	 * bound unloads and reloads tails at every commit, and handing
-	 * the same 4 KB buffers back and forth costs no malloc, free or
-	 * page fault. */
-	block_enc **spare;
-	size_t      nspare, spare_cap;
+	/* The samples of the open transaction in arrival order, each with
+	 * its series; grouped by series into one journal record at commit
+	 * (store/journal.h). At most one commit's samples. */
+	ser         **pser;
+	store_sample *psamp, *pgrouped;
+	size_t        np, pcap;
+	ser         **pseries; /* the series with samples, by sid */
+	store_group  *pgroups;
+	size_t        pgcap;
 	ingest_stats stats, tentative;
 	char         notice[512], notice_out[512];
 };
@@ -78,19 +80,6 @@ void cache_mark_series(ingest *in, ser *s);
 /* After a commit: every entry is clean again. */
 void cache_settle(ingest *in);
 
-/* An encoder to load a tail into (a spare one if any; contents
- * undefined), or NULL when out of memory. */
-block_enc *cache_enc_take(ingest *in);
-/* Give back an encoder no series holds any more (NULL: nothing): kept as
- * a spare within the encoder bound, else freed. */
-void cache_enc_give(ingest *in, block_enc *e);
-
-/*
- * Inside a transaction that touches more series than the encoder bound:
- * write the tails of the loaded series other than keep into the
- * transaction and free their encoders. Returns 0 or a store_err.
- */
-int cache_shed_encoders(ingest *in, const ser *keep);
 /* After a commit: bring the caches back within their bounds. */
 void cache_evict(ingest *in);
 

@@ -335,17 +335,242 @@ merge_emit(store *st, merge *m, uint64_t limit, int drain, uint64_t from,
 	}
 }
 
-int
-scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
-    uint64_t to, scan_sample_fn fn, void *ctx)
+/* Add a block to the merge (its decoder holding its first sample).
+ * Returns 0 or a store_err. */
+static int
+merge_add(store *st, merge *m, uint32_t sid, const void *data, size_t len,
+    uint64_t order)
+{
+	merge_src *s;
+
+	if (m->n == m->cap) {
+		size_t     nc = m->cap ? m->cap * 2 : 4;
+		merge_src *ns = realloc(m->src, nc * sizeof(*ns));
+
+		if (ns == NULL)
+			return STORE_ENOMEM;
+		m->src = ns;
+		m->cap = nc;
+	}
+	s        = &m->src[m->n];
+	s->order = order;
+	if (block_dec_init(&s->dec, data, len) != BLOCK_OK ||
+	    merge_advance(s) != 1) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: block of series %u is corrupt", st->dir, sid);
+		return STORE_ECORRUPT;
+	}
+	m->n++;
+	return 0;
+}
+
+/*
+ * Feed one block, in key order, to the merge: skipped by its header when
+ * it ends before the range; *stop set when it starts after it (the
+ * caller stops there). Returns 0, the callback's value or a store_err.
+ */
+static int
+merge_block(store *st, merge *m, uint32_t sid, const void *data, size_t len,
+    uint64_t order, uint64_t from, uint64_t to, scan_sample_fn fn, void *ctx,
+    int *stop)
+{
+	block_info info;
+	int        rc;
+
+	if (block_peek(data, len, &info) != BLOCK_OK) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: block header of series %u is corrupt", st->dir, sid);
+		return STORE_ECORRUPT;
+	}
+	if (info.last_step < from || info.count == 0)
+		return 0;
+	if (info.first_step > to) {
+		*stop = 1;
+		return 0;
+	}
+	/* Everything held that sorts before this block goes out. */
+	rc = merge_emit(st, m, info.first_step, 0, from, to, fn, ctx);
+	if (rc != 0)
+		return rc;
+	return merge_add(st, m, sid, data, len, order);
+}
+
+/* One block of a series read with its journal samples: stored, or as the
+ * fold would write it (data then points into own). */
+typedef struct vblock {
+	uint64_t       first_step;
+	uint32_t       no;
+	const uint8_t *data;
+	size_t         len;
+	uint8_t       *own;
+} vblock;
+
+typedef struct vlist {
+	vblock *b;
+	size_t  n, cap;
+	size_t  stored; /* b[0 .. stored - 1] are the stored blocks */
+} vlist;
+
+static int
+vlist_add(vlist *l, uint64_t first_step, uint32_t no, const void *data,
+    size_t len, int copy)
+{
+	vblock *b;
+
+	if (l->n == l->cap) {
+		size_t  nc = l->cap ? l->cap * 2 : 16;
+		vblock *nb = realloc(l->b, nc * sizeof(*nb));
+
+		if (nb == NULL)
+			return STORE_ENOMEM;
+		l->b   = nb;
+		l->cap = nc;
+	}
+	b             = &l->b[l->n];
+	b->first_step = first_step;
+	b->no         = no;
+	b->len        = len;
+	b->own        = NULL;
+	if (copy) {
+		if ((b->own = malloc(len)) == NULL)
+			return STORE_ENOMEM;
+		memcpy(b->own, data, len);
+	}
+	b->data = copy ? b->own : data;
+	l->n++;
+	return 0;
+}
+
+/* A block the fold would write replaces the stored block of its key. */
+static int
+vlist_fold(void *vl, uint64_t first_step, uint32_t no, block_enc *enc)
+{
+	vlist         *l = vl;
+	size_t         len;
+	const uint8_t *data = block_enc_data(enc, &len);
+
+	for (size_t i = 0; i < l->stored; i++) {
+		if (l->b[i].first_step == first_step && l->b[i].no == no)
+			l->b[i].len = 0; /* superseded */
+	}
+	return vlist_add(l, first_step, no, data, len, 1);
+}
+
+static int
+vblock_cmp(const void *a, const void *b)
+{
+	const vblock *x = a, *y = b;
+
+	if (x->first_step != y->first_step)
+		return x->first_step < y->first_step ? -1 : 1;
+	return x->no < y->no ? -1 : x->no > y->no;
+}
+
+static uint64_t
+key_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * The samples of a series that has some in the journal: its stored
+ * blocks and the blocks the fold would make of the journal samples, in
+ * key order, merged exactly as stored blocks are.
+ */
+static int
+samples_with_journal(store *st, store_txn *txn, uint32_t sid,
+    const store_sample *js, size_t jn, uint64_t from, uint64_t to,
+    scan_sample_fn fn, void *ctx)
 {
 	MDB_cursor *cur;
 	MDB_val     k, v;
 	uint8_t     key[16];
-	merge       m     = { 0 };
+	vlist       l = { 0 };
+	merge       m = { 0 };
+	block_enc  *enc;
 	uint64_t    order = 0;
-	int         rc;
+	int         rc, stop = 0;
 
+	if ((enc = malloc(sizeof(*enc))) == NULL)
+		return STORE_ENOMEM;
+	if ((rc = mdb_cursor_open(txn->txn, st->blocks, &cur)) != 0) {
+		free(enc);
+		return store_fail(st, rc, "reading blocks");
+	}
+	store_block_key(key, sid, 0, 0);
+	k.mv_data = key;
+	k.mv_size = 16;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		const uint8_t *kp = k.mv_data;
+
+		if (k.mv_size != 16 || memcmp(kp, key, 4) != 0)
+			break;
+		rc = vlist_add(&l, key_be64(kp + 4),
+		    (uint32_t) (key_be64(kp + 8) & 0xffffffffu), v.mv_data,
+		    v.mv_size, 0);
+		if (rc != 0)
+			goto out;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND) {
+		rc = store_fail(st, rc, "reading blocks");
+		goto out;
+	}
+	l.stored = l.n;
+	rc = journal_fold_series(txn, sid, js, jn, enc, vlist_fold, &l);
+	if (rc != 0)
+		goto out;
+	qsort(l.b, l.n, sizeof(*l.b), vblock_cmp);
+	for (size_t i = 0; i < l.n; i++) {
+		if (l.b[i].len == 0)
+			continue;
+		rc = merge_block(st, &m, sid, l.b[i].data, l.b[i].len, order++,
+		    from, to, fn, ctx, &stop);
+		if (rc != 0)
+			goto out;
+		if (stop)
+			break;
+	}
+	rc = merge_emit(st, &m, UINT64_MAX, 1, from, to, fn, ctx);
+out:
+	if (rc == STORE_ENOMEM)
+		snprintf(st->err, sizeof(st->err), "%s: out of memory",
+		    st->dir);
+	for (size_t i = 0; i < l.n; i++)
+		free(l.b[i].own);
+	free(l.b);
+	free(m.src);
+	free(enc);
+	mdb_cursor_close(cur);
+	return rc;
+}
+
+int
+scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
+    uint64_t to, scan_sample_fn fn, void *ctx)
+{
+	MDB_cursor   *cur;
+	MDB_val       k, v;
+	uint8_t       key[16];
+	merge         m     = { 0 };
+	uint64_t      order = 0;
+	store_sample *js;
+	size_t        jn;
+	int           rc, stop = 0;
+
+	/* Samples not yet folded: read as the fold will store them. */
+	if ((rc = journal_of_series(txn, sid, &js, &jn)) != 0)
+		return rc;
+	if (jn > 0) {
+		rc = samples_with_journal(
+		    st, txn, sid, js, jn, from, to, fn, ctx);
+		free(js);
+		return rc;
+	}
 	if ((rc = mdb_cursor_open(txn->txn, st->blocks, &cur)) != 0)
 		return store_fail(st, rc, "reading blocks");
 	store_block_key(key, sid, 0, 0);
@@ -358,49 +583,14 @@ scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
 	 */
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		block_info info;
-		merge_src *s;
-
 		if (k.mv_size != 16 || memcmp(k.mv_data, key, 4) != 0)
 			break;
-		if (block_peek(v.mv_data, v.mv_size, &info) != BLOCK_OK) {
-			rc = STORE_ECORRUPT;
-			snprintf(st->err, sizeof(st->err),
-			    "%s: block header of series %u is corrupt",
-			    st->dir, sid);
-			goto out;
-		}
-		if (info.last_step < from || info.count == 0)
-			continue;
-		if (info.first_step > to)
-			break;
-		/* Everything held that sorts before this block goes out. */
-		rc = merge_emit(
-		    st, &m, info.first_step, 0, from, to, fn, ctx);
+		rc = merge_block(st, &m, sid, v.mv_data, v.mv_size, order++,
+		    from, to, fn, ctx, &stop);
 		if (rc != 0)
 			goto out;
-		if (m.n == m.cap) {
-			size_t     nc = m.cap ? m.cap * 2 : 4;
-			merge_src *ns = realloc(m.src, nc * sizeof(*ns));
-
-			if (ns == NULL) {
-				rc = STORE_ENOMEM;
-				goto out;
-			}
-			m.src = ns;
-			m.cap = nc;
-		}
-		s        = &m.src[m.n];
-		s->order = order++;
-		if (block_dec_init(&s->dec, v.mv_data, v.mv_size) !=
-			BLOCK_OK ||
-		    merge_advance(s) != 1) {
-			rc = STORE_ECORRUPT;
-			snprintf(st->err, sizeof(st->err),
-			    "%s: block of series %u is corrupt", st->dir, sid);
-			goto out;
-		}
-		m.n++;
+		if (stop)
+			break;
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND) {
 		rc = store_fail(st, rc, "reading blocks");
@@ -408,6 +598,9 @@ scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
 	}
 	rc = merge_emit(st, &m, UINT64_MAX, 1, from, to, fn, ctx);
 out:
+	if (rc == STORE_ENOMEM)
+		snprintf(st->err, sizeof(st->err), "%s: out of memory",
+		    st->dir);
 	free(m.src);
 	mdb_cursor_close(cur);
 	return rc;
@@ -435,6 +628,14 @@ scan_usage_get(store *st, store_txn *txn, scan_usage *out)
 			ms.ms_overflow_pages);
 		if (i == 2)
 			out->blocks = ms.ms_entries;
+	}
+	if (st->has_journal) {
+		if ((rc = mdb_stat(txn->txn, st->journal, &ms)) != 0)
+			return store_fail(st, rc, "reading statistics");
+		out->used_bytes += (uint64_t) ms.ms_psize *
+		    (ms.ms_branch_pages + ms.ms_leaf_pages +
+			ms.ms_overflow_pages);
+		out->journal_records = ms.ms_entries;
 	}
 	/* The main database holds the names of the others. */
 	if ((rc = mdb_stat(txn->txn, 0, &ms)) == 0)

@@ -85,7 +85,9 @@ int scan_alerts(store *st, store_txn *txn, const char *run, uint64_t after_seq,
     scan_alert_fn fn, void *ctx);
 
 /*
- * Every sample of series sid with from <= step <= to, in step order. Where
+ * Every sample of series sid with from <= step <= to, in step order,
+ * whether it is in a block or still in the journal (read as the fold will
+ * store it, so the answer does not change when it is folded). Where
  * a restart made blocks overlap, their samples are merged by step (equal
  * steps in the order they were stored). Returns 0, the callback's
  * non-zero value, or a store_err (STORE_ECORRUPT names the block in
@@ -101,6 +103,7 @@ typedef struct scan_usage {
 	uint64_t file_bytes;  /* size of data.mdb */
 	uint64_t blocks;
 	uint64_t block_bytes; /* bytes of encoded blocks */
+	uint64_t journal_records; /* records not yet folded into blocks */
 } scan_usage;
 int scan_usage_get(store *st, store_txn *txn, scan_usage *out);
 

@@ -103,22 +103,41 @@ open_dbs(store *st, char *err, size_t errlen)
 		mdb_txn_abort(txn);
 		goto fail;
 	}
+	/* The journal (format 2). A format-1 store has none: its reader
+	 * reads it as it is, its writer creates it below. */
+	rc = mdb_dbi_open(txn, "journal", dbflags, &st->journal);
+	if (rc == MDB_NOTFOUND && (st->flags & STORE_RDONLY))
+		rc = 0;
+	else if (rc == 0)
+		st->has_journal = 1;
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		goto fail;
+	}
 	k.mv_data = (void *) (uintptr_t) "format";
 	k.mv_size = 6;
 	rc        = mdb_get(txn, st->meta, &k, &v);
-	if (rc == MDB_NOTFOUND && !(st->flags & STORE_RDONLY)) {
+	if (rc == 0 &&
+	    (v.mv_size != 4 || wire_get32(v.mv_data) < STORE_FORMAT_OLDEST ||
+		wire_get32(v.mv_data) > STORE_FORMAT)) {
+		mdb_txn_abort(txn);
+		snprintf(err, errlen,
+		    "%s: database format %u, this vitals reads formats %d "
+		    "to %d",
+		    st->dir, v.mv_size == 4 ? wire_get32(v.mv_data) : 0,
+		    STORE_FORMAT_OLDEST, STORE_FORMAT);
+		return STORE_EFORMAT;
+	}
+	/* A writer converts format 1 (no journal) by creating the empty
+	 * journal above and writing the new number; nothing is rewritten.
+	 * Older readers then refuse the store with their format message. */
+	if (!(st->flags & STORE_RDONLY) &&
+	    (rc == MDB_NOTFOUND ||
+		(rc == 0 && wire_get32(v.mv_data) != STORE_FORMAT))) {
 		wire_put32(fmt, STORE_FORMAT);
 		v.mv_data = fmt;
 		v.mv_size = 4;
 		rc        = mdb_put(txn, st->meta, &k, &v, 0);
-	} else if (rc == 0 &&
-	    (v.mv_size != 4 || wire_get32(v.mv_data) != STORE_FORMAT)) {
-		mdb_txn_abort(txn);
-		snprintf(err, errlen,
-		    "%s: database format %u, this vitals reads format %d",
-		    st->dir, v.mv_size == 4 ? wire_get32(v.mv_data) : 0,
-		    STORE_FORMAT);
-		return STORE_EFORMAT;
 	}
 	if (rc != 0) {
 		mdb_txn_abort(txn);

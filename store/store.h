@@ -29,7 +29,11 @@
 
 #include "wire/wire.h"
 
-#define STORE_FORMAT 1
+/* The format this version writes (2: samples go through the journal),
+ * and the oldest it reads (1: blocks only, converted by a writer on
+ * open). docs/storage.md, "Existing databases". */
+#define STORE_FORMAT 2
+#define STORE_FORMAT_OLDEST 1
 
 enum store_flags {
 	STORE_RDONLY = 1 << 0,

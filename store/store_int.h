@@ -9,6 +9,8 @@
 
 #include <lmdb.h>
 
+#include "store/block.h"
+#include "store/journal.h"
 #include "store/store.h"
 
 struct store {
@@ -20,6 +22,8 @@ struct store {
 	MDB_dbi emitters; /* run NUL incarnation BE -> emitter record */
 	MDB_dbi runs;     /* run -> run record */
 	MDB_dbi alerts;   /* run NUL seq BE -> alert as one JSON object */
+	MDB_dbi journal;  /* record number BE -> samples of one commit */
+	int     has_journal; /* 0: a format-1 store opened read-only */
 	int     flags;
 	int     lock_fd; /* writer: holds the folder's writer.lock */
 	/*
@@ -32,6 +36,12 @@ struct store {
 	uint32_t next_sid;
 	uint64_t next_alert;
 	int      next_sid_dirty, next_alert_dirty;
+	/* Writer only: the journal as the open write transaction sees it
+	 * (store/journal.c): the number of its next record, its records
+	 * and samples. Loaded on first use (jloaded 0), forgotten with the
+	 * counters above. */
+	int      jloaded;
+	uint64_t jnext, jrecords, jsamples;
 	char     dir[1024];
 	char     err[1400];
 };
@@ -72,5 +82,27 @@ int store_meta_get(
     store_txn *t, const char *key, size_t klen, size_t width, uint64_t *out);
 int store_meta_put(
     store_txn *t, const char *key, size_t klen, size_t width, uint64_t v);
+
+/*
+ * The samples of series sid still in the journal, in the order they
+ * arrived (store/journal.c), for scan_samples. *out (caller frees) holds
+ * *n samples; none: *out NULL, *n 0. Returns 0 or a store_err.
+ */
+int journal_of_series(
+    store_txn *t, uint32_t sid, store_sample **out, size_t *n);
+
+/*
+ * Append samples of series sid to its blocks with the rules ingest has
+ * always used (a full block, or a step below the tail's last step,
+ * starts a new block numbered one past the highest). The tail (the block
+ * with the highest number) is found from the blocks' keys. emit gets
+ * each block that is (re)written, in order, the tail first: the fold
+ * stores them, a reader merges them. enc is the caller's scratch
+ * encoder. Returns 0, emit's non-zero value, or a store_err.
+ */
+typedef int (*journal_emit_fn)(
+    void *ctx, uint64_t first_step, uint32_t no, block_enc *enc);
+int journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
+    size_t n, block_enc *enc, journal_emit_fn emit, void *ctx);
 
 #endif /* STORE_STORE_INT_H */

@@ -19,6 +19,7 @@ forget_counters(store *st)
 	st->next_alert       = 0;
 	st->next_sid_dirty   = 0;
 	st->next_alert_dirty = 0;
+	st->jloaded          = 0;
 }
 
 int

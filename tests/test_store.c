@@ -7,6 +7,7 @@
  */
 #include "collector/ingest.h"
 #include "store/block.h"
+#include "store/journal.h"
 #include "store/scan.h"
 #include "store/store.h"
 
@@ -646,6 +647,257 @@ TEST(wide_run_past_encoder_bound_reads_back)
 	free(g);
 }
 
+/* ---- the journal: reads equal a folded reference at any moment ------- */
+
+/* A deterministic generator (xorshift64). */
+static uint64_t
+rnd(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+#define J_RANKS 3
+#define J_METRICS 5
+
+/* One batch of rank r: for each metric, k[m] samples from step s0[m]
+ * (values random bit patterns or smooth, so blocks fill at different
+ * rates and end in the middle of commits). */
+static int
+journal_batch(uint64_t *x, int r, uint64_t seq, const uint64_t *s0,
+    const uint32_t *k, wire_batch *b)
+{
+	wire_ident id = { 0 };
+	size_t     off;
+	char       name[16], why[200];
+	uint32_t   total = 0;
+
+	id.incarnation = 500 + (uint64_t) r;
+	id.rank        = r;
+	id.world_size  = J_RANKS;
+	id.run         = "jr";
+	id.run_len     = 2;
+	id.host        = "h";
+	id.host_len    = 1;
+	off = wire_put_batch_head(msg, &id, seq, seq, 0);
+	wire_put_names_count(msg, &off, J_METRICS);
+	for (int m = 0; m < J_METRICS; m++) {
+		snprintf(name, sizeof(name), "j%d", m);
+		wire_put_name(msg, &off, name, strlen(name));
+		total += k[m];
+	}
+	wire_put_samples_count(msg, &off, total);
+	/* Interleaved across metrics, as a trainer logs them. */
+	for (uint32_t i = 0, left = total; left > 0; i++) {
+		for (int m = 0; m < J_METRICS; m++) {
+			uint64_t    bits = rnd(x);
+			double      v;
+			wire_sample w;
+
+			if (i >= k[m])
+				continue;
+			if (m % 2)
+				memcpy(&v, &bits, sizeof(v));
+			else
+				v = (double) (s0[m] + i) * 0.5;
+			w.name    = (uint16_t) m;
+			w.step    = s0[m] + i;
+			w.time_ns = 1700000000000000000ll +
+			    (int64_t) w.step * 1000000 +
+			    (int64_t) (bits % 3);
+			w.value = v;
+			wire_put_sample(msg, &off, &w);
+			left--;
+		}
+	}
+	return wire_batch_decode(msg, off, b, why, sizeof(why));
+}
+
+typedef struct jgot {
+	size_t        n, cap;
+	store_sample *s;
+} jgot;
+
+static int
+jcollect(void *ctx, uint64_t step, int64_t t, double v)
+{
+	jgot *g = ctx;
+
+	if (g->n == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 1024;
+		g->s   = realloc(g->s, g->cap * sizeof(*g->s));
+		if (g->s == NULL)
+			abort();
+	}
+	g->s[g->n].step    = step;
+	g->s[g->n].time_ns = t;
+	g->s[g->n].value   = v;
+	g->n++;
+	return 0;
+}
+
+typedef struct jsids {
+	uint32_t sid[J_RANKS * J_METRICS];
+	int      n;
+} jsids;
+
+static int
+jlist(void *ctx, const scan_series *s)
+{
+	jsids *j = ctx;
+
+	if (j->n < J_RANKS * J_METRICS)
+		j->sid[j->n++] = s->rec.sid;
+	return 0;
+}
+
+/* Read every series of both stores over [from, to]: the same samples,
+ * bit for bit, in the same order, and in step order. Returns the
+ * mismatches; *n counts the samples read from a. */
+static int
+journal_compare(store *a, store *b, uint64_t from, uint64_t to, uint64_t *n,
+    uint64_t *jrec)
+{
+	store_txn *ta, *tb;
+	jsids      sa = { { 0 }, 0 }, sb = { { 0 }, 0 };
+	scan_usage u;
+	int        bad = 0;
+
+	*n = 0;
+	if (store_read_begin(a, &ta) != 0 || store_read_begin(b, &tb) != 0)
+		return 1000;
+	scan_series_of(a, ta, "jr", jlist, &sa);
+	scan_series_of(b, tb, "jr", jlist, &sb);
+	if (sa.n != sb.n)
+		bad++;
+	for (int i = 0; i < sa.n && i < sb.n; i++) {
+		jgot ga = { 0 }, gb = { 0 };
+
+		if (scan_samples(a, ta, sa.sid[i], from, to, jcollect, &ga) != 0
+		    || scan_samples(b, tb, sb.sid[i], from, to, jcollect,
+			   &gb) != 0)
+			bad++;
+		if (ga.n != gb.n)
+			bad++;
+		for (size_t j = 0; j < ga.n && j < gb.n; j++) {
+			if (ga.s[j].step != gb.s[j].step ||
+			    ga.s[j].time_ns != gb.s[j].time_ns ||
+			    memcmp(&ga.s[j].value, &gb.s[j].value, 8) != 0 ||
+			    (j > 0 && ga.s[j].step < ga.s[j - 1].step))
+				bad++;
+		}
+		*n += ga.n;
+		free(ga.s);
+		free(gb.s);
+	}
+	if (scan_usage_get(a, ta, &u) == 0)
+		*jrec = u.journal_records;
+	store_read_end(ta);
+	store_read_end(tb);
+	return bad;
+}
+
+/*
+ * A run written twice: into a store whose journal is folded in small
+ * steps (so reads find samples in blocks, in the journal, and a series
+ * split between both at every position of its tail block), and into a
+ * reference folded completely after every commit (the blocks ingest has
+ * always written). At random moments, including across a reopen, every
+ * series reads the same in both; restarts (steps going back) make
+ * blocks overlap, so the merge order is checked too.
+ */
+TEST(journal_reads_equal_folded_reference)
+{
+	char        dir_a[300], dir_b[300], err[1400];
+	store      *a, *b, *ra, *rb;
+	ingest     *ia, *ib;
+	ingest_opts oa, ob;
+	uint64_t    x = 0x9e3779b97f4a7c15ull, seq[J_RANKS] = { 0 };
+	uint64_t    next[J_RANKS][J_METRICS] = { { 0 } }, sent = 0, n, jrec;
+	int         bad = 0, checks = 0, with_journal = 0;
+
+	fresh_dir();
+	snprintf(dir_a, sizeof(dir_a), "%s/a", dir);
+	snprintf(dir_b, sizeof(dir_b), "%s/b", dir);
+	REQUIRE(store_open(dir_a, 0, &a, err, sizeof(err)) == 0);
+	REQUIRE(store_open(dir_b, 0, &b, err, sizeof(err)) == 0);
+	ingest_opts_init(&oa);
+	ingest_opts_init(&ob);
+	oa.journal_samples = 700;
+	REQUIRE(ingest_open(a, &oa, &ia) == 0);
+	REQUIRE(ingest_open(b, &ob, &ib) == 0);
+	REQUIRE(store_open(dir_a, STORE_RDONLY, &ra, err, sizeof(err)) == 0);
+	REQUIRE(store_open(dir_b, STORE_RDONLY, &rb, err, sizeof(err)) == 0);
+	for (int round = 0; round < 400; round++) {
+		int        r = (int) (rnd(&x) % J_RANKS);
+		uint64_t   s0[J_METRICS];
+		uint32_t   k[J_METRICS];
+		wire_batch wb;
+		char       why[200];
+		int        is_new;
+
+		for (int m = 0; m < J_METRICS; m++) {
+			uint64_t c = rnd(&x) % 16;
+
+			/* Mostly a few samples; sometimes a block's worth;
+			 * sometimes the step goes back (a restart). */
+			k[m] = c < 10 ? (uint32_t) (rnd(&x) % 6) :
+			    c < 14    ? (uint32_t) (rnd(&x) % 400) :
+					(uint32_t) (rnd(&x) % 30);
+			if (c == 15 && next[r][m] > 50)
+				next[r][m] -= rnd(&x) % 50;
+			s0[m] = next[r][m];
+			next[r][m] += k[m];
+			sent += k[m];
+		}
+		seq[r]++;
+		REQUIRE(journal_batch(&x, r, seq[r], s0, k, &wb) == 0);
+		REQUIRE(ingest_begin(ia) == 0);
+		REQUIRE(ingest_batch(ia, &wb, 1, &is_new, why, sizeof(why))
+		    == WIRE_ACK_STORED);
+		REQUIRE(ingest_commit(ia) == 0);
+		REQUIRE(ingest_begin(ib) == 0);
+		REQUIRE(ingest_batch(ib, &wb, 1, &is_new, why, sizeof(why))
+		    == WIRE_ACK_STORED);
+		REQUIRE(ingest_commit(ib) == 0);
+		REQUIRE(ingest_fold(ib, 1) == 0);
+		if (round == 200) { /* the collector restarts */
+			ingest_close(ia);
+			REQUIRE(ingest_open(a, &oa, &ia) == 0);
+		}
+		if (rnd(&x) % 4 != 0)
+			continue;
+		checks++;
+		bad += journal_compare(ra, rb, 0, UINT64_MAX, &n, &jrec);
+		if (n != sent)
+			bad++;
+		with_journal += jrec > 0;
+		/* A step range too: blocks skipped by their headers. */
+		{
+			uint64_t from = rnd(&x) % 2000;
+
+			bad += journal_compare(ra, rb, from,
+			    from + rnd(&x) % 500, &n, &jrec);
+		}
+	}
+	/* Fully folded, the store reads the same and its journal is empty. */
+	REQUIRE(ingest_fold(ia, 1) == 0);
+	bad += journal_compare(ra, rb, 0, UINT64_MAX, &n, &jrec);
+	CHECK_EQ_INT(n, sent);
+	CHECK_EQ_INT(jrec, 0);
+	CHECK_EQ_INT(bad, 0);
+	/* The test saw the journal holding samples at most checks. */
+	CHECK(checks > 50 && with_journal > checks / 2);
+	ingest_close(ia);
+	ingest_close(ib);
+	store_close(ra);
+	store_close(rb);
+	store_close(a);
+	store_close(b);
+}
+
 TEST(readonly_missing_db_is_clear)
 {
 	store *st;
@@ -683,6 +935,7 @@ main(void)
 	RUN(alerts_in_order_per_run);
 	RUN(ranks_latest_incarnation_by_start);
 	RUN(wide_run_past_encoder_bound_reads_back);
+	RUN(journal_reads_equal_folded_reference);
 	RUN(readonly_missing_db_is_clear);
 	fresh_dir();
 	rmdir(dir);

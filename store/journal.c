@@ -1,0 +1,529 @@
+/*
+ * journal: the records of the journal database, the fold that moves them
+ * into blocks, and the lookup readers merge with the blocks.
+ *
+ * A record (little-endian): u32 groups, u32 samples, then per group
+ * { u32 sid, u32 index of its first sample }, sids strictly ascending,
+ * then the samples, 24 bytes each (u64 step, i64 time in ns, the value's
+ * 64-bit pattern). Its key is its number (u64 big-endian), one more than
+ * the last record's, so every record is an append at the right edge of
+ * the B-tree.
+ */
+#include "store/journal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_int.h"
+#include "wire/le.h"
+
+#define REC_HEAD 8
+#define REC_GROUP 8
+#define REC_SAMPLE 24
+
+static void
+put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t) v;
+}
+
+static uint64_t
+get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint32_t
+get_be32(const uint8_t *p)
+{
+	return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 |
+	    (uint32_t) p[2] << 8 | p[3];
+}
+
+static uint64_t
+get_le64(const uint8_t *p)
+{
+	return (uint64_t) wire_get32(p) | (uint64_t) wire_get32(p + 4) << 32;
+}
+
+/* A record as read: its groups and samples, checked against its size. */
+typedef struct jrec {
+	uint64_t       no;
+	const uint8_t *p;
+	uint32_t       ngroups, nsamples;
+} jrec;
+
+static int
+corrupt(store *st, uint64_t no)
+{
+	snprintf(st->err, sizeof(st->err),
+	    "%s: journal record %llu does not parse", st->dir,
+	    (unsigned long long) no);
+	return STORE_ECORRUPT;
+}
+
+static int
+rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
+{
+	const uint8_t *p = v->mv_data;
+
+	if (k->mv_size != 8)
+		return corrupt(st, 0);
+	r->no = get_be64(k->mv_data);
+	if (v->mv_size < REC_HEAD)
+		return corrupt(st, r->no);
+	r->p        = p;
+	r->ngroups  = wire_get32(p);
+	r->nsamples = wire_get32(p + 4);
+	if (v->mv_size != REC_HEAD + (uint64_t) r->ngroups * REC_GROUP +
+		(uint64_t) r->nsamples * REC_SAMPLE)
+		return corrupt(st, r->no);
+	return 0;
+}
+
+static uint32_t
+grp_sid(const jrec *r, uint32_t g)
+{
+	return wire_get32(r->p + REC_HEAD + (size_t) g * REC_GROUP);
+}
+
+/* Group g's samples: [*first, *first + *n). */
+static int
+grp_range(store *st, const jrec *r, uint32_t g, uint32_t *first, uint32_t *n)
+{
+	const uint8_t *d   = r->p + REC_HEAD + (size_t) g * REC_GROUP;
+	uint32_t       end = g + 1 < r->ngroups ?
+		  wire_get32(d + REC_GROUP + 4) :
+		  r->nsamples;
+
+	*first = wire_get32(d + 4);
+	if (*first >= end || end > r->nsamples)
+		return corrupt(st, r->no);
+	*n = end - *first;
+	return 0;
+}
+
+static void
+sample_get(const jrec *r, uint32_t i, store_sample *s)
+{
+	const uint8_t *q = r->p + REC_HEAD + (size_t) r->ngroups * REC_GROUP +
+	    (size_t) i * REC_SAMPLE;
+	uint64_t       bits = get_le64(q + 16);
+
+	s->step    = get_le64(q);
+	s->time_ns = (int64_t) get_le64(q + 8);
+	memcpy(&s->value, &bits, sizeof(bits));
+}
+
+/* Append samples [first, first + n) of r to a growing array. */
+static int
+copy_out(store *st, const jrec *r, uint32_t first, uint32_t n,
+    store_sample **buf, size_t *len, size_t *cap)
+{
+	if (*len + n > *cap) {
+		size_t        nc = *cap ? *cap : 256;
+		store_sample *nb;
+
+		while (nc < *len + n)
+			nc *= 2;
+		if ((nb = realloc(*buf, nc * sizeof(*nb))) == NULL) {
+			snprintf(st->err, sizeof(st->err), "%s: out of memory",
+			    st->dir);
+			return STORE_ENOMEM;
+		}
+		*buf = nb;
+		*cap = nc;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		sample_get(r, first + i, &(*buf)[(*len)++]);
+	return 0;
+}
+
+/* ---- the writer's view of the journal --------------------------------- */
+
+/* Load the next record number and the totals the first time the writer
+ * needs them (a scan of the record headers). */
+static int
+load(store_txn *t)
+{
+	store      *st = t->st;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	int         rc;
+
+	if (st->jloaded)
+		return 0;
+	st->jnext    = 1;
+	st->jrecords = 0;
+	st->jsamples = 0;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		jrec r;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
+			break;
+		st->jnext = r.no + 1;
+		st->jrecords++;
+		st->jsamples += r.nsamples;
+	}
+	mdb_cursor_close(cur);
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	else if (rc > 0)
+		return store_fail(st, rc, "reading the journal");
+	if (rc == 0)
+		st->jloaded = 1;
+	return rc;
+}
+
+int
+store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples)
+{
+	int rc = load(t);
+
+	*records = t->st->jrecords;
+	*samples = t->st->jsamples;
+	return rc;
+}
+
+int
+store_journal_put(
+    store_txn *t, const store_group *g, size_t ng, const store_sample *s)
+{
+	store   *st = t->st;
+	uint64_t ns = 0;
+	uint8_t  key[8], *p;
+	MDB_val  k, v;
+	int      rc;
+
+	if (ng == 0)
+		return 0;
+	for (size_t i = 0; i < ng; i++) {
+		if (g[i].n == 0 || (i > 0 && g[i].sid <= g[i - 1].sid)) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: journal groups out of order", st->dir);
+			return STORE_ECORRUPT;
+		}
+		ns += g[i].n;
+	}
+	if (ng > UINT32_MAX || ns > UINT32_MAX / REC_SAMPLE) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: a journal record of %llu samples is too large",
+		    st->dir, (unsigned long long) ns);
+		return STORE_ECORRUPT;
+	}
+	if ((rc = load(t)) != 0)
+		return rc;
+	put_be64(key, st->jnext);
+	k.mv_data = key;
+	k.mv_size = 8;
+	v.mv_data = NULL;
+	v.mv_size = REC_HEAD + ng * REC_GROUP + ns * REC_SAMPLE;
+	/* Written in place: MDB_RESERVE hands out the record's pages. */
+	rc = mdb_put(t->txn, st->journal, &k, &v, MDB_APPEND | MDB_RESERVE);
+	if (rc != 0)
+		return store_fail(st, rc, "writing the journal");
+	p = v.mv_data;
+	wire_put32(p, (uint32_t) ng);
+	wire_put32(p + 4, (uint32_t) ns);
+	p += REC_HEAD;
+	ns = 0;
+	for (size_t i = 0; i < ng; i++, p += REC_GROUP) {
+		wire_put32(p, g[i].sid);
+		wire_put32(p + 4, (uint32_t) ns);
+		ns += g[i].n;
+	}
+	for (uint64_t i = 0; i < ns; i++, p += REC_SAMPLE) {
+		uint64_t bits;
+
+		memcpy(&bits, &s[i].value, sizeof(bits));
+		wire_put64(p, s[i].step);
+		wire_put64(p + 8, (uint64_t) s[i].time_ns);
+		wire_put64(p + 16, bits);
+	}
+	st->jnext++;
+	st->jrecords++;
+	st->jsamples += ns;
+	return 0;
+}
+
+/* ---- appending to blocks ---------------------------------------------- */
+
+int
+journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
+    size_t n, block_enc *enc, journal_emit_fn emit, void *ctx)
+{
+	store      *st = t->st;
+	MDB_cursor *cur;
+	MDB_val     k, v, tv = { 0, NULL };
+	uint8_t     key[16];
+	uint64_t    fs = 0;
+	uint32_t    no = 0, next = 0;
+	int         rc, have = 0;
+
+	if ((rc = mdb_cursor_open(t->txn, st->blocks, &cur)) != 0)
+		return store_fail(st, rc, "reading blocks");
+	store_block_key(key, sid, 0, 0);
+	k.mv_data = key;
+	k.mv_size = 16;
+	/* The tail is the block numbered last; numbers only grow. */
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		const uint8_t *kp = k.mv_data;
+		uint32_t       kno;
+
+		if (k.mv_size != 16 || memcmp(kp, key, 4) != 0)
+			break;
+		kno = get_be32(kp + 12);
+		if (!have || kno >= no) {
+			have = 1;
+			no   = kno;
+			fs   = get_be64(kp + 4);
+			tv   = v;
+		}
+	}
+	mdb_cursor_close(cur);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return store_fail(st, rc, "reading blocks");
+	block_enc_init(enc);
+	if (have) {
+		if (block_enc_resume(enc, tv.mv_data, tv.mv_size) !=
+		    BLOCK_OK) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: tail block of series %u is corrupt", st->dir,
+			    sid);
+			return STORE_ECORRUPT;
+		}
+		next = no + 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		rc = enc->count ? block_enc_append(enc, s[i].step,
+				      s[i].time_ns, s[i].value) :
+				  BLOCK_FULL;
+		if (rc == BLOCK_OK)
+			continue;
+		if (enc->count > 0 && (rc = emit(ctx, fs, no, enc)) != 0)
+			return rc;
+		block_enc_init(enc);
+		fs = s[i].step;
+		no = next++;
+		if (block_enc_append(enc, s[i].step, s[i].time_ns,
+			s[i].value) != BLOCK_OK)
+			return corrupt(st, 0); /* cannot happen: empty */
+	}
+	if (n > 0 && enc->count > 0)
+		return emit(ctx, fs, no, enc);
+	return 0;
+}
+
+/* ---- readers ------------------------------------------------------------ */
+
+int
+journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
+{
+	store      *st = t->st;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	size_t      cap = 0;
+	int         rc;
+
+	*out = NULL;
+	*n   = 0;
+	if (!st->has_journal)
+		return 0;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		jrec     r;
+		uint32_t lo, hi, first, cnt;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
+			break;
+		lo = 0;
+		hi = r.ngroups;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (grp_sid(&r, mid) < sid)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == r.ngroups || grp_sid(&r, lo) != sid)
+			continue;
+		if ((rc = grp_range(st, &r, lo, &first, &cnt)) != 0 ||
+		    (rc = copy_out(st, &r, first, cnt, out, n, &cap)) != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc > 0)
+		rc = store_fail(st, rc, "reading the journal");
+	free(*out);
+	*out = NULL;
+	*n   = 0;
+	return rc;
+}
+
+/* ---- the fold ------------------------------------------------------------ */
+
+/* Where the merge of the records by sid stands in one record. */
+typedef struct jpos {
+	jrec     r;
+	uint32_t g; /* next group */
+} jpos;
+
+/* Where fold stores the blocks of one series. */
+typedef struct fold_ctx {
+	store_txn *t;
+	uint32_t   sid;
+} fold_ctx;
+
+static int
+put_block(void *vctx, uint64_t first_step, uint32_t no, block_enc *enc)
+{
+	fold_ctx *c = vctx;
+	uint8_t   key[16];
+	size_t    len;
+	MDB_val   k, v;
+	int       rc;
+
+	store_block_key(key, c->sid, first_step, no);
+	k.mv_data = key;
+	k.mv_size = sizeof(key);
+	v.mv_data = (void *) (uintptr_t) block_enc_data(enc, &len);
+	v.mv_size = len;
+	if ((rc = mdb_put(c->t->txn, c->t->st->blocks, &k, &v, 0)) != 0)
+		return store_fail(c->t->st, rc, "writing a block");
+	return 0;
+}
+
+/* The position with the lowest next sid (records break ties: the older
+ * first), or -1 when every record is done. */
+static long
+lowest(const jpos *p, size_t n)
+{
+	long best = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].g == p[i].r.ngroups)
+			continue;
+		if (best < 0 ||
+		    grp_sid(&p[i].r, p[i].g) < grp_sid(&p[best].r, p[best].g))
+			best = (long) i;
+	}
+	return best;
+}
+
+int
+store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
+{
+	store        *st  = t->st;
+	MDB_cursor   *cur = NULL;
+	MDB_val       k, v;
+	jpos         *pos = NULL;
+	size_t        npos = 0, cap = 0, len = 0, scap = 0;
+	store_sample *buf = NULL;
+	block_enc    *enc = NULL;
+	uint64_t      total = 0;
+	int           rc;
+
+	*folded = 0;
+	if ((rc = load(t)) != 0)
+		return rc;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	/* The oldest records: at least one, then while within the step. */
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		jrec r;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
+			goto out;
+		if (npos > 0 && total + r.nsamples > max_samples)
+			break;
+		if (npos == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			jpos  *np = realloc(pos, nc * sizeof(*np));
+
+			if (np == NULL)
+				goto nomem;
+			pos = np;
+			cap = nc;
+		}
+		pos[npos].r   = r;
+		pos[npos++].g = 0;
+		total += r.nsamples;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND) {
+		rc = store_fail(st, rc, "reading the journal");
+		goto out;
+	}
+	rc = 0;
+	if (npos == 0)
+		goto out;
+	if ((enc = malloc(sizeof(*enc))) == NULL)
+		goto nomem;
+	/*
+	 * Series by series in sid order (each record is sorted by sid, so
+	 * this is a merge), each series' samples in record order: the
+	 * order they arrived in.
+	 */
+	for (long b; (b = lowest(pos, npos)) >= 0;) {
+		fold_ctx c = { t, grp_sid(&pos[b].r, pos[b].g) };
+
+		len = 0;
+		for (size_t i = (size_t) b; i < npos; i++) {
+			uint32_t first, n;
+
+			if (pos[i].g == pos[i].r.ngroups ||
+			    grp_sid(&pos[i].r, pos[i].g) != c.sid)
+				continue;
+			if ((rc = grp_range(st, &pos[i].r, pos[i].g, &first,
+				 &n)) != 0 ||
+			    (rc = copy_out(st, &pos[i].r, first, n, &buf, &len,
+				 &scap)) != 0)
+				goto out;
+			pos[i].g++;
+		}
+		rc = journal_fold_series(
+		    t, c.sid, buf, len, enc, put_block, &c);
+		if (rc != 0)
+			goto out;
+	}
+	/* The records go in the same transaction as their blocks. */
+	mdb_cursor_close(cur);
+	cur = NULL;
+	for (size_t i = 0; i < npos; i++) {
+		uint8_t key[8];
+
+		put_be64(key, pos[i].r.no);
+		k.mv_data = key;
+		k.mv_size = 8;
+		if ((rc = mdb_del(t->txn, st->journal, &k, NULL)) != 0) {
+			rc = store_fail(st, rc, "deleting journal records");
+			goto out;
+		}
+	}
+	st->jrecords -= npos;
+	st->jsamples -= total;
+	*folded = total;
+	goto out;
+nomem:
+	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	rc = STORE_ENOMEM;
+out:
+	if (cur != NULL)
+		mdb_cursor_close(cur);
+	free(pos);
+	free(buf);
+	free(enc);
+	return rc;
+}

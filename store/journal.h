@@ -1,0 +1,61 @@
+/*
+ * journal: the append-only head of the sample store. Each commit of the
+ * collector appends the samples it brings as one record (grouped by
+ * series, in arrival order within a series) in the same transaction as
+ * its dedup windows, so a commit costs the samples it brings, not the
+ * number of series it touches. The fold moves the oldest records into
+ * the per-series blocks (store/block.h) with the rules ingest always
+ * used, and deletes them in the same transaction; readers (scan_samples)
+ * merge a series' blocks with its samples still in the journal, so they
+ * see the same samples in the same order before and after a fold.
+ * docs/storage.md, "The journal", describes the record and the
+ * invariants.
+ *
+ * Thread rule: as store/write.h (the writer's transaction only).
+ */
+#ifndef STORE_JOURNAL_H
+#define STORE_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* One sample as the journal keeps it (exact: the block codec is
+ * lossless, so nothing changes when it is folded). */
+typedef struct store_sample {
+	uint64_t step;
+	int64_t  time_ns;
+	double   value;
+} store_sample;
+
+/* The samples of one series in a record: n samples, consecutive in the
+ * sample array passed with the groups. */
+typedef struct store_group {
+	uint32_t sid;
+	uint32_t n;
+} store_group;
+
+/*
+ * Append one record to the journal in the write transaction t: ng
+ * groups in strictly ascending sid order, each n > 0, and their samples
+ * in s (group after group, each in arrival order). Returns 0 or a
+ * store_err (STORE_ECORRUPT if the groups are not in order).
+ */
+int store_journal_put(
+    store_txn *t, const store_group *g, size_t ng, const store_sample *s);
+
+/* Records and samples in the journal as t sees it. Returns 0 or a
+ * store_err. */
+int store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples);
+
+/*
+ * One fold step in the write transaction t: the oldest records (at
+ * least one, then as many as keep the step within max_samples) are
+ * appended to their series' blocks and deleted. *folded: samples moved
+ * (0: the journal was empty). Commit t to keep it; an abort keeps the
+ * records as they were. Returns 0 or a store_err.
+ */
+int store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded);
+
+#endif /* STORE_JOURNAL_H */
