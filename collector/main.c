@@ -90,9 +90,13 @@ usage(FILE *f)
 	    "                     100000, 0: no cap); samples of new series\n"
 	    "                     past it are refused and one alert stored\n"
 	    "  --max-series N     series in the store (default 1000000)\n"
-	    "  --cache-series N, --cache-encoders N, --cache-emitters N\n"
+	    "  --cache-series N, --cache-emitters N\n"
 	    "                     bounds of the write caches (defaults\n"
-	    "                     131072, 16384 (4 KB each), 65536)\n"
+	    "                     131072, 65536); --cache-encoders N is\n"
+	    "                     accepted and has no effect (the journal)\n"
+	    "  --journal-samples N  samples the journal holds before its\n"
+	    "                     oldest half is folded into blocks\n"
+	    "                     (default 4194304, 24 bytes each)\n"
 	    "  --max-connections N  connections at once (default: the\n"
 	    "                     descriptor limit, raised to its hard\n"
 	    "                     limit at start, less %d kept for the\n"
@@ -205,6 +209,7 @@ enum {
 	OPT_CACHE_SERIES,
 	OPT_CACHE_ENCODERS,
 	OPT_CACHE_EMITTERS,
+	OPT_JOURNAL_SAMPLES,
 	OPT_HTTP,
 	OPT_HTTP_METRICS,
 	OPT_HTTP_MAX_SERIES,
@@ -237,6 +242,7 @@ static const struct option longopts[] = {
 	{ "cache-series", required_argument, NULL, OPT_CACHE_SERIES },
 	{ "cache-encoders", required_argument, NULL, OPT_CACHE_ENCODERS },
 	{ "cache-emitters", required_argument, NULL, OPT_CACHE_EMITTERS },
+	{ "journal-samples", required_argument, NULL, OPT_JOURNAL_SAMPLES },
 	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "http-metrics", required_argument, NULL, OPT_HTTP_METRICS },
 	{ "http-max-series", required_argument, NULL, OPT_HTTP_MAX_SERIES },
@@ -437,6 +443,12 @@ main(int argc, char **argv)
 				&v) != 0)
 				return 2;
 			io.cache_emitters = (size_t) v;
+			break;
+		case OPT_JOURNAL_SAMPLES:
+			if (parse_long("--journal-samples", next, 2, 1000000000,
+				&v) != 0)
+				return 2;
+			io.journal_samples = (uint64_t) v;
 			break;
 		case OPT_MAX_CONNECTIONS:
 			if (parse_long("--max-connections", next, 1, 1 << 20,

@@ -1,5 +1,6 @@
 # Hardening with real processes (issue 6, "Faults", "Limits", "Scale"):
-# 20 SIGKILLs of the collector under several emitters, a full disk, a slow
+# 20 SIGKILLs of the collector under several emitters (a narrow run and
+# a wide one), a full disk, a slow
 # reader, an emitter killed mid-batch next to half-written messages, name
 # and message-size limits, a trainer logging a new metric every step, and
 # 256 emitters at once. Prints the figures (sent, stored, dropped,
@@ -83,6 +84,40 @@ check "kill x20: every sample exactly once" [ $? = 0 ]
 figures "kill x20" "$T/emit.out" "$T/v.out"
 check "kill x20: mdb_stat reads the environment" \
 	sh -c "mdb_stat -e \"\$1\" >/dev/null" - "$DB"
+stop_collector
+fi
+
+# ---------------------------------------------------------------------
+# 1w. The same 20 SIGKILLs on a wide run: 16 ranks x 64 metrics (1,024
+# series, one sample of each per step), with a journal of 20,000 samples
+# so that a fold runs every few commits and the kills land in commits,
+# in folds and between them. Every acknowledged sample exactly once,
+# read back through the blocks and the journal alike.
+if want 1w; then
+start_collector --no-detect --journal-samples 20000
+export VITALS_RUN=kill20wide
+"$BIN/tests/trainer" emit --ranks 16 --metrics 64 --steps 3000 \
+	--step-us 10000 --flush-ms 60000 >"$T/emit.out" &
+TPID=$!
+opened=0
+for round in $(seq 1 20); do
+	sleep "$(awk -v s="$$$round" 'BEGIN { srand(s + 7); printf "%.2f", 0.9 + rand() * 0.6 }')"
+	kill_collector
+	if "$BIN/vitals" runs --db "$DB" >/dev/null 2>&1 &&
+		mdb_stat -e "$DB" >/dev/null 2>&1; then
+		opened=$((opened + 1))
+	fi
+	start_collector --no-detect --journal-samples 20000
+done
+echo "killed vitalsd 20 times (wide run); the store opened cleanly $opened times"
+check "kill x20, wide: store opens cleanly after every kill" [ "$opened" = 20 ]
+wait $TPID
+check "kill x20, wide: trainers finished, every sample acknowledged" [ $? = 0 ]
+verify_export kill20wide --ranks 16 --metrics 64 --steps 3000 >"$T/v.out"
+check "kill x20, wide: every sample exactly once" [ $? = 0 ]
+figures "kill x20, wide" "$T/emit.out" "$T/v.out"
+check "kill x20, wide: the journal was folded (blocks in the store)" \
+	sh -c "mdb_stat -s blocks \"\$1\" | awk '/Entries:/ { exit !(\$2 > 0) }'" - "$DB"
 stop_collector
 fi
 

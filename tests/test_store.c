@@ -11,6 +11,7 @@
 #include "store/scan.h"
 #include "store/store.h"
 
+#include <lmdb.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -898,6 +899,90 @@ TEST(journal_reads_equal_folded_reference)
 	store_close(b);
 }
 
+/* Rewrite the store in dir as a format-1 store (what vitals wrote before
+ * the journal: no journal database) or stamp another format number. */
+static int
+set_format(const char *d, uint32_t format, int drop_journal)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi  meta, jdb;
+	MDB_val  k = { 6, (void *) (uintptr_t) "format" }, v;
+	uint8_t  f[4] = { (uint8_t) format, (uint8_t) (format >> 8),
+		 (uint8_t) (format >> 16), (uint8_t) (format >> 24) };
+	int      rc;
+
+	if (mdb_env_create(&env) != 0)
+		return -1;
+	mdb_env_set_maxdbs(env, 8);
+	if ((rc = mdb_env_open(env, d, 0, 0600)) != 0 ||
+	    (rc = mdb_txn_begin(env, NULL, 0, &txn)) != 0) {
+		mdb_env_close(env);
+		return rc;
+	}
+	v.mv_size = 4;
+	v.mv_data = f;
+	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) != 0 ||
+	    (rc = mdb_put(txn, meta, &k, &v, 0)) != 0 ||
+	    (drop_journal &&
+		((rc = mdb_dbi_open(txn, "journal", 0, &jdb)) != 0 ||
+		    (rc = mdb_drop(txn, jdb, 1)) != 0))) {
+		mdb_txn_abort(txn);
+		mdb_env_close(env);
+		return rc;
+	}
+	rc = mdb_txn_commit(txn);
+	mdb_env_close(env);
+	return rc;
+}
+
+/*
+ * A database written before the journal (format 1) is read as it is, and
+ * converted when vitalsd opens it: the empty journal is created and the
+ * format becomes 2 (which older readers refuse with their format
+ * message); nothing else is rewritten. A format this version does not
+ * know is refused, naming it.
+ */
+TEST(format1_store_read_and_converted)
+{
+	store  *st;
+	ingest *in;
+	got     g;
+	char    err[1400];
+	spec    s = { "f1", 10, 1, 1, 0, 0, "loss", 0, 1500, val_lin };
+
+	fresh_dir();
+	open_both(&st, &in);
+	CHECK_EQ_INT(apply(in, &s), WIRE_ACK_STORED);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(set_format(dir, 1, 1) == 0);
+
+	/* Read as it is, read-only (no journal there). */
+	CHECK(read_series("f1", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 1500);
+
+	/* The writer converts it and goes on. */
+	open_both(&st, &in);
+	s.seq = 2, s.floor = 2, s.step0 = 1500, s.n = 500;
+	CHECK_EQ_INT(apply(in, &s), WIRE_ACK_STORED);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("f1", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 2000);
+	CHECK(g.steps[1999] == 1999 && g.values[1999] == val_lin(1999));
+
+	REQUIRE(set_format(dir, 3, 0) == 0);
+	CHECK(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) ==
+	    STORE_EFORMAT);
+	CHECK(strstr(err, "database format 3") != NULL);
+	/* Stamped 2 again, it opens. */
+	REQUIRE(set_format(dir, 2, 0) == 0);
+	CHECK(read_series("f1", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 2000);
+}
+
 TEST(readonly_missing_db_is_clear)
 {
 	store *st;
@@ -936,6 +1021,7 @@ main(void)
 	RUN(ranks_latest_incarnation_by_start);
 	RUN(wide_run_past_encoder_bound_reads_back);
 	RUN(journal_reads_equal_folded_reference);
+	RUN(format1_store_read_and_converted);
 	RUN(readonly_missing_db_is_clear);
 	fresh_dir();
 	rmdir(dir);
