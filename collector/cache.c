@@ -92,6 +92,7 @@ cache_settle(ingest *in)
 	for (ser *s = in->dirty_series, *n; s != NULL; s = n) {
 		n             = s->next_dirty;
 		s->dirty      = 0;
+		s->isnew      = 0;
 		s->next_dirty = NULL;
 	}
 	for (emi *e = in->dirty_emitters, *n; e != NULL; e = n) {

@@ -345,9 +345,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			free(s);
 			return rc;
 		}
-		s->rec.first_step = UINT64_MAX;
-		s->rec.first_time = INT64_MAX;
-		s->rec.last_time  = INT64_MIN;
+		s->isnew = 1;
 		r->rec.series++;
 		cache_mark_run(in, r);
 		cache_mark_series(in, s);
@@ -365,8 +363,9 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 }
 
 /*
- * Append one sample to a series: kept for the commit's journal record,
- * and counted in the series record.
+ * Append one sample to a series: kept for the commit's journal record.
+ * The series record's statistics are the store's (store_series_add, when
+ * the journal is read or folded).
  */
 static int
 append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
@@ -393,17 +392,6 @@ append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
 	in->psamp[in->np].value   = value;
 	in->np++;
 	s->jn++;
-	if (s->rec.samples == 0 || step < s->rec.first_step)
-		s->rec.first_step = step;
-	if (s->rec.samples == 0 || step > s->rec.last_step)
-		s->rec.last_step = step;
-	if (t < s->rec.first_time)
-		s->rec.first_time = t;
-	if (t >= s->rec.last_time) {
-		s->rec.last_time  = t;
-		s->rec.last_value = value;
-	}
-	s->rec.samples++;
 	cache_mark_series(in, s);
 	return 0;
 }
@@ -588,8 +576,13 @@ flush_dirty(ingest *in)
 
 	if ((rc = put_journal(in)) != 0)
 		return rc;
+	/* Only new series: the others' records are the fold's to write,
+	 * so a commit does not touch one page per series it brings. */
 	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty) {
-		rc = store_put_series(in->txn, s->key, s->keylen, &s->rec);
+		if (!s->isnew)
+			continue;
+		rc = store_put_new_series(
+		    in->txn, s->key, s->keylen, s->rec.sid);
 		if (rc != 0)
 			return rc;
 	}

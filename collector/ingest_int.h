@@ -11,7 +11,8 @@
 #include "store/journal.h"
 #include "store/write.h"
 
-/* A series in the cache: its record. The key is sized to fit, as a cache
+/* A series in the cache: its id (the record's statistics are kept by the
+ * store from the journal, not here). The key is sized to fit, as a cache
  * of many series is mostly keys. */
 typedef struct ser {
 	series_rec  rec;
@@ -20,6 +21,7 @@ typedef struct ser {
 	uint32_t    jpos; /* where they go in the journal record */
 	uint64_t    used; /* number of the last commit that touched it */
 	int         dirty;
+	int         isnew; /* created by the open transaction */
 	struct ser *next_dirty;
 	uint8_t     key[];
 } ser;

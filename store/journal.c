@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "store/store_int.h"
+#include "store/write.h"
 #include "wire/le.h"
 
 #define REC_HEAD 8
@@ -155,6 +156,7 @@ load(store_txn *t)
 	store      *st = t->st;
 	MDB_cursor *cur;
 	MDB_val     k, v;
+	uint64_t    last;
 	int         rc;
 
 	if (st->jloaded)
@@ -167,20 +169,26 @@ load(store_txn *t)
 	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
 		jrec r;
 
-		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
-			break;
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
+			mdb_cursor_close(cur);
+			return rc;
+		}
 		st->jnext = r.no + 1;
 		st->jrecords++;
 		st->jsamples += r.nsamples;
 	}
 	mdb_cursor_close(cur);
-	if (rc == MDB_NOTFOUND)
-		rc = 0;
-	else if (rc > 0)
+	if (rc != MDB_NOTFOUND)
 		return store_fail(st, rc, "reading the journal");
-	if (rc == 0)
-		st->jloaded = 1;
-	return rc;
+	/* Numbers are never reused, also once the journal is empty: the
+	 * series records count up to a number (series_rec.jseen). */
+	rc = store_meta_get(t, "journal_folded", 14, 8, &last);
+	if (rc != 0 && rc != STORE_ENOTFOUND)
+		return rc;
+	if (rc == 0 && last + 1 > st->jnext)
+		st->jnext = last + 1;
+	st->jloaded = 1;
+	return 0;
 }
 
 int
@@ -332,7 +340,7 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 	MDB_cursor *cur;
 	MDB_val     k, v;
 	size_t      cap = 0;
-	int         rc;
+	int         rc, own = 0;
 
 	*out = NULL;
 	*n   = 0;
@@ -344,8 +352,10 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 		jrec     r;
 		uint32_t lo, hi, first, cnt;
 
-		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
+			own = 1;
 			break;
+		}
 		lo = 0;
 		hi = r.ngroups;
 		while (lo < hi) {
@@ -359,17 +369,74 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 		if (lo == r.ngroups || grp_sid(&r, lo) != sid)
 			continue;
 		if ((rc = grp_range(st, &r, lo, &first, &cnt)) != 0 ||
-		    (rc = copy_out(st, &r, first, cnt, out, n, &cap)) != 0)
+		    (rc = copy_out(st, &r, first, cnt, out, n, &cap)) != 0) {
+			own = 1;
 			break;
+		}
 	}
 	mdb_cursor_close(cur);
 	if (rc == MDB_NOTFOUND)
 		return 0;
-	if (rc > 0)
+	if (!own)
 		rc = store_fail(st, rc, "reading the journal");
 	free(*out);
 	*out = NULL;
 	*n   = 0;
+	return rc;
+}
+
+int
+journal_patch_series(store_txn *t, series_rec *r)
+{
+	store        *st = t->st;
+	MDB_cursor   *cur;
+	MDB_val       k, v;
+	uint8_t       key[8];
+	store_sample *buf = NULL;
+	size_t        len = 0, cap = 0;
+	int           rc, own = 0, op = MDB_SET_RANGE;
+
+	if (!st->has_journal || r->jseen == UINT64_MAX)
+		return 0;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	put_be64(key, r->jseen + 1);
+	k.mv_data = key;
+	k.mv_size = 8;
+	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_NEXT) {
+		jrec     jr;
+		uint32_t lo = 0, hi, first, cnt;
+
+		if ((rc = rec_parse(st, &k, &v, &jr)) != 0) {
+			own = 1;
+			break;
+		}
+		hi = jr.ngroups;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (grp_sid(&jr, mid) < r->sid)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == jr.ngroups || grp_sid(&jr, lo) != r->sid)
+			continue;
+		len = 0;
+		if ((rc = grp_range(st, &jr, lo, &first, &cnt)) != 0 ||
+		    (rc = copy_out(st, &jr, first, cnt, &buf, &len, &cap)) !=
+			0) {
+			own = 1;
+			break;
+		}
+		store_series_add(r, buf, len);
+	}
+	mdb_cursor_close(cur);
+	free(buf);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (!own)
+		rc = store_fail(st, rc, "reading the journal");
 	return rc;
 }
 
@@ -386,6 +453,34 @@ typedef struct fold_ctx {
 	store_txn *t;
 	uint32_t   sid;
 } fold_ctx;
+
+/* The key (copied into key, STORE_KEY_MAX bytes) and record of series
+ * sid. Returns 0 or a store_err. */
+static int
+series_of_sid(store_txn *t, uint32_t sid, uint8_t *key, size_t *klen,
+    series_rec *r)
+{
+	store  *st = t->st;
+	uint8_t sk[4] = { (uint8_t) (sid >> 24), (uint8_t) (sid >> 16),
+		(uint8_t) (sid >> 8), (uint8_t) sid };
+	MDB_val k = { 4, sk }, v;
+	int     rc;
+
+	if ((rc = mdb_get(t->txn, st->sids, &k, &v)) != 0 ||
+	    v.mv_size > STORE_KEY_MAX) {
+		if (rc == MDB_NOTFOUND || rc == 0) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: series %u has samples in the journal and no "
+			    "index entry",
+			    st->dir, sid);
+			return STORE_ECORRUPT;
+		}
+		return store_fail(st, rc, "reading a series id");
+	}
+	memcpy(key, v.mv_data, v.mv_size);
+	*klen = v.mv_size;
+	return store_get_series(t, key, *klen, r);
+}
 
 static int
 put_block(void *vctx, uint64_t first_step, uint32_t no, block_enc *enc)
@@ -477,11 +572,19 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	 * order they arrived in.
 	 */
 	for (long b; (b = lowest(pos, npos)) >= 0;) {
-		fold_ctx c = { t, grp_sid(&pos[b].r, pos[b].g) };
+		fold_ctx   c = { t, grp_sid(&pos[b].r, pos[b].g) };
+		series_rec rec;
+		uint8_t    skey[STORE_KEY_MAX];
+		size_t     sklen = 0;
 
+		/* The series record counts these samples from now on: the
+		 * records holding them are deleted below. */
+		if ((rc = series_of_sid(t, c.sid, skey, &sklen, &rec)) != 0)
+			goto out;
 		len = 0;
 		for (size_t i = (size_t) b; i < npos; i++) {
 			uint32_t first, n;
+			size_t   at = len;
 
 			if (pos[i].g == pos[i].r.ngroups ||
 			    grp_sid(&pos[i].r, pos[i].g) != c.sid)
@@ -491,11 +594,17 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			    (rc = copy_out(st, &pos[i].r, first, n, &buf, &len,
 				 &scap)) != 0)
 				goto out;
+			if (pos[i].r.no > rec.jseen)
+				store_series_add(&rec, buf + at, n);
 			pos[i].g++;
 		}
 		rc = journal_fold_series(
 		    t, c.sid, buf, len, enc, put_block, &c);
 		if (rc != 0)
+			goto out;
+		if (rec.jseen < pos[npos - 1].r.no)
+			rec.jseen = pos[npos - 1].r.no;
+		if ((rc = store_put_series(t, skey, sklen, &rec)) != 0)
 			goto out;
 	}
 	/* The records go in the same transaction as their blocks. */
@@ -512,6 +621,9 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			goto out;
 		}
 	}
+	rc = store_meta_put(t, "journal_folded", 14, 8, pos[npos - 1].r.no);
+	if (rc != 0)
+		goto out;
 	st->jrecords -= npos;
 	st->jsamples -= total;
 	*folded = total;

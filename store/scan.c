@@ -203,6 +203,9 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 		if (metric != NULL &&
 		    (s.mlen != ml || memcmp(s.metric, metric, ml)))
 			break;
+		/* The statistics of its samples still in the journal. */
+		if ((rc = journal_patch_series(txn, &s.rec)) != 0)
+			break;
 		if ((rc = fn(ctx, &s)) != 0)
 			break;
 	}

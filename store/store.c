@@ -80,6 +80,40 @@ store_fail(store *st, int rc, const char *what)
 	return code;
 }
 
+static void put_be32(uint8_t *p, uint32_t v);
+
+/*
+ * Converting a format-1 store: the fold finds a series record by its id
+ * (sids: sid BE -> series key), which format 1 did not keep. One pass
+ * over the series records. Returns 0 or an LMDB error.
+ */
+static int
+index_sids(store *st, MDB_txn *txn)
+{
+	MDB_cursor *cur;
+	MDB_val     k, v, sk;
+	uint8_t     sid[4];
+	int         rc;
+
+	if ((rc = mdb_cursor_open(txn, st->series, &cur)) != 0)
+		return rc;
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		series_rec r;
+
+		if (store_series_decode(v.mv_data, v.mv_size, &r) != 0) {
+			rc = MDB_CORRUPTED;
+			break;
+		}
+		put_be32(sid, r.sid);
+		sk.mv_data = sid;
+		sk.mv_size = 4;
+		if ((rc = mdb_put(txn, st->sids, &sk, &k, 0)) != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 static int
 open_dbs(store *st, char *err, size_t errlen)
 {
@@ -110,6 +144,8 @@ open_dbs(store *st, char *err, size_t errlen)
 		rc = 0;
 	else if (rc == 0)
 		st->has_journal = 1;
+	if (rc == 0 && !(st->flags & STORE_RDONLY))
+		rc = mdb_dbi_open(txn, "sids", dbflags, &st->sids);
 	if (rc != 0) {
 		mdb_txn_abort(txn);
 		goto fail;
@@ -131,6 +167,11 @@ open_dbs(store *st, char *err, size_t errlen)
 	/* A writer converts format 1 (no journal) by creating the empty
 	 * journal above and writing the new number; nothing is rewritten.
 	 * Older readers then refuse the store with their format message. */
+	if (!(st->flags & STORE_RDONLY) && rc == 0 &&
+	    wire_get32(v.mv_data) == 1 && (rc = index_sids(st, txn)) != 0) {
+		mdb_txn_abort(txn);
+		goto fail;
+	}
 	if (!(st->flags & STORE_RDONLY) &&
 	    (rc == MDB_NOTFOUND ||
 		(rc == 0 && wire_get32(v.mv_data) != STORE_FORMAT))) {
@@ -588,6 +629,26 @@ store_series_encode(uint8_t buf[SERIES_REC_SIZE], const series_rec *r)
 	wire_put64(buf + 56, r->tail_first_step);
 	wire_put32(buf + 64, r->tail_no);
 	wire_put32(buf + 68, 0);
+	wire_put64(buf + 72, r->jseen);
+}
+
+void
+store_series_add(series_rec *r, const store_sample *s, size_t n)
+{
+	/* The rules ingest applied sample by sample before the journal. */
+	for (size_t i = 0; i < n; i++) {
+		if (r->samples == 0 || s[i].step < r->first_step)
+			r->first_step = s[i].step;
+		if (r->samples == 0 || s[i].step > r->last_step)
+			r->last_step = s[i].step;
+		if (s[i].time_ns < r->first_time)
+			r->first_time = s[i].time_ns;
+		if (s[i].time_ns >= r->last_time) {
+			r->last_time  = s[i].time_ns;
+			r->last_value = s[i].value;
+		}
+		r->samples++;
+	}
 }
 
 int
@@ -595,8 +656,9 @@ store_series_decode(const void *buf, size_t len, series_rec *r)
 {
 	const uint8_t *p = buf;
 
-	if (len != SERIES_REC_SIZE)
+	if (len != SERIES_REC_SIZE && len != SERIES_REC_SIZE_V1)
 		return STORE_ECORRUPT;
+	r->jseen = len == SERIES_REC_SIZE ? wire_get64(p + 72) : 0;
 	r->sid             = wire_get32(p);
 	r->nblocks         = wire_get32(p + 4);
 	r->samples         = wire_get64(p + 8);

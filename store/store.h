@@ -73,6 +73,15 @@ typedef struct series_rec {
 	double   last_value;
 	uint64_t tail_first_step; /* key of the block being appended to */
 	uint32_t tail_no;
+	/*
+	 * The statistics above (samples, steps, times, last value) count
+	 * the series' samples in journal records up to this number (0:
+	 * none); readers (scan_series_of, scan_series_metric) add those of
+	 * the later records, so what they list is always complete. The
+	 * writer keeps a record current only when a fold needs it.
+	 * nblocks, tail_first_step and tail_no are format 1's, not kept.
+	 */
+	uint64_t jseen;
 } series_rec;
 
 typedef struct emitter_rec {

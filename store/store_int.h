@@ -23,6 +23,7 @@ struct store {
 	MDB_dbi runs;     /* run -> run record */
 	MDB_dbi alerts;   /* run NUL seq BE -> alert as one JSON object */
 	MDB_dbi journal;  /* record number BE -> samples of one commit */
+	MDB_dbi sids;     /* sid BE -> series key (for the fold) */
 	int     has_journal; /* 0: a format-1 store opened read-only */
 	int     flags;
 	int     lock_fd; /* writer: holds the folder's writer.lock */
@@ -56,7 +57,8 @@ struct store_txn {
 int store_fail(store *st, int rc, const char *what);
 
 /* Records (explicit little-endian encodings, independent of the ABI). */
-#define SERIES_REC_SIZE 72
+#define SERIES_REC_SIZE 80
+#define SERIES_REC_SIZE_V1 72 /* format 1: no jseen */
 #define RUN_REC_SIZE 60
 /* The fixed part of an emitter record: 11 u64, 4 u32, the window, the
  * host length (u16); then the host and, once set, ended (u64). */
@@ -100,6 +102,16 @@ int journal_of_series(
  * stores them, a reader merges them. enc is the caller's scratch
  * encoder. Returns 0, emit's non-zero value, or a store_err.
  */
+/*
+ * Add to r's statistics the samples of r->sid in the journal records
+ * after r->jseen (readers: the record is then complete as of t).
+ * Returns 0 or a store_err.
+ */
+int journal_patch_series(store_txn *t, series_rec *r);
+
+/* Add n samples, in arrival order, to a series record's statistics. */
+void store_series_add(series_rec *r, const store_sample *s, size_t n);
+
 typedef int (*journal_emit_fn)(
     void *ctx, uint64_t first_step, uint32_t no, block_enc *enc);
 int journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,

@@ -147,6 +147,25 @@ store_put_series(
 }
 
 int
+store_put_new_series(
+    store_txn *t, const uint8_t *key, size_t klen, uint32_t sid)
+{
+	series_rec r = { 0 };
+	uint8_t    sk[4] = { (uint8_t) (sid >> 24), (uint8_t) (sid >> 16),
+		   (uint8_t) (sid >> 8), (uint8_t) sid };
+	int        rc;
+
+	r.sid        = sid;
+	r.first_step = UINT64_MAX;
+	r.first_time = INT64_MAX;
+	r.last_time  = INT64_MIN;
+	if ((rc = store_put_series(t, key, klen, &r)) != 0)
+		return rc;
+	return put(t, t->st->sids, sk, sizeof(sk), key, klen,
+	    "writing a series id");
+}
+
+int
 store_get_emitter(
     store_txn *t, const uint8_t *key, size_t klen, emitter_rec *out)
 {

@@ -46,6 +46,14 @@ void store_abort(store_txn *t);
  */
 int store_get_series(
     store_txn *t, const uint8_t *key, size_t klen, series_rec *out);
+/*
+ * A new series (its id from store_new_sid()): its record with no samples
+ * (they are in the journal, and the statistics count them from there:
+ * series_rec.jseen) and its id in the index the fold uses. Returns 0 or
+ * a store_err.
+ */
+int store_put_new_series(
+    store_txn *t, const uint8_t *key, size_t klen, uint32_t sid);
 int store_put_series(
     store_txn *t, const uint8_t *key, size_t klen, const series_rec *r);
 int store_get_emitter(

@@ -740,8 +740,9 @@ jcollect(void *ctx, uint64_t step, int64_t t, double v)
 }
 
 typedef struct jsids {
-	uint32_t sid[J_RANKS * J_METRICS];
-	int      n;
+	uint32_t   sid[J_RANKS * J_METRICS];
+	series_rec rec[J_RANKS * J_METRICS];
+	int        n;
 } jsids;
 
 static int
@@ -749,8 +750,10 @@ jlist(void *ctx, const scan_series *s)
 {
 	jsids *j = ctx;
 
-	if (j->n < J_RANKS * J_METRICS)
+	if (j->n < J_RANKS * J_METRICS) {
+		j->rec[j->n]   = s->rec;
 		j->sid[j->n++] = s->rec.sid;
+	}
 	return 0;
 }
 
@@ -762,10 +765,12 @@ journal_compare(store *a, store *b, uint64_t from, uint64_t to, uint64_t *n,
     uint64_t *jrec)
 {
 	store_txn *ta, *tb;
-	jsids      sa = { { 0 }, 0 }, sb = { { 0 }, 0 };
+	jsids      sa, sb;
 	scan_usage u;
 	int        bad = 0;
 
+	memset(&sa, 0, sizeof(sa));
+	memset(&sb, 0, sizeof(sb));
 	*n = 0;
 	if (store_read_begin(a, &ta) != 0 || store_read_begin(b, &tb) != 0)
 		return 1000;
@@ -774,13 +779,24 @@ journal_compare(store *a, store *b, uint64_t from, uint64_t to, uint64_t *n,
 	if (sa.n != sb.n)
 		bad++;
 	for (int i = 0; i < sa.n && i < sb.n; i++) {
-		jgot ga = { 0 }, gb = { 0 };
+		jgot              ga = { 0 }, gb = { 0 };
+		const series_rec *x = &sa.rec[i], *y = &sb.rec[i];
+
+		/* What the listing says of each series: the same too. */
+		if (x->samples != y->samples || x->first_step != y->first_step
+		    || x->last_step != y->last_step
+		    || x->first_time != y->first_time
+		    || x->last_time != y->last_time
+		    || memcmp(&x->last_value, &y->last_value, 8) != 0) {
+			bad++;
+		}
 
 		if (scan_samples(a, ta, sa.sid[i], from, to, jcollect, &ga) != 0
 		    || scan_samples(b, tb, sb.sid[i], from, to, jcollect,
 			   &gb) != 0)
 			bad++;
-		if (ga.n != gb.n)
+		if (ga.n != gb.n ||
+		    (from == 0 && to == UINT64_MAX && ga.n != x->samples))
 			bad++;
 		for (size_t j = 0; j < ga.n && j < gb.n; j++) {
 			if (ga.s[j].step != gb.s[j].step ||
@@ -806,7 +822,8 @@ journal_compare(store *a, store *b, uint64_t from, uint64_t to, uint64_t *n,
  * split between both at every position of its tail block), and into a
  * reference folded completely after every commit (the blocks ingest has
  * always written). At random moments, including across a reopen, every
- * series reads the same in both; restarts (steps going back) make
+ * series reads the same in both, and is listed with the same statistics
+ * (samples, first and last step and time, last value); restarts (steps going back) make
  * blocks overlap, so the merge order is checked too.
  */
 TEST(journal_reads_equal_folded_reference)
