@@ -917,7 +917,8 @@ TEST(journal_reads_equal_folded_reference)
 }
 
 /* Rewrite the store in dir as a format-1 store (what vitals wrote before
- * the journal: no journal database) or stamp another format number. */
+ * the journal: no journal and no sids database; its 72-byte series
+ * records are not reproduced) or stamp another format number. */
 static int
 set_format(const char *d, uint32_t format, int drop_journal)
 {
@@ -943,6 +944,8 @@ set_format(const char *d, uint32_t format, int drop_journal)
 	    (rc = mdb_put(txn, meta, &k, &v, 0)) != 0 ||
 	    (drop_journal &&
 		((rc = mdb_dbi_open(txn, "journal", 0, &jdb)) != 0 ||
+		    (rc = mdb_drop(txn, jdb, 1)) != 0 ||
+		    (rc = mdb_dbi_open(txn, "sids", 0, &jdb)) != 0 ||
 		    (rc = mdb_drop(txn, jdb, 1)) != 0))) {
 		mdb_txn_abort(txn);
 		mdb_env_close(env);
