@@ -2,12 +2,11 @@
  * journal: the records of the journal database, the fold that moves them
  * into blocks, and the lookup readers merge with the blocks.
  *
- * A record (little-endian): u32 groups, u32 samples, then per group
- * { u32 sid, u32 index of its first sample }, sids strictly ascending,
- * then the samples, 24 bytes each (u64 step, i64 time in ns, the value's
- * 64-bit pattern). Its key is its number (u64 big-endian), one more than
- * the last record's, so every record is an append at the right edge of
- * the B-tree.
+ * A record holds the samples of one commit grouped by series (below,
+ * "records"), coded compactly (sample_put: 6 to 10 bytes a realistic
+ * sample). Its key is its number (u64 big-endian), one more than the
+ * last record's, so every record is an append at the right edge of the
+ * B-tree.
  */
 #include "store/journal.h"
 
@@ -19,9 +18,9 @@
 #include "store/write.h"
 #include "wire/le.h"
 
-#define REC_HEAD 8
+#define REC_HEAD 24
 #define REC_GROUP 8
-#define REC_SAMPLE 24
+#define SAMPLE_MAX 31 /* two 10-byte varints, a tag and a varint */
 
 static void
 put_be64(uint8_t *p, uint64_t v)
@@ -58,6 +57,7 @@ typedef struct jrec {
 	uint64_t       no;
 	const uint8_t *p;
 	uint32_t       ngroups, nsamples;
+	size_t         size;
 } jrec;
 
 static int
@@ -69,6 +69,126 @@ corrupt(store *st, uint64_t no)
 	return STORE_ECORRUPT;
 }
 
+/* ---- the compact sample code ------------------------------------------ */
+
+static inline uint64_t
+zz(int64_t v)
+{
+	return ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+}
+
+static inline int64_t
+unzz(uint64_t v)
+{
+	return (int64_t) (v >> 1) ^ -(int64_t) (v & 1);
+}
+
+static inline uint8_t *
+put_var(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t) (v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t) v;
+	return p;
+}
+
+/* Read a varint from [*p, end): 0, or -1 if it runs past end or is too
+ * long. */
+static inline int
+get_var(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (unsigned sh = 0; sh < 64 && *p < end; sh += 7) {
+		uint8_t b = *(*p)++;
+
+		x |= (uint64_t) (b & 0x7f) << sh;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * What each sample is coded against: the previous sample of its group
+ * (the first against the record's base step and time and a zero value).
+ * The step as a signed delta, the time as a signed delta of deltas, the
+ * value as the xor of its bit pattern with the previous one: a tag byte
+ * (0: equal; else 1 + its trailing zero bits) and the xor shifted right
+ * by them, as a varint. Realistic samples take 6 to 10 bytes.
+ */
+typedef struct jcoder {
+	uint64_t step, bits;
+	int64_t  time, dtime;
+} jcoder;
+
+static uint8_t *
+sample_put(uint8_t *p, jcoder *c, const store_sample *s)
+{
+	uint64_t bits, x;
+	int64_t  dt = (int64_t) ((uint64_t) s->time_ns - (uint64_t) c->time);
+
+	memcpy(&bits, &s->value, sizeof(bits));
+	p = put_var(p, zz((int64_t) (s->step - c->step)));
+	p = put_var(p, zz((int64_t) ((uint64_t) dt - (uint64_t) c->dtime)));
+	x = bits ^ c->bits;
+	if (x == 0) {
+		*p++ = 0;
+	} else {
+		unsigned tz = (unsigned) __builtin_ctzll(x);
+
+		*p++ = (uint8_t) (tz + 1);
+		p    = put_var(p, x >> tz);
+	}
+	c->step  = s->step;
+	c->time  = s->time_ns;
+	c->dtime = dt;
+	c->bits  = bits;
+	return p;
+}
+
+static int
+sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
+{
+	uint64_t d, dd, x = 0;
+	int64_t  dt;
+
+	if (get_var(p, end, &d) != 0 || get_var(p, end, &dd) != 0 ||
+	    *p >= end)
+		return -1;
+	if (**p != 0) {
+		unsigned tz = (unsigned) **p - 1;
+
+		(*p)++;
+		if (tz > 63 || get_var(p, end, &x) != 0)
+			return -1;
+		x <<= tz;
+	} else {
+		(*p)++;
+	}
+	dt       = (int64_t) ((uint64_t) c->dtime + (uint64_t) unzz(dd));
+	c->step  = c->step + (uint64_t) unzz(d);
+	c->time  = (int64_t) ((uint64_t) c->time + (uint64_t) dt);
+	c->dtime = dt;
+	c->bits ^= x;
+	s->step    = c->step;
+	s->time_ns = c->time;
+	memcpy(&s->value, &c->bits, sizeof(c->bits));
+	return 0;
+}
+
+/* ---- records -------------------------------------------------------------- */
+
+/*
+ * A record (little-endian): u32 groups, u32 samples, u64 base step, u64
+ * base time; per group { u32 sid, u32 offset of its code in the payload },
+ * sids strictly ascending; then the payload: per group a varint count and
+ * its samples (sample_put).
+ */
 static int
 rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 {
@@ -82,8 +202,8 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 	r->p        = p;
 	r->ngroups  = wire_get32(p);
 	r->nsamples = wire_get32(p + 4);
-	if (v->mv_size != REC_HEAD + (uint64_t) r->ngroups * REC_GROUP +
-		(uint64_t) r->nsamples * REC_SAMPLE)
+	r->size     = v->mv_size;
+	if (v->mv_size < REC_HEAD + (uint64_t) r->ngroups * REC_GROUP)
 		return corrupt(st, r->no);
 	return 0;
 }
@@ -94,44 +214,30 @@ grp_sid(const jrec *r, uint32_t g)
 	return wire_get32(r->p + REC_HEAD + (size_t) g * REC_GROUP);
 }
 
-/* Group g's samples: [*first, *first + *n). */
+/* Decode group g of r, appending its samples to a growing array; *n:
+ * how many. Returns 0 or a store_err. */
 static int
-grp_range(store *st, const jrec *r, uint32_t g, uint32_t *first, uint32_t *n)
+grp_copy(store *st, const jrec *r, uint32_t g, store_sample **buf,
+    size_t *len, size_t *cap, uint32_t *n)
 {
-	const uint8_t *d   = r->p + REC_HEAD + (size_t) g * REC_GROUP;
-	uint32_t       end = g + 1 < r->ngroups ?
-		  wire_get32(d + REC_GROUP + 4) :
-		  r->nsamples;
+	const uint8_t *pay = r->p + REC_HEAD + (size_t) r->ngroups * REC_GROUP;
+	const uint8_t *end = r->p + r->size, *p;
+	uint32_t       off = wire_get32(r->p + REC_HEAD +
+            (size_t) g * REC_GROUP + 4);
+	uint64_t       cnt;
+	jcoder         c;
 
-	*first = wire_get32(d + 4);
-	if (*first >= end || end > r->nsamples)
+	if (off > (size_t) (end - pay))
 		return corrupt(st, r->no);
-	*n = end - *first;
-	return 0;
-}
-
-static void
-sample_get(const jrec *r, uint32_t i, store_sample *s)
-{
-	const uint8_t *q = r->p + REC_HEAD + (size_t) r->ngroups * REC_GROUP +
-	    (size_t) i * REC_SAMPLE;
-	uint64_t       bits = get_le64(q + 16);
-
-	s->step    = get_le64(q);
-	s->time_ns = (int64_t) get_le64(q + 8);
-	memcpy(&s->value, &bits, sizeof(bits));
-}
-
-/* Append samples [first, first + n) of r to a growing array. */
-static int
-copy_out(store *st, const jrec *r, uint32_t first, uint32_t n,
-    store_sample **buf, size_t *len, size_t *cap)
-{
-	if (*len + n > *cap) {
+	p = pay + off;
+	if (get_var(&p, end, &cnt) != 0 || cnt == 0 ||
+	    cnt > (uint64_t) (end - p))
+		return corrupt(st, r->no);
+	if (*len + cnt > *cap) {
 		size_t        nc = *cap ? *cap : 256;
 		store_sample *nb;
 
-		while (nc < *len + n)
+		while (nc < *len + cnt)
 			nc *= 2;
 		if ((nb = realloc(*buf, nc * sizeof(*nb))) == NULL) {
 			snprintf(st->err, sizeof(st->err), "%s: out of memory",
@@ -141,8 +247,15 @@ copy_out(store *st, const jrec *r, uint32_t first, uint32_t n,
 		*buf = nb;
 		*cap = nc;
 	}
-	for (uint32_t i = 0; i < n; i++)
-		sample_get(r, first + i, &(*buf)[(*len)++]);
+	c.step  = get_le64(r->p + 8);
+	c.time  = (int64_t) get_le64(r->p + 16);
+	c.dtime = 0;
+	c.bits  = 0;
+	for (uint64_t i = 0; i < cnt; i++)
+		if (sample_get(&p, end, &c, &(*buf)[*len + i]) != 0)
+			return corrupt(st, r->no);
+	*len += cnt;
+	*n = (uint32_t) cnt;
 	return 0;
 }
 
@@ -207,7 +320,8 @@ store_journal_put(
 {
 	store   *st = t->st;
 	uint64_t ns = 0;
-	uint8_t  key[8], *p;
+	uint8_t  key[8], *p, *pay, *q;
+	size_t   need;
 	MDB_val  k, v;
 	int      rc;
 
@@ -221,7 +335,7 @@ store_journal_put(
 		}
 		ns += g[i].n;
 	}
-	if (ng > UINT32_MAX || ns > UINT32_MAX / REC_SAMPLE) {
+	if (ng > UINT32_MAX / REC_GROUP || ns > UINT32_MAX / SAMPLE_MAX) {
 		snprintf(st->err, sizeof(st->err),
 		    "%s: a journal record of %llu samples is too large",
 		    st->dir, (unsigned long long) ns);
@@ -229,33 +343,43 @@ store_journal_put(
 	}
 	if ((rc = load(t)) != 0)
 		return rc;
+	need = REC_HEAD + ng * REC_GROUP + ng * 10 + ns * SAMPLE_MAX;
+	if (need > st->jcap) {
+		uint8_t *nb = realloc(st->jbuf, need);
+
+		if (nb == NULL) {
+			snprintf(st->err, sizeof(st->err), "%s: out of memory",
+			    st->dir);
+			return STORE_ENOMEM;
+		}
+		st->jbuf = nb;
+		st->jcap = need;
+	}
+	p = st->jbuf;
+	wire_put32(p, (uint32_t) ng);
+	wire_put32(p + 4, (uint32_t) ns);
+	wire_put64(p + 8, s[0].step);
+	wire_put64(p + 16, (uint64_t) s[0].time_ns);
+	pay = p + REC_HEAD + ng * REC_GROUP;
+	q   = pay;
+	for (size_t i = 0, at = 0; i < ng; at += g[i].n, i++) {
+		jcoder c = { s[0].step, 0, s[0].time_ns, 0 };
+
+		wire_put32(p + REC_HEAD + i * REC_GROUP, g[i].sid);
+		wire_put32(p + REC_HEAD + i * REC_GROUP + 4,
+		    (uint32_t) (q - pay));
+		q = put_var(q, g[i].n);
+		for (uint32_t j = 0; j < g[i].n; j++)
+			q = sample_put(q, &c, &s[at + j]);
+	}
 	put_be64(key, st->jnext);
 	k.mv_data = key;
 	k.mv_size = 8;
-	v.mv_data = NULL;
-	v.mv_size = REC_HEAD + ng * REC_GROUP + ns * REC_SAMPLE;
-	/* Written in place: MDB_RESERVE hands out the record's pages. */
-	rc = mdb_put(t->txn, st->journal, &k, &v, MDB_APPEND | MDB_RESERVE);
+	v.mv_data = st->jbuf;
+	v.mv_size = (size_t) (q - st->jbuf);
+	rc = mdb_put(t->txn, st->journal, &k, &v, MDB_APPEND);
 	if (rc != 0)
 		return store_fail(st, rc, "writing the journal");
-	p = v.mv_data;
-	wire_put32(p, (uint32_t) ng);
-	wire_put32(p + 4, (uint32_t) ns);
-	p += REC_HEAD;
-	ns = 0;
-	for (size_t i = 0; i < ng; i++, p += REC_GROUP) {
-		wire_put32(p, g[i].sid);
-		wire_put32(p + 4, (uint32_t) ns);
-		ns += g[i].n;
-	}
-	for (uint64_t i = 0; i < ns; i++, p += REC_SAMPLE) {
-		uint64_t bits;
-
-		memcpy(&bits, &s[i].value, sizeof(bits));
-		wire_put64(p, s[i].step);
-		wire_put64(p + 8, (uint64_t) s[i].time_ns);
-		wire_put64(p + 16, bits);
-	}
 	st->jnext++;
 	st->jrecords++;
 	st->jsamples += ns;
@@ -350,7 +474,7 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 		return store_fail(st, rc, "reading the journal");
 	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
 		jrec     r;
-		uint32_t lo, hi, first, cnt;
+		uint32_t lo, hi, cnt;
 
 		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
 			own = 1;
@@ -368,8 +492,7 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 		}
 		if (lo == r.ngroups || grp_sid(&r, lo) != sid)
 			continue;
-		if ((rc = grp_range(st, &r, lo, &first, &cnt)) != 0 ||
-		    (rc = copy_out(st, &r, first, cnt, out, n, &cap)) != 0) {
+		if ((rc = grp_copy(st, &r, lo, out, n, &cap, &cnt)) != 0) {
 			own = 1;
 			break;
 		}
@@ -405,7 +528,7 @@ journal_patch_series(store_txn *t, series_rec *r)
 	k.mv_size = 8;
 	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_NEXT) {
 		jrec     jr;
-		uint32_t lo = 0, hi, first, cnt;
+		uint32_t lo = 0, hi, cnt;
 
 		if ((rc = rec_parse(st, &k, &v, &jr)) != 0) {
 			own = 1;
@@ -423,9 +546,7 @@ journal_patch_series(store_txn *t, series_rec *r)
 		if (lo == jr.ngroups || grp_sid(&jr, lo) != r->sid)
 			continue;
 		len = 0;
-		if ((rc = grp_range(st, &jr, lo, &first, &cnt)) != 0 ||
-		    (rc = copy_out(st, &jr, first, cnt, &buf, &len, &cap)) !=
-			0) {
+		if ((rc = grp_copy(st, &jr, lo, &buf, &len, &cap, &cnt)) != 0) {
 			own = 1;
 			break;
 		}
@@ -583,16 +704,14 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			goto out;
 		len = 0;
 		for (size_t i = (size_t) b; i < npos; i++) {
-			uint32_t first, n;
+			uint32_t n;
 			size_t   at = len;
 
 			if (pos[i].g == pos[i].r.ngroups ||
 			    grp_sid(&pos[i].r, pos[i].g) != c.sid)
 				continue;
-			if ((rc = grp_range(st, &pos[i].r, pos[i].g, &first,
-				 &n)) != 0 ||
-			    (rc = copy_out(st, &pos[i].r, first, n, &buf, &len,
-				 &scap)) != 0)
+			if ((rc = grp_copy(st, &pos[i].r, pos[i].g, &buf, &len,
+				 &scap, &n)) != 0)
 				goto out;
 			if (pos[i].r.no > rec.jseen)
 				store_series_add(&rec, buf + at, n);

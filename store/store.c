@@ -357,6 +357,7 @@ store_close(store *st)
 	mdb_env_close(st->env);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* releases the writer lock */
+	free(st->jbuf);
 	free(st);
 }
 

@@ -43,6 +43,8 @@ struct store {
 	 * counters above. */
 	int      jloaded;
 	uint64_t jnext, jrecords, jsamples;
+	uint8_t *jbuf; /* a record being coded (writer) */
+	size_t   jcap;
 	char     dir[1024];
 	char     err[1400];
 };

@@ -663,6 +663,33 @@ rnd(uint64_t *x)
 #define J_RANKS 3
 #define J_METRICS 5
 
+typedef struct jgot {
+	size_t        n, cap;
+	store_sample *s;
+} jgot;
+
+static int
+jcollect(void *ctx, uint64_t step, int64_t t, double v)
+{
+	jgot *g = ctx;
+
+	if (g->n == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 1024;
+		g->s   = realloc(g->s, g->cap * sizeof(*g->s));
+		if (g->s == NULL)
+			abort();
+	}
+	g->s[g->n].step    = step;
+	g->s[g->n].time_ns = t;
+	g->s[g->n].value   = v;
+	g->n++;
+	return 0;
+}
+
+/* What was sent, per series in the order they list (metric, then
+ * rank). */
+static jgot jsent[J_RANKS * J_METRICS];
+
 /* One batch of rank r: for each metric, k[m] samples from step s0[m]
  * (values random bit patterns or smooth, so blocks fill at different
  * rates and end in the middle of commits). */
@@ -710,33 +737,11 @@ journal_batch(uint64_t *x, int r, uint64_t seq, const uint64_t *s0,
 			    (int64_t) (bits % 3);
 			w.value = v;
 			wire_put_sample(msg, &off, &w);
+			jcollect(&jsent[m * J_RANKS + r], w.step, w.time_ns, v);
 			left--;
 		}
 	}
 	return wire_batch_decode(msg, off, b, why, sizeof(why));
-}
-
-typedef struct jgot {
-	size_t        n, cap;
-	store_sample *s;
-} jgot;
-
-static int
-jcollect(void *ctx, uint64_t step, int64_t t, double v)
-{
-	jgot *g = ctx;
-
-	if (g->n == g->cap) {
-		g->cap = g->cap ? g->cap * 2 : 1024;
-		g->s   = realloc(g->s, g->cap * sizeof(*g->s));
-		if (g->s == NULL)
-			abort();
-	}
-	g->s[g->n].step    = step;
-	g->s[g->n].time_ns = t;
-	g->s[g->n].value   = v;
-	g->n++;
-	return 0;
 }
 
 typedef struct jsids {
@@ -755,6 +760,48 @@ jlist(void *ctx, const scan_series *s)
 		j->sid[j->n++] = s->rec.sid;
 	}
 	return 0;
+}
+
+static int
+jsample_cmp(const void *a, const void *b)
+{
+	const store_sample *x = a, *y = b;
+
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	return memcmp(&x->value, &y->value, 8);
+}
+
+/* Every series of st holds exactly the samples sent (as multisets, bit
+ * for bit). Returns the series that do not. */
+static int
+journal_vs_sent(store *st)
+{
+	store_txn *txn;
+	jsids      js;
+	int        bad = 0;
+
+	memset(&js, 0, sizeof(js));
+	if (store_read_begin(st, &txn) != 0)
+		return 1000;
+	scan_series_of(st, txn, "jr", jlist, &js);
+	for (int i = 0; i < js.n; i++) {
+		jgot g = { 0 };
+
+		scan_samples(st, txn, js.sid[i], 0, UINT64_MAX, jcollect, &g);
+		if (g.n != jsent[i].n) {
+			bad++;
+		} else if (g.n > 0) {
+			qsort(g.s, g.n, sizeof(*g.s), jsample_cmp);
+			qsort(jsent[i].s, g.n, sizeof(*g.s), jsample_cmp);
+			bad += memcmp(g.s, jsent[i].s, g.n * sizeof(*g.s)) != 0;
+		}
+		free(g.s);
+	}
+	store_read_end(txn);
+	return bad + (js.n != J_RANKS * J_METRICS);
 }
 
 /* Read every series of both stores over [from, to]: the same samples,
@@ -892,6 +939,10 @@ TEST(journal_reads_equal_folded_reference)
 		if (n != sent)
 			bad++;
 		with_journal += jrec > 0;
+		/* Now and then, the samples themselves against what was
+		 * sent (while the journal holds some). */
+		if (round % 50 == 0 && jrec > 0)
+			bad += journal_vs_sent(ra);
 		/* A step range too: blocks skipped by their headers. */
 		{
 			uint64_t from = rnd(&x) % 2000;
@@ -905,6 +956,11 @@ TEST(journal_reads_equal_folded_reference)
 	bad += journal_compare(ra, rb, 0, UINT64_MAX, &n, &jrec);
 	CHECK_EQ_INT(n, sent);
 	CHECK_EQ_INT(jrec, 0);
+	CHECK_EQ_INT(journal_vs_sent(ra), 0);
+	for (int i = 0; i < J_RANKS * J_METRICS; i++) {
+		free(jsent[i].s);
+		memset(&jsent[i], 0, sizeof(jsent[i]));
+	}
 	CHECK_EQ_INT(bad, 0);
 	/* The test saw the journal holding samples at most checks. */
 	CHECK(checks > 50 && with_journal > checks / 2);
@@ -963,6 +1019,94 @@ set_format(const char *d, uint32_t format, int drop_journal)
  * message); nothing else is rewritten. A format this version does not
  * know is refused, naming it.
  */
+/* Extreme samples (steps near 2^64, times at both ends of int64, NaN
+ * payloads, -0.0, infinities) read back bit for bit from the journal and
+ * after the fold. */
+TEST(journal_keeps_extreme_samples)
+{
+	static const uint64_t nan_bits = 0x7ff8dead0000beefull;
+	store                *st;
+	ingest               *in;
+	ingest_opts           o;
+	wire_ident            id = { 0 };
+	wire_batch            b;
+	store_sample          want[64];
+	size_t                off;
+	char                  why[200], err[1400];
+	int                   is_new;
+	jsids                 js;
+
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
+	ingest_opts_init(&o);
+	REQUIRE(ingest_open(st, &o, &in) == 0);
+	id.incarnation = 1;
+	id.world_size  = 1;
+	id.run         = "jr";
+	id.run_len     = 2;
+	id.host        = "h";
+	id.host_len    = 1;
+	off            = wire_put_batch_head(msg, &id, 1, 1, 0);
+	wire_put_names_count(msg, &off, 1);
+	wire_put_name(msg, &off, "x", 1);
+	wire_put_samples_count(msg, &off, 64);
+	for (int i = 0; i < 64; i++) {
+		wire_sample w = { 0, 0, 0, 0 };
+		uint64_t    bits;
+
+		w.step = i < 32 ? UINT64_MAX - 64 + (uint64_t) i :
+				  (uint64_t) (i % 5);
+		w.time_ns = i % 3 == 0 ? INT64_MIN + i :
+		    i % 3 == 1         ? INT64_MAX - i :
+					 (int64_t) i * -7919;
+		bits = i % 4 == 0 ? nan_bits + (uint64_t) i :
+		    i % 4 == 1    ? 0x8000000000000000ull :
+		    i % 4 == 2    ? 0x7ff0000000000000ull :
+				    (uint64_t) i * 0x9e3779b97f4a7c15ull;
+		memcpy(&w.value, &bits, 8);
+		wire_put_sample(msg, &off, &w);
+		want[i].step    = w.step;
+		want[i].time_ns = w.time_ns;
+		want[i].value   = w.value;
+	}
+	REQUIRE(wire_batch_decode(msg, off, &b, why, sizeof(why)) == 0);
+	REQUIRE(ingest_begin(in) == 0);
+	REQUIRE(ingest_batch(in, &b, 1, &is_new, why, sizeof(why)) ==
+	    WIRE_ACK_STORED);
+	REQUIRE(ingest_commit(in) == 0);
+	for (int pass = 0; pass < 2; pass++) {
+		store_txn *txn;
+		jgot       g = { 0 };
+		int        found = 0;
+
+		if (pass == 1)
+			REQUIRE(ingest_fold(in, 1) == 0);
+		memset(&js, 0, sizeof(js));
+		REQUIRE(store_read_begin(st, &txn) == 0);
+		scan_series_of(st, txn, "jr", jlist, &js);
+		REQUIRE(js.n == 1);
+		CHECK(scan_samples(st, txn, js.sid[0], 0, UINT64_MAX, jcollect,
+			  &g) == 0);
+		CHECK_EQ_INT(g.n, 64);
+		/* Each sample is there once, bit for bit (the read is in
+		 * step order, so look each one up). */
+		for (int i = 0; i < 64; i++)
+			for (size_t j = 0; j < g.n; j++)
+				found += g.s[j].step == want[i].step &&
+				    g.s[j].time_ns == want[i].time_ns &&
+				    memcmp(&g.s[j].value, &want[i].value, 8) ==
+					0;
+		CHECK_EQ_INT(found, 64);
+		CHECK_EQ_INT(js.rec[0].samples, 64);
+		CHECK(js.rec[0].first_step == 0 &&
+		    js.rec[0].last_step == UINT64_MAX - 33);
+		free(g.s);
+		store_read_end(txn);
+	}
+	ingest_close(in);
+	store_close(st);
+}
+
 TEST(format1_store_read_and_converted)
 {
 	store  *st;
@@ -1041,6 +1185,7 @@ main(void)
 	RUN(ranks_latest_incarnation_by_start);
 	RUN(wide_run_past_encoder_bound_reads_back);
 	RUN(journal_reads_equal_folded_reference);
+	RUN(journal_keeps_extreme_samples);
 	RUN(format1_store_read_and_converted);
 	RUN(readonly_missing_db_is_clear);
 	fresh_dir();
