@@ -44,7 +44,7 @@ typedef struct ingest_opts {
 	size_t cache_series, cache_encoders, cache_emitters;
 	/* The journal (store/journal.h): once it holds more than this many
 	 * samples after a commit, its oldest records, up to half of it, are
-	 * folded into blocks (default 4,194,304; at 24 bytes a sample). A
+	 * folded into blocks (default 4,194,304; about 10 bytes a sample). A
 	 * larger journal folds more samples of each series at once, so a
 	 * wide run rewrites each tail block less often. */
 	uint64_t journal_samples;

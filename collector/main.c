@@ -96,7 +96,7 @@ usage(FILE *f)
 	    "                     accepted and has no effect (the journal)\n"
 	    "  --journal-samples N  samples the journal holds before its\n"
 	    "                     oldest half is folded into blocks\n"
-	    "                     (default 4194304, 24 bytes each)\n"
+	    "                     (default 4194304, about 10 bytes each)\n"
 	    "  --max-connections N  connections at once (default: the\n"
 	    "                     descriptor limit, raised to its hard\n"
 	    "                     limit at start, less %d kept for the\n"
