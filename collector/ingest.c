@@ -25,6 +25,7 @@
 #define CACHE_ENCODERS 16384u
 #define CACHE_EMITTERS 65536u
 #define JOURNAL_SAMPLES 4194304u
+#define JOURNAL_RECORDS 64u
 
 /* ---- the handle and its transaction ---------------------------------- */
 
@@ -38,6 +39,7 @@ ingest_opts_init(ingest_opts *o)
 	o->cache_encoders   = CACHE_ENCODERS;
 	o->cache_emitters   = CACHE_EMITTERS;
 	o->journal_samples  = JOURNAL_SAMPLES;
+	o->journal_records  = JOURNAL_RECORDS;
 }
 
 int
@@ -621,7 +623,9 @@ ingest_fold(ingest *in, int all)
 			store_abort(t);
 			return rc;
 		}
-		if (samples == 0 || (!all && samples <= bound)) {
+		if (samples == 0 ||
+		    (!all && samples <= bound &&
+			records <= in->opts.journal_records)) {
 			store_abort(t);
 			return 0;
 		}

@@ -48,6 +48,10 @@ typedef struct ingest_opts {
 	 * larger journal folds more samples of each series at once, so a
 	 * wide run rewrites each tail block less often. */
 	uint64_t journal_samples;
+	/* Also once it holds more than this many records (commits): a
+	 * reader looks a series up in each record, so small commits (a
+	 * narrow run, every 20 ms) must not pile up (default 64). */
+	uint64_t journal_records;
 } ingest_opts;
 
 /* Counters since the collector started. */
@@ -97,8 +101,8 @@ void ingest_abort(ingest *in);
 
 /*
  * Fold the journal into blocks (no transaction open), one bounded step
- * per transaction: while it holds more than opts.journal_samples (all:
- * until it is empty). ingest_commit() does this itself after each
+ * per transaction: while it holds more than opts.journal_samples samples
+ * or opts.journal_records records (all: until it is empty). ingest_commit() does this itself after each
  * commit; call it with all set to leave a store fully folded. Returns 0
  * or a store_err (what was folded before stays folded).
  */

@@ -1107,6 +1107,36 @@ TEST(journal_keeps_extreme_samples)
 	store_close(st);
 }
 
+/* Small commits (a narrow run committing every 20 ms) do not pile up in
+ * the journal: past 64 records it is folded, so a reader looks a series
+ * up in at most that many. */
+TEST(journal_records_bounded)
+{
+	store     *st;
+	ingest    *in;
+	store_txn *txn;
+	scan_usage u;
+	got        g;
+	spec       s = { "jb", 3, 1, 1, 0, 0, "loss", 0, 1, val_lin };
+
+	fresh_dir();
+	open_both(&st, &in);
+	for (uint64_t i = 0; i < 300; i++) {
+		s.seq = s.floor = i + 1;
+		s.step0 = i;
+		REQUIRE(apply(in, &s) == WIRE_ACK_STORED);
+	}
+	REQUIRE(store_read_begin(st, &txn) == 0);
+	REQUIRE(scan_usage_get(st, txn, &u) == 0);
+	store_read_end(txn);
+	CHECK(u.journal_records <= 64);
+	CHECK(u.blocks > 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("jb", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 300);
+}
+
 TEST(format1_store_read_and_converted)
 {
 	store  *st;
@@ -1186,6 +1216,7 @@ main(void)
 	RUN(wide_run_past_encoder_bound_reads_back);
 	RUN(journal_reads_equal_folded_reference);
 	RUN(journal_keeps_extreme_samples);
+	RUN(journal_records_bounded);
 	RUN(format1_store_read_and_converted);
 	RUN(readonly_missing_db_is_clear);
 	fresh_dir();
