@@ -139,6 +139,18 @@ check "query --rank 99999999999: usage error naming the value as out of range" \
 check "emit --rank -1 is refused with a message" \
 	sh -c "[ $? = 2 ] && grep -q 'rank' '$T/em1.err'"
 
+# --- rules check: rule names are checked through a table that grows ----
+awk 'BEGIN { for (i = 0; i < 5000; i++) printf "rule r%d { metric = '"'"'m'"'"' detector = nonfinite }\n", i;
+	     print "rule r17 { metric = '"'"'m'"'"' detector = nonfinite }" }' >"$T/many.rules"
+"$V" rules check "$T/many.rules" >/dev/null 2>"$T/rules.err"
+rc=$?
+cat "$T/rules.err"
+check "rules check: a name repeated after 5,000 rules, with its line and column" \
+	sh -c "[ $rc = 1 ] && grep -q 'many.rules:5001:6: expected a new rule name, found .r17. again' '$T/rules.err'"
+head -n 5000 "$T/many.rules" >"$T/ok.rules"
+check "rules check: 5,000 distinct names are valid" \
+	sh -c "'$V' rules check '$T/ok.rules' | head -n 1 | grep -q '5000 rules, valid'"
+
 # --- a database this user may not read ---------------------------------
 stop_collector
 perm_checks=1
