@@ -55,3 +55,7 @@ echo "== vitalsd --http: a /metrics scrape of 100,000 series while batches are p
 "$B/bench/bench_scrape"
 echo "== wide runs: cost per sample against series per step (write path in-process, fsync per commit)"
 "$B/bench/bench_wide" "$T/wide"
+
+echo
+echo "== rules: parse time per rule as the file grows (linear: flat per rule)"
+"$B/bench/bench_rules"

@@ -35,6 +35,7 @@ typedef struct cli_args {
 	const char     *rules; /* replay, rules: --rules FILE */
 	const char     *preset, *pattern; /* tail: --preset, --pattern */
 	const char     *out; /* keygen: --out PREFIX */
+	int all_samples; /* query, export: every stored sample of a step */
 	int             cmd_argc; /* tail: arguments after "--" */
 	char          **cmd_argv; /* NULL-terminated (argv's own end) */
 	int             npos;

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/reader.h"
 #include "store/scan.h"
+#include "store/scan_last.h"
 #include "wire/wire.h"
 
 static void
@@ -333,8 +334,11 @@ each_series(void *vctx, const scan_series *s)
 	if (c->matched++ == 0 && c->a->metric != NULL)
 		out_sample_header(stdout, c->a->format);
 	cs.host = host_of(c->hosts, c->r->st, c->r->txn, s);
-	rc      = scan_samples(c->r->st, c->r->txn, s->rec.sid, c->a->step_from,
-	    c->a->step_to, each_sample, &cs);
+	/* One value per step, the last stored, unless every sample is
+	 * asked for (the attempts of a restart, the calls of an emit). */
+	rc = (c->a->all_samples ? scan_samples : scan_samples_last)(c->r->st,
+	    c->r->txn, s->rec.sid, c->a->step_from, c->a->step_to,
+	    each_sample, &cs);
 	c->samples += cs.n;
 	return rc;
 }

@@ -31,11 +31,13 @@ enum opt_id {
 	O_PRESET,
 	O_PATTERN,
 	O_OUT,
+	O_ALL_SAMPLES,
 	O_COUNT
 };
 #define M(o) (1u << (o))
 
-/* How bash completes an option's value. */
+/* How bash completes an option's value. An option without a metavar is
+ * a flag: it takes no value. */
 enum opt_complete { C_NONE, C_FILE, C_DIR, C_WORDS };
 
 static const struct opt_def {
@@ -70,6 +72,9 @@ static const struct opt_def {
 		     NULL },
 	[O_OUT]      = { "out", "PREFIX", "key file prefix (default vitals)",
 		 C_FILE, NULL },
+	[O_ALL_SAMPLES] = { "all-samples", NULL,
+		"every sample stored at a step (default: the last one)",
+		C_NONE, NULL },
 };
 
 static int cmd_completion(const cli_args *a);
@@ -95,12 +100,14 @@ static const struct cmd_def {
 	    NULL, 0 },
 	{ "query", cmd_query,
 	    M(O_RUN) | M(O_METRIC) | M(O_RANK) | M(O_STEPS) | M(O_DB) |
-		M(O_FORMAT),
+		M(O_FORMAT) | M(O_ALL_SAMPLES),
 	    "--run R --metric M [--rank N] [--steps A:B] [--db DIR] "
-	    "[--format F]",
-	    "one metric's samples in step order", NULL, 0 },
-	{ "export", cmd_export, M(O_RUN) | M(O_DB) | M(O_FORMAT),
-	    "[--run R] [--db DIR] [--format F]",
+	    "[--format F]\n"
+	    "                    [--all-samples]",
+	    "one metric's samples in step order, one per step", NULL, 0 },
+	{ "export", cmd_export,
+	    M(O_RUN) | M(O_DB) | M(O_FORMAT) | M(O_ALL_SAMPLES),
+	    "[--run R] [--db DIR] [--format F] [--all-samples]",
 	    "whole runs, in the format `vitals replay` reads", NULL, 0 },
 	{ "emit", cmd_emit,
 	    M(O_RUN) | M(O_STEP) | M(O_RANK) | M(O_ENDPOINT) | M(O_TIMEOUT),
@@ -172,8 +179,9 @@ cmd_usage(FILE *f, const struct cmd_def *c)
 
 		if (!(c->mask & M(o)))
 			continue;
-		snprintf(left, sizeof(left), "--%s %s", opts[o].name,
-		    opts[o].metavar);
+		snprintf(left, sizeof(left), "--%s%s%s", opts[o].name,
+		    opts[o].metavar ? " " : "",
+		    opts[o].metavar ? opts[o].metavar : "");
 		fprintf(f, "  %-22s %s", left, opts[o].help);
 		if (opts[o].complete == C_WORDS && o != O_FORMAT)
 			fprintf(f, ": %s", opts[o].words);
@@ -205,6 +213,8 @@ cmd_completion(const cli_args *a)
 	     "\tfi\n"
 	     "\tcase $prev in");
 	for (int o = 0; o < O_COUNT; o++) {
+		if (opts[o].metavar == NULL)
+			continue; /* a flag: the next word is not its value */
 		printf("\t--%s)\n", opts[o].name);
 		if (opts[o].complete == C_FILE)
 			puts("\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))");
@@ -258,6 +268,32 @@ bad:
 			"'%s'\n",
 	    opt, s);
 	return -1;
+}
+
+/* A rank: -1 (what an emitter that does not know its rank sends, so
+ * series of rank -1 exist) to 2^31-1. */
+static int
+parse_rank(const char *s, int32_t *out)
+{
+	char *end;
+	long  v;
+
+	errno = 0;
+	v     = strtol(s, &end, 10);
+	if (*s == 0 || *end != 0) {
+		fprintf(stderr, "vitals: --rank: expected an integer, got "
+				"'%s'\n",
+		    s);
+		return -1;
+	}
+	if (errno == ERANGE || v < -1 || v > INT32_MAX) {
+		fprintf(stderr, "vitals: --rank: %s is out of range (-1 to "
+				"%d)\n",
+		    s, INT32_MAX);
+		return -1;
+	}
+	*out = (int32_t) v;
+	return 0;
 }
 
 /* A:B, A:, :B or A (one step). */
@@ -324,11 +360,13 @@ set_opt(int o, const char *v, cli_args *a)
 	case O_OUT:
 		a->out = v;
 		break;
+	case O_ALL_SAMPLES:
+		a->all_samples = 1;
+		break;
 	case O_RANK:
-		if (parse_u64("--rank", v, &u) || u > INT32_MAX)
+		if (parse_rank(v, &a->rank) != 0)
 			return -1;
 		a->has_rank = 1;
-		a->rank     = (int32_t) u;
 		break;
 	case O_STEP:
 		if (parse_u64("--step", v, &a->step))
@@ -381,7 +419,9 @@ parse_args(const struct cmd_def *c, int argc, char **argv, cli_args *a)
 	for (int o = 0; o < O_COUNT; o++)
 		if (c->mask & M(o))
 			lo[n++] = (struct option) { opts[o].name,
-				required_argument, NULL, OPT_VAL + o };
+				opts[o].metavar ? required_argument :
+						  no_argument,
+				NULL, OPT_VAL + o };
 	lo[n++] = (struct option) { "help", no_argument, NULL, OPT_HELP };
 	lo[n]   = (struct option) { NULL, 0, NULL, 0 };
 	opterr  = 0;

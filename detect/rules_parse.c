@@ -50,6 +50,9 @@ typedef struct parser {
 	int          oom;
 	assign      *as;
 	size_t       nas, cas;
+	size_t       rcap;  /* rules allocated in rs->v */
+	size_t      *names; /* rule index + 1 by name hash, 0 empty */
+	size_t       nnames, cnames;
 } parser;
 
 static const char *const sev_names[] = { "info", "warning", "critical", NULL };
@@ -597,6 +600,55 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 	return 0;
 }
 
+static uint64_t
+name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char) *s) * 0x100000001b3ull;
+	return h;
+}
+
+/*
+ * Whether a rule before rs->v[i] has its name; if not, i joins the table
+ * of names. The table (open addressing, at most half full) keeps the
+ * check linear in the rules: comparing each name with every earlier one
+ * took 36 s on 100,000 rules. Returns 1 (seen), 0 (added) or -1 (out of
+ * memory).
+ */
+static int
+name_seen(parser *P, const detect_rules *rs, size_t i)
+{
+	size_t h;
+
+	if (2 * (P->nnames + 1) > P->cnames) {
+		size_t  c = P->cnames ? P->cnames * 2 : 64;
+		size_t *t = calloc(c, sizeof(*t));
+
+		if (t == NULL)
+			return -1;
+		for (size_t k = 0; k < P->cnames; k++) {
+			if (P->names[k] == 0)
+				continue;
+			h = name_hash(rs->v[P->names[k] - 1].name) & (c - 1);
+			while (t[h] != 0)
+				h = (h + 1) & (c - 1);
+			t[h] = P->names[k];
+		}
+		free(P->names);
+		P->names  = t;
+		P->cnames = c;
+	}
+	h = name_hash(rs->v[i].name) & (P->cnames - 1);
+	for (; P->names[h] != 0; h = (h + 1) & (P->cnames - 1))
+		if (strcmp(rs->v[P->names[h] - 1].name, rs->v[i].name) == 0)
+			return 1;
+	P->names[h] = i + 1;
+	P->nnames++;
+	return 0;
+}
+
 /* rule NAME { NAME = value ... } */
 static int
 parse_rule(parser *P, detect_rules *rs)
@@ -609,11 +661,17 @@ parse_rule(parser *P, detect_rules *rs)
 		return expected(P, "a rule name after 'rule'");
 	line = P->t.line;
 	col  = P->t.col;
-	v    = realloc(rs->v, (rs->n + 1) * sizeof(*v));
-	if (v == NULL)
-		goto oom;
-	rs->v = v;
-	r     = &rs->v[rs->n];
+	/* Grown by doubling: one rule at a time was quadratic too. */
+	if (rs->n == P->rcap) {
+		size_t c = P->rcap ? P->rcap * 2 : 16;
+
+		v = realloc(rs->v, c * sizeof(*v));
+		if (v == NULL)
+			goto oom;
+		rs->v   = v;
+		P->rcap = c;
+	}
+	r = &rs->v[rs->n];
 	memset(r, 0, sizeof(*r));
 	rs->n++;
 	if (P->t.type == TK_STR) {
@@ -631,11 +689,13 @@ parse_rule(parser *P, detect_rules *rs)
 		    "expected a rule name of 1 to 100 "
 		    "bytes, found %zu bytes",
 		    strlen(r->name));
-	for (size_t i = 0; i + 1 < rs->n; i++)
-		if (strcmp(rs->v[i].name, r->name) == 0)
-			return perr(P, line, col,
-			    "expected a new rule name, found '%s' again",
-			    r->name);
+	switch (name_seen(P, rs, rs->n - 1)) {
+	case 1:
+		return perr(P, line, col,
+		    "expected a new rule name, found '%s' again", r->name);
+	case -1:
+		goto oom;
+	}
 	next(P);
 	if (P->t.type != TK_LBRACE)
 		return expected(P, "'{' after the rule name");
@@ -751,6 +811,7 @@ detect_rules_parse(const char *text, size_t len, const char *source_name,
 	free(P.t.str);
 	assigns_clear(&P);
 	free(P.as);
+	free(P.names);
 	if (rc != 0) {
 		detect_rules_free(rs);
 		return P.oom ? DETECT_ENOMEM : DETECT_EPARSE;

@@ -382,6 +382,7 @@ vt_open(const vt_opts *opts, vt_emitter **out)
 	p.flush_interval_ms = opts->flush_interval_ms;
 	p.tsc               = em->tsc;
 	p.curve             = &curve;
+	p.first_seq         = opts->first_seq != 0 ? opts->first_seq : 1;
 	rc                  = vte_io_start(&p, &em->io, err, sizeof(err));
 	if (rc != 0)
 		goto fail_names;

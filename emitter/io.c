@@ -859,7 +859,7 @@ vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
 	io->tsc      = p->tsc;
 	if (p->curve != NULL)
 		io->curve = *p->curve;
-	io->base = io->next_seq = 1;
+	io->base = io->next_seq = p->first_seq;
 	io->rto                 = RTO_INIT_NS;
 	io->gen                 = 1;
 	io->endpoint            = strdup(p->endpoint);

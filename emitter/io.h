@@ -68,6 +68,7 @@ typedef struct vte_io_params {
 	unsigned         flush_interval_ms;
 	int              tsc;   /* ring times are TSC ticks */
 	const vte_curve *curve; /* copied; NULL or off: plain text */
+	uint64_t first_seq; /* number of the first batch, >= 1 */
 } vte_io_params;
 
 /*

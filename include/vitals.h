@@ -92,6 +92,14 @@ typedef struct vt_emitter vt_emitter;
  * Emitter options. Fill with vt_opts_init(), then change what you need.
  * Strings are borrowed: they are copied by vt_open() and need to live only
  * until it returns.
+ * @note New fields are only appended, and 0 in a new field means what
+ *	the library did before it existed, so a caller that fills the
+ *	struct with vt_opts_init() (or with zeros) keeps its behaviour
+ *	when rebuilt. sizeof(vt_opts) grows with them: a program built
+ *	against an older vitals.h must be rebuilt before it runs with a
+ *	library whose vt_opts is larger (vt_opts_init() writes the whole
+ *	struct). Language bindings that mirror the struct (the Python
+ *	package's _lib.Opts) must mirror every field.
  */
 typedef struct vt_opts {
 	/** ZeroMQ endpoint of the collector. NULL: $VITALS_ENDPOINT, else
@@ -136,6 +144,21 @@ typedef struct vt_opts {
 	 * collector's --allow file). NULL: $VITALS_KEY_FILE. Set both or
 	 * neither. The files are read by vt_open(). */
 	const char *curve_key_file;
+	/** Incarnation: the 64-bit id that sets this emitter's batches
+	 * apart from every other's (docs/protocol.md). 0: a new random one,
+	 * so a restarted process is a new incarnation. A program that
+	 * continues one emitter across processes (`vitals emit` does, one
+	 * per run and rank) passes the id an earlier emitter had
+	 * (vt_incarnation()) and a first_seq above every batch number it
+	 * used; the collector then sees one emitter. Never let two emitters
+	 * use one incarnation at once, nor reuse its batch numbers: the
+	 * collector stores each (incarnation, seq) once and discards the
+	 * other as a duplicate. */
+	uint64_t incarnation;
+	/** Number of this emitter's first batch, below 2^63. 0: 1 (the
+	 * first batch of a new incarnation). Non-zero only with
+	 * incarnation. */
+	uint64_t first_seq;
 } vt_opts;
 
 /**
@@ -167,7 +190,8 @@ VT_API void vt_opts_init(vt_opts *opts);
  * @param[out] out The new emitter; caller frees with vt_close(). Set to
  *	NULL on failure.
  * @return 0, or VT_EINVAL (NULL @p out, a rank below -1, a world size of
- *	0 or below -1), VT_ENAME (run or host name invalid, whether from
+ *	0 or below -1, a first_seq of 2^63 or more, or without an
+ *	incarnation), VT_ENAME (run or host name invalid, whether from
  *	@p opts or the environment), VT_ENOMEM, VT_ETRANSPORT (endpoint not
  *	understood by ZeroMQ), VT_ETHREAD, VT_EKEY (a CURVE key file
  *	missing, unreadable or invalid, or only one of the two set).

@@ -294,12 +294,26 @@ store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 
 		snprintf(path, sizeof(path), "%s/data.mdb", dir);
 		if (stat(path, &sb) != 0) {
-			snprintf(err, errlen,
-			    "%s: no vitals database here (no data.mdb); is "
-			    "--db right?",
-			    dir);
+			int e = errno;
+
+			/* Only a missing file means no database: a folder
+			 * this user may not enter holds one all the same. */
+			if (e == ENOENT || e == ENOTDIR)
+				snprintf(err, errlen,
+				    "%s: no vitals database here (no "
+				    "data.mdb); is --db right?",
+				    dir);
+			else if (e == EACCES || e == EPERM)
+				snprintf(err, errlen,
+				    "%s: permission denied (this user may "
+				    "not read the database folder)",
+				    path);
+			else
+				snprintf(err, errlen, "%s: %s", path,
+				    strerror(e));
 			free(st);
-			return STORE_ENOTFOUND;
+			return e == ENOENT || e == ENOTDIR ? STORE_ENOTFOUND :
+							     STORE_EIO;
 		}
 		eflags |= MDB_RDONLY;
 	} else {
@@ -339,7 +353,16 @@ store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 	*out = st;
 	return 0;
 fail:
-	rc = store_fail(st, rc, "opening environment");
+	if (rc == EACCES || rc == EPERM) {
+		/* LMDB's "Permission denied" names neither file nor need. */
+		snprintf(st->err, sizeof(st->err),
+		    "%s: permission denied (data.mdb must be readable, and "
+		    "lock.mdb readable and writable, by this user)",
+		    dir);
+		rc = STORE_EIO;
+	} else {
+		rc = store_fail(st, rc, "opening environment");
+	}
 	snprintf(err, errlen, "%s", st->err);
 	if (st->env != NULL)
 		mdb_env_close(st->env);

@@ -1,14 +1,16 @@
 # End to end: trainer processes -> vitalsd -> LMDB -> vitals query.
 . tests/lib.sh
 
-# Every sample of a query for each metric, concatenated under one header.
+# Every sample of a query for each metric, concatenated under one header
+# (--all-samples: a sample stored twice must show, not be folded).
 query_all() {
 	run=$1
 	metrics=$2
-	"$BIN/vitals" query --db "$DB" --run "$run" --metric m0
+	"$BIN/vitals" query --db "$DB" --run "$run" --metric m0 --all-samples
 	m=1
 	while [ $m -lt "$metrics" ]; do
-		"$BIN/vitals" query --db "$DB" --run "$run" --metric "m$m" |
+		"$BIN/vitals" query --db "$DB" --run "$run" --metric "m$m" \
+			--all-samples |
 			tail -n +2
 		m=$((m + 1))
 	done
@@ -53,7 +55,7 @@ export VITALS_RUN=e2e-threads
 "$BIN/tests/trainer" emit --threads --ranks 4 --metrics 3 --steps 10000 \
 	--flush-ms 60000 >/dev/null
 check "threads: trainer got every sample acknowledged" [ $? = 0 ]
-"$BIN/vitals" export --db "$DB" --run e2e-threads >"$T/x.csv"
+"$BIN/vitals" export --db "$DB" --run e2e-threads --all-samples >"$T/x.csv"
 check "threads: export returns all 120,000 exactly once" \
 	sh -c "'$BIN/tests/trainer' verify --ranks 4 --metrics 3 --steps 10000 <'$T/x.csv'"
 

@@ -11,7 +11,7 @@
 want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
 
 verify_export() {
-	"$BIN/vitals" export --db "$DB" --run "$1" >"$T/x.csv"
+	"$BIN/vitals" export --db "$DB" --run "$1" --all-samples >"$T/x.csv"
 	shift
 	"$BIN/tests/trainer" verify "$@" <"$T/x.csv"
 }

@@ -5,7 +5,7 @@
 
 export VITALS_SPOOL_DIR=$T/spool VITALS_CLOSE_TIMEOUT_MS=300
 TR=$BIN/tests/trainer
-q() { "$BIN/vitals" export --db "$DB" --run "$1" --format csv; }
+q() { "$BIN/vitals" export --db "$DB" --run "$1" --format csv --all-samples; }
 
 # No collector: each rank exits within its close timeout (plus the
 # trainer's own 100 ms flush), and prints one line with its count.

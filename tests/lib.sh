@@ -9,6 +9,8 @@ EP=ipc://$T/collector.sock
 export VITALS_ENDPOINT=$EP
 # Samples an emitter could not deliver are spooled here, not in $HOME.
 export VITALS_SPOOL_DIR=$T/spool
+# ... and `vitals emit` keeps its emitters' state here (cli/emit_state.h).
+export XDG_STATE_HOME=$T/state
 PASSED=0
 FAILED=0
 VPID=

@@ -786,6 +786,94 @@ TEST(identity_from_environment)
 	rx_free(&r);
 }
 
+/* The batches one emitter sent, from reception nb on: 1 if every one
+ * carries incarnation inc, a floor of at least first and seqs first,
+ * first + 1, ... (resends aside), each stored on first reception. */
+static int
+sent_as(rx *r, size_t nb, uint64_t inc, uint64_t first)
+{
+	uint64_t next = first;
+	int      ok   = 1;
+
+	pthread_mutex_lock(&r->mu);
+	ok = r->nb > nb;
+	for (size_t i = nb; i < r->nb && ok; i++) {
+		if (r->b[i].inc != inc || r->b[i].seq > next
+		    || r->b[i].seq < first || r->b[i].floor < first)
+			ok = 0;
+		/* Each first reception of a seq stored, not discarded as
+		 * a duplicate of an earlier open. */
+		if (r->b[i].seq == next) {
+			ok = ok && r->b[i].stored;
+			next++;
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	return ok;
+}
+
+/*
+ * vt_opts.incarnation and first_seq continue an emitter across opens (as
+ * `vitals emit` does); zeros, from vt_opts_init() or a memset, keep the
+ * behaviour from before they existed: a new random incarnation, batches
+ * from 1.
+ */
+TEST(incarnation_and_first_seq_continue_an_emitter)
+{
+	char        ep[128];
+	static rx   r;
+	static mock m;
+	vt_emitter *em;
+	vt_opts     o;
+	uint64_t    inc;
+	size_t      nb;
+
+	rx_init(&r);
+	endpoint(ep, sizeof(ep), "cont.sock");
+	REQUIRE(mock_start(&m, &r, ep, MOCK_STORE) == 0);
+
+	vt_opts_init(&o);
+	CHECK(o.incarnation == 0 && o.first_seq == 0);
+	/* Zeroed by hand, as a caller that never heard of the fields
+	 * (world size 0 was always refused: such a caller sets it). */
+	memset(&o, 0, sizeof(o));
+	o.world_size       = 1;
+	o.endpoint         = ep;
+	o.run              = "cont";
+	o.max_buffer_bytes = 1 << 20;
+	o.close_timeout_ms = 2000;
+	nb                 = rx_nbatches(&r);
+	REQUIRE(vt_open(&o, &em) == 0);
+	inc = vt_incarnation(em);
+	CHECK(inc != 0);
+	CHECK(vt_emit(em, "x", 1, 1.0) == 0 && vt_flush(em, 10000) == 0);
+	vt_close(em);
+	CHECK(sent_as(&r, nb, inc, 1));
+
+	/* The same incarnation, continued from batch 50. */
+	o.incarnation = inc;
+	o.first_seq   = 50;
+	nb            = rx_nbatches(&r);
+	REQUIRE(vt_open(&o, &em) == 0);
+	CHECK(vt_incarnation(em) == inc);
+	CHECK(vt_emit(em, "x", 2, 2.0) == 0 && vt_flush(em, 10000) == 0);
+	vt_close(em);
+	CHECK(sent_as(&r, nb, inc, 50));
+
+	/* A first batch number needs the incarnation it continues, and
+	 * stays below 2^63. */
+	em            = (vt_emitter *) 1;
+	o.incarnation = 0;
+	o.first_seq   = 5;
+	CHECK_EQ_INT(vt_open(&o, &em), VT_EINVAL);
+	CHECK(em == NULL);
+	o.incarnation = inc;
+	o.first_seq   = (uint64_t) 1 << 63;
+	CHECK_EQ_INT(vt_open(&o, &em), VT_EINVAL);
+	mock_stop(&m);
+	rx_free(&r);
+}
+
 #define NTHREADS 4
 #define PER_THREAD 50000
 
@@ -1596,6 +1684,7 @@ main(void)
 	RUN(invalid_arguments_and_names);
 	RUN(opts_defaults_from_environment);
 	RUN(identity_from_environment);
+	RUN(incarnation_and_first_seq_continue_an_emitter);
 	RUN(four_threads_every_sample_once);
 	RUN(full_buffer_drops_exactly_and_reports_them);
 	RUN(close_without_collector_is_bounded);
