@@ -343,6 +343,8 @@ fail:
 void
 alerting_close(alerting *al)
 {
+	detect_stats ds;
+
 	if (al == NULL)
 		return;
 	pthread_mutex_lock(&al->mu);
@@ -355,6 +357,14 @@ alerting_close(alerting *al)
 		    "vitalsd: %llu hook runs dropped in all (their queues "
 		    "were full); stored as hook_dropped alerts\n",
 		    (unsigned long long) al->hook_dropped);
+	detect_engine_stats(al->engine, &ds);
+	if (ds.series_evicted > 0 || ds.budget_refused > 0)
+		fprintf(stderr,
+		    "vitalsd: detection: %llu idle series forgotten to make "
+		    "room, %llu samples of runs over their series budget not "
+		    "checked\n",
+		    (unsigned long long) ds.series_evicted,
+		    (unsigned long long) ds.budget_refused);
 	for (size_t i = 0; i < al->nq; i++)
 		free(al->q[i].json);
 	free(al->q);
@@ -460,6 +470,16 @@ alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns)
 	pthread_cond_signal(&al->wake);
 	pthread_mutex_unlock(&al->mu);
 	return 0;
+}
+
+void
+alerting_set_budget(alerting *al, uint64_t per_run, int64_t idle_ns)
+{
+	/* Under the mutex, which the detection thread takes before it feeds
+	 * a batch: it sees these. */
+	pthread_mutex_lock(&al->mu);
+	detect_engine_budget(al->engine, per_run, idle_ns);
+	pthread_mutex_unlock(&al->mu);
 }
 
 void

@@ -58,6 +58,11 @@ int alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns);
  * it is still taken when the queue is empty). */
 void alerting_set_queue_bytes(alerting *al, size_t bytes);
 
+/* Series budgets of the engine (detect_engine_budget): series per run
+ * (0: no cap) and the idle time past which a series may be forgotten
+ * (< 0: never). Call before the first batch is fed. */
+void alerting_set_budget(alerting *al, uint64_t per_run, int64_t idle_ns);
+
 /* Wait until every queued batch has been fed. */
 void alerting_drain(alerting *al);
 
