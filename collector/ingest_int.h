@@ -52,6 +52,7 @@ struct ingest {
 	emi        *dirty_emitters;
 	run        *dirty_runs;
 	ser  **names; /* per batch: name index -> series (NULL: refused) */
+	uint8_t *used; /* per batch: name index has a sample */
 	size_t nenc;  /* series with a loaded encoder */
 	/* Encoders no series holds, kept for the next load (at most
 	 * cache_encoders - nenc of them): a run wider than the encoder
