@@ -342,7 +342,9 @@ commit_group(srv *s)
 			if (s->p[i].status == WIRE_ACK_STORED)
 				alerting_feed(s->al,
 				    zmq_msg_data(&s->p[i].body),
-				    zmq_msg_size(&s->p[i].body), now);
+				    zmq_msg_size(&s->p[i].body), now,
+				    zmq_msg_gets(&s->p[i].body,
+					"Peer-Address"));
 	}
 	free_pending(s);
 	return 0;

@@ -389,6 +389,7 @@ check "phantom names: one series, from the one sample" \
 		grep -q '\"samples\":1,\"series\":1,'" - "$BIN/vitals" "$DB"
 n=$("$BIN/vitals" metrics --db "$DB" --run phantom | tail -n +2 | grep -c '')
 check "phantom names: vitals metrics lists that one" [ "$n" = 1 ]
+echo "figures: phantom names: vitalsd peak RSS (VmHWM) $(($(hwm_kb) / 1024)) MiB"
 check "phantom names: collector stops cleanly" stop_collector
 fi
 
@@ -419,9 +420,66 @@ check "refusals: vitals runs shows them for the run" \
 check "refusals: the healthy run shows none" \
 	sh -c "\"\$1\" runs --db \"\$2\" | grep -q '^refuse11,.*,0,0,true,0\$'" \
 	- "$BIN/vitals" "$DB"
+echo "figures: refusals: vitalsd peak RSS (VmHWM) $(($(hwm_kb) / 1024)) MiB"
 check "refusals: collector stops cleanly" stop_collector
 check "refusals: counted in vitalsd's last line" \
 	grep -q "4475 refused by emitters" "$T/vitalsd.log"
+fi
+
+# ---------------------------------------------------------------------
+# 12. Fairness in the detection queue: while detection waits (for its
+# rules, read again from a FIFO on SIGHUP: it holds the FIFO open while
+# it waits for the text), one client stores 50 batches, each a NaN of a
+# run of its own; then another process stores a NaN. Detection takes the
+# senders in turn, so the victim's alert is the second raised, not the
+# 51st behind the backlog.
+if want 12; then
+SECTION=12
+: >"$T/vitalsd.log"
+cat >"$T/rules12.txt" <<RULES
+rule nan { metric = '.*' detector = nonfinite severity = critical }
+RULES
+mkfifo "$T/rules12"
+cat "$T/rules12.txt" >"$T/rules12" &
+start_collector --rules "$T/rules12"
+# SIGHUP before vitalsd handles it would end it.
+i=0
+until grep -q "listening on" "$T/vitalsd.log" || [ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+# Read and write: opening does not wait for a reader, closing is the
+# end of the text.
+exec 3<>"$T/rules12"
+kill -HUP "$VPID"
+waiting() { ls -l "/proc/$VPID/fd" 2>/dev/null | grep -q rules12; }
+i=0
+until waiting || [ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+check "fairness: detection waits for its rules" waiting
+"$BIN/tests/hostile" churn "$EP" 50 nan >"$T/churn.out"
+check "fairness: 50 batches of one client stored while detection waits" \
+	[ $? = 0 ]
+"$BIN/vitals" emit --run victim --step 7 loss=nan
+check "fairness: the victim's NaN stored meanwhile" [ $? = 0 ]
+cat "$T/rules12.txt" >&3
+exec 3>&-
+firing() { grep '"rule":"nan"' "$T/vitalsd.log" | grep '"state":"firing"'; }
+i=0
+until [ "$(firing | grep -c '')" -ge 51 ] || [ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+pos=$(firing | grep -n '"run":"victim"' | cut -d: -f1)
+echo "figures: fairness: the victim's alert raised ${pos:-never} of" \
+	"$(firing | grep -c '') (50 of the other client queued before it)"
+echo "figures: fairness: vitalsd peak RSS (VmHWM) $(($(hwm_kb) / 1024)) MiB"
+check "fairness: every NaN raised its alert" [ "$(firing | grep -c '')" = 51 ]
+check "fairness: the victim's alert comes second, not behind the backlog" \
+	[ "${pos:-99}" -le 2 ]
+check "fairness: collector stops cleanly" stop_collector
 fi
 
 finish

@@ -21,10 +21,11 @@
  *	hostile wide ENDPOINT RUN N
  *	    N series of RUN, one sample each (step 1, value 1), in batches
  *	    of up to 65,535 names; exit 0 once all are acknowledged.
- *	hostile churn ENDPOINT N
+ *	hostile churn ENDPOINT N [nan]
  *	    N batches, each of a new run (churn000000, ...) and a new
- *	    incarnation, of one sample (metric "m", step 1, value 1), 256 in
- *	    flight; prints "churn: N sent, A acknowledged in T ms".
+ *	    incarnation, of one sample (metric "m000000", step 1, value 1,
+ *	    or NaN), 256 in flight; prints "churn: N sent, A acknowledged in
+ *	    T ms".
  *	hostile refuse RUN N
  *	    through libvitals ($VITALS_ENDPOINT): N distinct metric names,
  *	    one per step, then 10 invalid names; closes the emitter and
@@ -32,6 +33,7 @@
  *	    names)".
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +272,8 @@ do_sample(const char *ep, const char *run, const char *time_s)
 
 /* A batch of run (incarnation inc, seq) with nnames names m<first+i> and,
  * if samples, one sample of each (or of the first only: samples == 1). */
+static double sample_value = 1.0;
+
 static size_t
 put_batch(uint8_t *buf, const char *run, uint64_t inc, uint64_t seq,
     uint32_t first, uint32_t nnames, uint32_t samples)
@@ -295,7 +299,7 @@ put_batch(uint8_t *buf, const char *run, uint64_t inc, uint64_t seq,
 	wire_put_samples_count(buf, &off, samples);
 	for (uint32_t i = 0; i < samples; i++) {
 		wire_sample sm = { (uint16_t) i, 1,
-			(int64_t) time(NULL) * 1000000000, 1.0 };
+			(int64_t) time(NULL) * 1000000000, sample_value };
 
 		wire_put_sample(buf, &off, &sm);
 	}
@@ -451,11 +455,16 @@ main(int argc, char **argv)
 		return do_wide(argv[2], argv[3], num(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "churn") == 0)
 		return do_churn(argv[2], num(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "churn") == 0
+	    && strcmp(argv[4], "nan") == 0) {
+		sample_value = NAN;
+		return do_churn(argv[2], num(argv[3]));
+	}
 	if (argc == 4 && strcmp(argv[1], "refuse") == 0)
 		return do_refuse(argv[2], num(argv[3]));
 	fprintf(stderr,
 	    "usage: hostile idle ENDPOINT N SECONDS | flood ENDPOINT "
 	    "SECONDS | sample ENDPOINT RUN TIME_NS | names ENDPOINT RUN N | "
-	    "wide ENDPOINT RUN N | churn ENDPOINT N | refuse RUN N\n");
+	    "wide ENDPOINT RUN N | churn ENDPOINT N [nan] | refuse RUN N\n");
 	return 2;
 }
