@@ -62,15 +62,16 @@ each_run(void *vctx, const char *run, size_t runlen, const run_rec *r)
 	name[runlen] = 0;
 	if ((rc = scan_refused_get(c->st, c->txn, run, runlen, &refused)) != 0
 	    || (rc = scan_run_finished(c->st, c->txn, name, &finished)) != 0
-	    || (rc = scan_emitters(c->st, c->txn, name, sum_refused, &erefused))
+	    || (rc = scan_emitters(
+	            c->st, c->txn, name, sum_refused, &erefused))
 	        != 0)
 		return rc;
 	put_i64_time(t0, sizeof(t0), r->first_time, valid);
 	put_i64_time(t1, sizeof(t1), r->last_time, valid);
 	if (c->a->format == OUT_CSV) {
 		out_csv_str(stdout, run, runlen);
-		printf(",%" PRIu64 ",%" PRIu64 ",%s,%s,%" PRIu64 ",%u,%u,%" PRIu64
-		       ",%" PRIu64 ",%s,%" PRIu64 "\n",
+		printf(",%" PRIu64 ",%" PRIu64 ",%s,%s,%" PRIu64
+		       ",%u,%u,%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 "\n",
 		    valid ? r->first_step : 0, valid ? r->last_step : 0, t0,
 		    t1, r->samples, r->series, r->emitters, r->dropped,
 		    refused, finished ? "true" : "false", erefused);

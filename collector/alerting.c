@@ -545,8 +545,9 @@ alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns,
 	if ((l = lane_of(al, peer_hash(peer))) == NULL) {
 		pthread_mutex_unlock(&al->mu);
 		free(j);
-		fprintf(stderr, "vitalsd: out of memory: a stored batch was "
-				"not checked by the rules\n");
+		fprintf(stderr,
+		    "vitalsd: out of memory: a stored batch was "
+		    "not checked by the rules\n");
 		return -1;
 	}
 	if (l->tail != NULL)

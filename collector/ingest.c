@@ -490,7 +490,8 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 	 * run's series cap with empty series). */
 	memset(in->used, 0, b->nnames);
 	for (uint32_t i = 0; i < b->nsamples; i++)
-		in->used[wire_get16(b->samples + (size_t) i * WIRE_SAMPLE_SIZE)]
+		in->used[wire_get16(
+		    b->samples + (size_t) i * WIRE_SAMPLE_SIZE)]
 		    = 1;
 	for (uint32_t i = 0; i < b->nnames; i++) {
 		const char *m = wire_names_next(b, &off, &mlen);

@@ -343,8 +343,8 @@ commit_group(srv *s)
 				alerting_feed(s->al,
 				    zmq_msg_data(&s->p[i].body),
 				    zmq_msg_size(&s->p[i].body), now,
-				    zmq_msg_gets(&s->p[i].body,
-					"Peer-Address"));
+				    zmq_msg_gets(
+				        &s->p[i].body, "Peer-Address"));
 	}
 	free_pending(s);
 	return 0;

@@ -70,8 +70,8 @@ detect_budget_remove(detect_budget *b, detect_series *s)
 }
 
 int
-detect_budget_over(detect_budget *b, detect_ctx *c, detect_run *run,
-    const detect_sample *s)
+detect_budget_over(
+    detect_budget *b, detect_ctx *c, detect_run *run, const detect_sample *s)
 {
 	detect_origin o;
 

@@ -54,8 +54,8 @@ void detect_budget_remove(detect_budget *b, detect_series *s);
  * first time for this run its alert is emitted through c (c->r is set to
  * the budget's rule). Returns 1 (refuse the series) or 0.
  */
-int detect_budget_over(detect_budget *b, detect_ctx *c, detect_run *run,
-    const detect_sample *s);
+int detect_budget_over(
+    detect_budget *b, detect_ctx *c, detect_run *run, const detect_sample *s);
 
 /* The series to forget to make room at clock now: the least recently fed
  * if idle longer than the bound, else NULL. */

@@ -500,10 +500,10 @@ detect_engine_free(detect_engine *e)
 void
 detect_engine_stats(const detect_engine *e, detect_stats *out)
 {
-	*out                 = e->st;
-	out->series          = e->ns;
-	out->series_evicted  = e->bud.evicted;
-	out->budget_refused  = e->bud.refused;
+	*out                = e->st;
+	out->series         = e->ns;
+	out->series_evicted = e->bud.evicted;
+	out->budget_refused = e->bud.refused;
 }
 
 void
@@ -602,9 +602,9 @@ detect_feed(detect_engine *e, const detect_sample *sample, detect_emit_fn emit,
 		detect_ctx     bc = { e, NULL, NULL, emit, ctx };
 
 		if (detect_budget_over(&e->bud, &bc,
-			detect_table_find(&e->runs, hash_run(s->run, s->runlen),
-			    eq_run, &k),
-			s))
+		        detect_table_find(
+		            &e->runs, hash_run(s->run, s->runlen), eq_run, &k),
+		        s))
 			return;
 		while (e->ns >= e->rules->max_series
 		    && (v = detect_budget_victim(&e->bud, e->now)) != NULL)

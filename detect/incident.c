@@ -534,7 +534,8 @@ detect_incidents_forget(detect_incidents *is, const detect_run *run, int64_t t,
 		} else if (!I->closed) {
 			snprintf(msg, sizeof(msg),
 			    "run %s forgotten by detection (idle, its room "
-			    "taken by new series) while %s was firing since step %llu",
+			    "taken by new series) while %s was firing since "
+			    "step %llu",
 			    detect_name_of(run->name, run->len).s, I->kind,
 			    (unsigned long long) I->step);
 			emit_resolved(

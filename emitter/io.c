@@ -118,15 +118,15 @@ struct vte_io {
 	uint32_t   nnames;
 	size_t     names_bytes;
 	uint32_t   gen;
-	uint64_t   stg_pos;   /* ring position of the first staged sample */
-	int64_t    stg_since; /* when the first staged sample was seen */
-	uint64_t   last_drop; /* dropped count in the newest batch */
+	uint64_t   stg_pos;      /* ring position of the first staged sample */
+	int64_t    stg_since;    /* when the first staged sample was seen */
+	uint64_t   last_drop;    /* dropped count in the newest batch */
 	uint64_t   last_refused; /* refused count in the newest batch */
-	int        plain; /* the collector rejected a batch carrying the
-	                   * refused count (older than WIRE_REFUSED): send
-	                   * the plain layout from then on */
-	int64_t    last_seal;
-	uint64_t   pub_pos, pub_drop; /* last values published */
+	int        plain;        /* the collector rejected a batch carrying the
+	                          * refused count (older than WIRE_REFUSED): send
+	                          * the plain layout from then on */
+	int64_t  last_seal;
+	uint64_t pub_pos, pub_drop; /* last values published */
 };
 
 static void
@@ -231,9 +231,9 @@ seal(vte_io *io, int64_t now)
 {
 	const wire_ident *w       = &io->ident->w;
 	uint64_t          dropped = vte_ring_dropped(io->ring);
-	uint64_t          refused = io->plain ? 0
-	             : atomic_load_explicit(
-	                 &io->names->refused, memory_order_relaxed);
+	uint64_t          refused = io->plain
+	             ? 0
+	             : atomic_load_explicit(&io->names->refused, memory_order_relaxed);
 	size_t size = staged_bytes(io) + (refused ? WIRE_REFUSED_SIZE : 0);
 	bbuf  *bb   = malloc(sizeof(*bb) + size);
 	batch *b;
@@ -509,7 +509,7 @@ read_monitor(vte_io *io)
 static int
 send_plain(vte_io *io, batch *b)
 {
-	bbuf  *nb = malloc(sizeof(*nb) + b->buf->len);
+	bbuf  *nb  = malloc(sizeof(*nb) + b->buf->len);
 	size_t len = b->buf->len;
 
 	if (nb == NULL)

@@ -321,7 +321,8 @@ send_all(const char *ep, plan *p, long n, long *sent_out)
 	void    *ctx  = zmq_ctx_new();
 	void    *sock = zmq_socket(ctx, ZMQ_DEALER);
 	uint8_t *buf  = malloc(WIRE_MAX_MESSAGE);
-	uint64_t inc  = (uint64_t) time(NULL) * 2654435761u + (uint64_t) getpid();
+	uint64_t inc
+	    = (uint64_t) time(NULL) * 2654435761u + (uint64_t) getpid();
 	long     sent = 0, acked = 0, settled = 0;
 	int      linger = 0, timeout = 30000;
 	uint32_t first = 0;
@@ -346,8 +347,8 @@ send_all(const char *ep, plan *p, long n, long *sent_out)
 
 			if (p->run == NULL) {
 				snprintf(run, sizeof(run), "churn%06ld", sent);
-				len = put_batch(buf, run, inc + (uint64_t) sent,
-				    1, 0, 1, 1);
+				len = put_batch(buf, run,
+				    inc + (uint64_t) sent, 1, 0, 1, 1);
 			} else {
 				len = put_batch(buf, p->run, inc,
 				    (uint64_t) sent + 1, first, k,
