@@ -30,8 +30,21 @@ typedef struct ctx_runs {
 	size_t          n;
 } ctx_runs;
 
+static int
+sum_refused(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
+{
+	uint64_t *sum = vctx;
+
+	(void) run;
+	(void) runlen;
+	*sum += e->refused;
+	return 0;
+}
+
 /*
- * refused: samples refused by a series cap; finished: every rank's latest
+ * refused: samples refused by a series cap; emitter_refused: samples its
+ * emitters refused for their name (bad, or the name table full), as their
+ * batch headers said; finished: every rank's latest
  * process closed normally (false while it runs, and when it crashed or
  * was killed).
  */
@@ -41,7 +54,7 @@ each_run(void *vctx, const char *run, size_t runlen, const run_rec *r)
 	ctx_runs *c = vctx;
 	char      t0[40], t1[40], name[WIRE_RUN_MAX + 1];
 	int       valid = r->samples > 0, finished = 0, rc;
-	uint64_t  refused = 0;
+	uint64_t  refused = 0, erefused = 0;
 
 	c->n++;
 	if (runlen > WIRE_RUN_MAX)
@@ -49,17 +62,20 @@ each_run(void *vctx, const char *run, size_t runlen, const run_rec *r)
 	memcpy(name, run, runlen);
 	name[runlen] = 0;
 	if ((rc = scan_refused_get(c->st, c->txn, run, runlen, &refused)) != 0
-	    || (rc = scan_run_finished(c->st, c->txn, name, &finished)) != 0)
+	    || (rc = scan_run_finished(c->st, c->txn, name, &finished)) != 0
+	    || (rc = scan_emitters(
+	            c->st, c->txn, name, sum_refused, &erefused))
+	        != 0)
 		return rc;
 	put_i64_time(t0, sizeof(t0), r->first_time, valid);
 	put_i64_time(t1, sizeof(t1), r->last_time, valid);
 	if (c->a->format == OUT_CSV) {
 		out_csv_str(stdout, run, runlen);
-		printf(",%" PRIu64 ",%" PRIu64 ",%s,%s,%" PRIu64 ",%u,%u,%" PRIu64
-		       ",%" PRIu64 ",%s\n",
+		printf(",%" PRIu64 ",%" PRIu64 ",%s,%s,%" PRIu64
+		       ",%u,%u,%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 "\n",
 		    valid ? r->first_step : 0, valid ? r->last_step : 0, t0,
 		    t1, r->samples, r->series, r->emitters, r->dropped,
-		    refused, finished ? "true" : "false");
+		    refused, finished ? "true" : "false", erefused);
 		return 0;
 	}
 	fputs("{\"run\":", stdout);
@@ -67,10 +83,12 @@ each_run(void *vctx, const char *run, size_t runlen, const run_rec *r)
 	printf(",\"first_step\":%" PRIu64 ",\"last_step\":%" PRIu64
 	       ",\"first_time\":%s,\"last_time\":%s,\"samples\":%" PRIu64
 	       ",\"series\":%u,\"emitters\":%u,\"dropped\":%" PRIu64
-	       ",\"refused\":%" PRIu64 ",\"finished\":%s}\n",
+	       ",\"refused\":%" PRIu64 ",\"finished\":%s"
+	       ",\"emitter_refused\":%" PRIu64 "}\n",
 	    valid ? r->first_step : 0, valid ? r->last_step : 0,
 	    valid ? t0 : "null", valid ? t1 : "null", r->samples, r->series,
-	    r->emitters, r->dropped, refused, finished ? "true" : "false");
+	    r->emitters, r->dropped, refused, finished ? "true" : "false",
+	    erefused);
 	return 0;
 }
 
@@ -86,7 +104,8 @@ cmd_runs(const cli_args *a)
 	c.txn = r.txn;
 	if (a->format == OUT_CSV)
 		puts("run,first_step,last_step,first_time,last_time,samples,"
-		     "series,emitters,dropped,refused,finished");
+		     "series,emitters,dropped,refused,finished,"
+		     "emitter_refused");
 	return cli_reader_done(&r, scan_runs(r.st, r.txn, each_run, &c));
 }
 
@@ -153,10 +172,10 @@ put_emitter(const cli_args *a, const char *run, size_t runlen,
 		printf(",%016" PRIx64 ",", e->incarnation);
 		out_csv_str(stdout, e->host, strlen(e->host));
 		printf(",%u,%d,%d,%d,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		       ",%" PRIu64 ",%s\n",
+		       ",%" PRIu64 ",%s,%" PRIu64 "\n",
 		    e->pid, e->rank, e->local_rank, e->world_size, t0, t1,
 		    e->batches, e->samples, e->duplicates, e->dropped,
-		    e->ended ? te : "");
+		    e->ended ? te : "", e->refused);
 		return;
 	}
 	fputs("{\"run\":", stdout);
@@ -166,9 +185,11 @@ put_emitter(const cli_args *a, const char *run, size_t runlen,
 	printf(",\"pid\":%u,\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
 	       "\"first_seen\":%s,\"last_seen\":%s,\"batches\":%" PRIu64
 	       ",\"samples\":%" PRIu64 ",\"duplicates\":%" PRIu64
-	       ",\"dropped\":%" PRIu64 ",\"ended\":%s}\n",
+	       ",\"dropped\":%" PRIu64 ",\"ended\":%s,\"refused\":%" PRIu64
+	       "}\n",
 	    e->pid, e->rank, e->local_rank, e->world_size, t0, t1, e->batches,
-	    e->samples, e->duplicates, e->dropped, e->ended ? te : "null");
+	    e->samples, e->duplicates, e->dropped, e->ended ? te : "null",
+	    e->refused);
 }
 
 /* The emitters, gathered to be printed in the order first seen (the
@@ -235,7 +256,7 @@ cmd_emitters(const cli_args *a)
 		if (a->format == OUT_CSV)
 			puts("run,incarnation,host,pid,rank,local_rank,"
 			     "world_size,first_seen,last_seen,batches,samples,"
-			     "duplicates,dropped,ended");
+			     "duplicates,dropped,ended,refused");
 		for (size_t i = 0; i < c.n; i++)
 			put_emitter(a, c.v[i].run, c.v[i].runlen, &c.v[i].e);
 	}

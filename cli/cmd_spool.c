@@ -156,7 +156,16 @@ send_file(void *sock, const char *path, long timeout_ms)
 		    || ack.incarnation != inc)
 			continue; /* the ROUTER's empty frame, a stray ACK */
 		for (size_t i = 0; i < n; i++) {
+			uint8_t *d = buf + (it[i].data - buf);
+
 			if (st[i].seq != ack.seq || st[i].status >= 0)
+				continue;
+			/* A collector older than the refused count in the
+			 * header (docs/protocol.md) rejects it: the same
+			 * batch again without it. */
+			if (ack.status == WIRE_ACK_REJECTED
+			    && wire_batch_strip_refused(d, &it[i].len)
+			    && zmq_send(sock, d, it[i].len, 0) >= 0)
 				continue;
 			st[i].status = (int) ack.status;
 			left--;

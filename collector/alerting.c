@@ -26,6 +26,18 @@ typedef struct job {
 	uint8_t     msg[]; /* the wire message */
 } job;
 
+/*
+ * The queued batches of one sender (its address: an IP, or over ipc:// a
+ * process), in the order they were stored. The detection thread takes one
+ * batch from each lane in turn, so a client with a long backlog delays
+ * another's batch by one of its own, not by the whole backlog. Within a
+ * lane, and so for every emitter, the order is kept.
+ */
+typedef struct lane {
+	uint64_t peer; /* hash of the address */
+	job     *head, *tail;
+} lane;
+
 typedef struct queued {
 	char   run[WIRE_RUN_MAX + 1];
 	size_t runlen;
@@ -45,7 +57,8 @@ struct alerting {
 	pthread_t       thread;
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t  wake, idle, room;
-	job            *head, *tail;
+	lane           *lanes; /* those with a batch queued */
+	size_t          nlanes, caplanes, turn;
 	size_t          queued_bytes, max_bytes;
 	int             busy; /* the thread is feeding a batch */
 	int             stop, reload;
@@ -211,6 +224,44 @@ on_alert(void *ctx, const detect_alert *a)
 	pthread_mutex_unlock(&al->mu);
 }
 
+/* The next batch to feed, the lanes taking turns (under al->mu); NULL if
+ * none is queued. */
+static job *
+next_job(alerting *al)
+{
+	lane *l;
+	job  *j;
+
+	if (al->nlanes == 0)
+		return NULL;
+	if (al->turn >= al->nlanes)
+		al->turn = 0;
+	l       = &al->lanes[al->turn];
+	j       = l->head;
+	l->head = j->next;
+	if (l->head != NULL) {
+		al->turn++;
+		return j;
+	}
+	/* The lane is empty: the next one moves into its place (and turn). */
+	memmove(l, l + 1, (al->nlanes - al->turn - 1) * sizeof(*l));
+	al->nlanes--;
+	return j;
+}
+
+/* The arrival time of the oldest batch still queued (under al->mu), or
+ * now if none: the clock detection ticks with. */
+static int64_t
+watermark(const alerting *al)
+{
+	int64_t mark = INT64_MAX;
+
+	for (size_t i = 0; i < al->nlanes; i++)
+		if (al->lanes[i].head->recv_ns < mark)
+			mark = al->lanes[i].head->recv_ns;
+	return mark == INT64_MAX ? now_wall_ns() : mark;
+}
+
 /* Feed one stored batch (detection thread). */
 static void
 feed(alerting *al, const job *j)
@@ -250,8 +301,7 @@ run(void *arg)
 			continue;
 		}
 		if (mono - last_tick >= TICK_NS) {
-			int64_t mark = al->head ? al->head->recv_ns :
-						  now_wall_ns();
+			int64_t mark = watermark(al);
 
 			last_tick = mono;
 			pthread_mutex_unlock(&al->mu);
@@ -260,7 +310,7 @@ run(void *arg)
 			pthread_mutex_lock(&al->mu);
 			continue;
 		}
-		j = al->head;
+		j = next_job(al);
 		if (j == NULL) {
 			struct timespec ts;
 			int64_t         until;
@@ -274,9 +324,6 @@ run(void *arg)
 			pthread_cond_timedwait(&al->wake, &al->mu, &ts);
 			continue;
 		}
-		al->head = j->next;
-		if (al->head == NULL)
-			al->tail = NULL;
 		al->busy = 1;
 		pthread_mutex_unlock(&al->mu);
 		feed(al, j);
@@ -343,6 +390,8 @@ fail:
 void
 alerting_close(alerting *al)
 {
+	detect_stats ds;
+
 	if (al == NULL)
 		return;
 	pthread_mutex_lock(&al->mu);
@@ -355,9 +404,18 @@ alerting_close(alerting *al)
 		    "vitalsd: %llu hook runs dropped in all (their queues "
 		    "were full); stored as hook_dropped alerts\n",
 		    (unsigned long long) al->hook_dropped);
+	detect_engine_stats(al->engine, &ds);
+	if (ds.series_evicted > 0 || ds.budget_refused > 0)
+		fprintf(stderr,
+		    "vitalsd: detection: %llu idle series forgotten to make "
+		    "room, %llu samples of runs over their series budget not "
+		    "checked\n",
+		    (unsigned long long) ds.series_evicted,
+		    (unsigned long long) ds.budget_refused);
 	for (size_t i = 0; i < al->nq; i++)
 		free(al->q[i].json);
 	free(al->q);
+	free(al->lanes);
 	detect_engine_free(al->engine);
 	hooks_free(al->hooks);
 	free(al->names);
@@ -432,11 +490,44 @@ compact(alerting *al, const void *msg, size_t len, int *oom)
 	return j;
 }
 
-int
-alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns)
+/* The lane of peer, added at the end if new (under al->mu); NULL when
+ * out of memory. Linear in the lanes with a batch queued. */
+static lane *
+lane_of(alerting *al, uint64_t peer)
 {
-	int  oom;
-	job *j = compact(al, msg, len, &oom);
+	for (size_t i = 0; i < al->nlanes; i++)
+		if (al->lanes[i].peer == peer)
+			return &al->lanes[i];
+	if (al->nlanes == al->caplanes) {
+		size_t c  = al->caplanes ? al->caplanes * 2 : 16;
+		lane  *nl = realloc(al->lanes, c * sizeof(*nl));
+
+		if (nl == NULL)
+			return NULL;
+		al->lanes    = nl;
+		al->caplanes = c;
+	}
+	al->lanes[al->nlanes] = (lane) { peer, NULL, NULL };
+	return &al->lanes[al->nlanes++];
+}
+
+static uint64_t
+peer_hash(const char *peer)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const char *p = peer ? peer : ""; *p != 0; p++)
+		h = (h ^ (uint8_t) *p) * 0x100000001b3ull;
+	return h;
+}
+
+int
+alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns,
+    const char *peer)
+{
+	int   oom;
+	job  *j = compact(al, msg, len, &oom);
+	lane *l;
 
 	if (j == NULL) {
 		if (oom)
@@ -451,15 +542,33 @@ alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns)
 	while (al->queued_bytes > 0 &&
 	    al->queued_bytes + len > al->max_bytes)
 		pthread_cond_wait(&al->room, &al->mu);
-	if (al->tail != NULL)
-		al->tail->next = j;
+	if ((l = lane_of(al, peer_hash(peer))) == NULL) {
+		pthread_mutex_unlock(&al->mu);
+		free(j);
+		fprintf(stderr,
+		    "vitalsd: out of memory: a stored batch was "
+		    "not checked by the rules\n");
+		return -1;
+	}
+	if (l->tail != NULL)
+		l->tail->next = j;
 	else
-		al->head = j;
-	al->tail = j;
+		l->head = j;
+	l->tail = j;
 	al->queued_bytes += len;
 	pthread_cond_signal(&al->wake);
 	pthread_mutex_unlock(&al->mu);
 	return 0;
+}
+
+void
+alerting_set_budget(alerting *al, uint64_t per_run, int64_t idle_ns)
+{
+	/* Under the mutex, which the detection thread takes before it feeds
+	 * a batch: it sees these. */
+	pthread_mutex_lock(&al->mu);
+	detect_engine_budget(al->engine, per_run, idle_ns);
+	pthread_mutex_unlock(&al->mu);
 }
 
 void
@@ -474,7 +583,7 @@ void
 alerting_drain(alerting *al)
 {
 	pthread_mutex_lock(&al->mu);
-	while (al->head != NULL || al->busy)
+	while (al->nlanes > 0 || al->busy)
 		pthread_cond_wait(&al->idle, &al->mu);
 	pthread_mutex_unlock(&al->mu);
 }

@@ -50,13 +50,21 @@ int  alerting_open(const char *rules_path, int64_t quantum_ns,
 void alerting_close(alerting *al);
 
 /* Queue a copy of a stored batch (a whole wire message) received at
- * recv_ns (wall clock). Returns 0, or -1 when out of memory (the batch is
- * stored but not checked; logged). */
-int alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns);
+ * recv_ns (wall clock) from peer (its address, NULL: unknown). The
+ * detection thread takes the batches of each peer in order, and the peers
+ * in turn. Returns 0, or -1 when out of memory (the batch is stored but
+ * not checked; logged). */
+int alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns,
+    const char *peer);
 
 /* The bound of the hand-over queue in bytes (a single batch larger than
  * it is still taken when the queue is empty). */
 void alerting_set_queue_bytes(alerting *al, size_t bytes);
+
+/* Series budgets of the engine (detect_engine_budget): series per run
+ * (0: no cap) and the idle time past which a series may be forgotten
+ * (< 0: never). Call before the first batch is fed. */
+void alerting_set_budget(alerting *al, uint64_t per_run, int64_t idle_ns);
 
 /* Wait until every queued batch has been fed. */
 void alerting_drain(alerting *al);

@@ -58,8 +58,10 @@ ingest_open(store *st, const ingest_opts *o, ingest **out)
 	if (in->opts.time_quantum_ns < 1)
 		in->opts.time_quantum_ns = 1;
 	in->names = calloc(65536, sizeof(ser *));
-	if (in->names == NULL || cache_make(in) != 0) {
+	in->used  = calloc(65536, 1);
+	if (in->names == NULL || in->used == NULL || cache_make(in) != 0) {
 		free(in->names);
+		free(in->used);
 		free(in);
 		return STORE_ENOMEM;
 	}
@@ -80,6 +82,7 @@ ingest_close(ingest *in)
 	free(in->pgrouped);
 	free(in->pseries);
 	free(in->pgroups);
+	free(in->used);
 	free(in);
 }
 
@@ -450,10 +453,25 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		r->rec.dropped += b->dropped - e->rec.dropped;
 		e->rec.dropped = b->dropped;
 	}
+	if (b->refused > e->rec.refused) {
+		in->tentative.emitter_refused += b->refused - e->rec.refused;
+		e->rec.refused = b->refused;
+	}
 
+	/* Series come from samples: a name no sample uses creates nothing
+	 * (a table of 65,535 names and no sample would otherwise fill the
+	 * run's series cap with empty series). */
+	memset(in->used, 0, b->nnames);
+	for (uint32_t i = 0; i < b->nsamples; i++)
+		in->used[wire_get16(
+		    b->samples + (size_t) i * WIRE_SAMPLE_SIZE)]
+		    = 1;
 	for (uint32_t i = 0; i < b->nnames; i++) {
 		const char *m = wire_names_next(b, &off, &mlen);
 
+		in->names[i] = NULL;
+		if (!in->used[i])
+			continue;
 		rc = get_series(in, b, m, mlen, (uint16_t) i, r, now_ns,
 		    &in->names[i]);
 		if (rc != 0)
@@ -672,6 +690,7 @@ ingest_commit(ingest *in)
 	in->stats.emitters_new += in->tentative.emitters_new;
 	in->stats.refused += in->tentative.refused;
 	in->stats.limit_alerts += in->tentative.limit_alerts;
+	in->stats.emitter_refused += in->tentative.emitter_refused;
 	in->stats.commits++;
 	memset(&in->tentative, 0, sizeof(in->tentative));
 	cache_evict(in);

@@ -60,6 +60,8 @@ typedef struct ingest_stats {
 	uint64_t series, emitters_new;
 	uint64_t refused;       /* samples of series past a series cap */
 	uint64_t limit_alerts;  /* series_limit alerts stored */
+	uint64_t emitter_refused; /* samples emitters refused for their
+	                           * name (from batch headers) */
 	uint64_t evictions;     /* cache entries evicted (series,
 				 * emitters) */
 	uint64_t folds, folded; /* fold steps committed, samples folded */

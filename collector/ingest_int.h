@@ -64,6 +64,7 @@ struct ingest {
 	ser         **pseries; /* the series with samples, by sid */
 	store_group  *pgroups;
 	size_t        pgcap;
+	uint8_t *used; /* per batch: name index has a sample */
 	ingest_stats stats, tentative;
 	char         notice[512], notice_out[512];
 };

@@ -20,6 +20,7 @@
 #include "collector/http.h"
 #include "collector/ingest.h"
 #include "collector/server.h"
+#include "detect/budget.h"
 #include "store/paths.h"
 #include "store/store.h"
 #include "vitals.h"
@@ -113,6 +114,12 @@ usage(FILE *f)
 	    "                     in MiB (default 64): past it ingest waits\n"
 	    "  --max-message-mib N  largest message taken, 1 to 16 (default\n"
 	    "                     16); a peer sending more is disconnected\n"
+	    "  --detect-max-series-per-run N  series of one run the rules\n"
+	    "                     check (default 25000, 0: no cap); a run\n"
+	    "                     past it gets one detect_budget alert\n"
+	    "  --detect-series-idle-s N  when the rules' max_series are\n"
+	    "                     checked, a series idle N s is forgotten\n"
+	    "                     for a new one (default 900, -1: never)\n"
 	    "  --http ADDR        serve /metrics (Prometheus, OpenMetrics)\n"
 	    "                     and /healthz on HOST:PORT (loopback\n"
 	    "                     unless --insecure; port 0: a free one)\n"
@@ -221,6 +228,8 @@ enum {
 	OPT_MAX_PENDING,
 	OPT_DETECT_QUEUE,
 	OPT_MAX_MESSAGE,
+	OPT_DETECT_PER_RUN,
+	OPT_DETECT_IDLE,
 };
 
 static const struct option longopts[] = {
@@ -256,6 +265,9 @@ static const struct option longopts[] = {
 	{ "max-pending-mib", required_argument, NULL, OPT_MAX_PENDING },
 	{ "detect-queue-mib", required_argument, NULL, OPT_DETECT_QUEUE },
 	{ "max-message-mib", required_argument, NULL, OPT_MAX_MESSAGE },
+	{ "detect-max-series-per-run", required_argument, NULL,
+	    OPT_DETECT_PER_RUN },
+	{ "detect-series-idle-s", required_argument, NULL, OPT_DETECT_IDLE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -322,6 +334,8 @@ main(int argc, char **argv)
 	long             v;
 	int              ch;
 	size_t           queue_bytes = ALERTING_QUEUE_BYTES;
+	uint64_t         det_per_run = DETECT_BUDGET_PER_RUN;
+	int64_t          det_idle_ns = DETECT_BUDGET_IDLE_NS;
 	const char      *http_addr = NULL;
 	expo_opts        xo;
 	alertmgr_opts    ao;
@@ -486,6 +500,18 @@ main(int argc, char **argv)
 				return 2;
 			so.max_message = (size_t) v << 20;
 			break;
+		case OPT_DETECT_PER_RUN:
+			if (parse_long("--detect-max-series-per-run", next, 0,
+				1000000000, &v) != 0)
+				return 2;
+			det_per_run = (uint64_t) v;
+			break;
+		case OPT_DETECT_IDLE:
+			if (parse_long("--detect-series-idle-s", next, -1,
+				100000000, &v) != 0)
+				return 2;
+			det_idle_ns = v < 0 ? -1 : (int64_t) v * 1000000000;
+			break;
 		case OPT_TIME_QUANTUM:
 			if (parse_long("--time-quantum-ns", next, 1,
 				1000000000, &v) != 0)
@@ -565,8 +591,10 @@ main(int argc, char **argv)
 	}
 	if (al != NULL && (sk.x != NULL || sk.am != NULL))
 		alerting_set_sink(al, on_transition, &sk);
-	if (al != NULL)
+	if (al != NULL) {
 		alerting_set_queue_bytes(al, queue_bytes);
+		alerting_set_budget(al, det_per_run, det_idle_ns);
+	}
 	if (can_listen(so.listen) != 0) {
 		alerting_close(al);
 		alertmgr_close(sk.am);

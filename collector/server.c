@@ -25,6 +25,8 @@
  * which the 256-emitter test hit with 4. docs/limits.md has the bound. */
 #define RCVHWM 1088
 #define HANDSHAKE_MS 10000
+#define NEW_LOG_MAX 10
+#define NEW_LOG_NS (10 * 1000000000ll)
 
 typedef struct pend {
 	zmq_msg_t  id, body;
@@ -55,6 +57,11 @@ typedef struct srv {
 	int64_t            last_reap;
 	conns             *cn;
 	conns_stats        last_cs;
+	/* "new emitter" lines: at most NEW_LOG_MAX per NEW_LOG_NS, the rest
+	 * counted and summed up in one line (run churn). */
+	int64_t  new_window;
+	unsigned new_logged;
+	uint64_t new_unlogged;
 } srv;
 
 void
@@ -126,9 +133,33 @@ free_pending(srv *s)
 	s->urgent  = 0;
 }
 
+/* The count of "new emitter" lines not written, once their window is
+ * over (or force: at the end). */
 static void
-log_emitter(const wire_batch *b)
+log_emitters_unlogged(srv *s, int64_t now, int force)
 {
+	if (!force && now - s->new_window < NEW_LOG_NS)
+		return;
+	if (s->new_unlogged > 0)
+		fprintf(stderr,
+		    "vitalsd: %llu more new emitters not shown (at most %d "
+		    "lines per %lld s)\n",
+		    (unsigned long long) s->new_unlogged, NEW_LOG_MAX,
+		    NEW_LOG_NS / 1000000000ll);
+	s->new_window   = now;
+	s->new_logged   = 0;
+	s->new_unlogged = 0;
+}
+
+static void
+log_emitter(srv *s, const wire_batch *b)
+{
+	log_emitters_unlogged(s, now_mono_ns(), 0);
+	if (s->new_logged >= NEW_LOG_MAX) {
+		s->new_unlogged++;
+		return;
+	}
+	s->new_logged++;
 	fprintf(stderr,
 	    "vitalsd: new emitter run=%.*s rank=%d/%d host=%.*s pid=%u "
 	    "incarnation=%016llx\n",
@@ -300,7 +331,7 @@ commit_group(srv *s)
 		pend *p = &s->p[i];
 
 		if (p->is_new && !s->o->quiet)
-			log_emitter(&p->b);
+			log_emitter(s, &p->b);
 		send_ack(s, &p->id, p->b.id.incarnation, p->b.seq, p->status);
 	}
 	/* Detection sees each stored sample once: after its commit. */
@@ -311,7 +342,9 @@ commit_group(srv *s)
 			if (s->p[i].status == WIRE_ACK_STORED)
 				alerting_feed(s->al,
 				    zmq_msg_data(&s->p[i].body),
-				    zmq_msg_size(&s->p[i].body), now);
+				    zmq_msg_size(&s->p[i].body), now,
+				    zmq_msg_gets(
+				        &s->p[i].body, "Peer-Address"));
 	}
 	free_pending(s);
 	return 0;
@@ -418,6 +451,7 @@ log_stats(srv *s, int force)
 	if (!force && now - s->last_stats < STATS_EVERY_NS)
 		return;
 	log_conns(s, force);
+	log_emitters_unlogged(s, now, force);
 	ingest_get_stats(s->in, &is);
 	if (!force && is.samples == s->last_stats_samples) {
 		s->last_stats = now;
@@ -428,7 +462,8 @@ log_stats(srv *s, int force)
 		    "vitalsd: stored %llu samples in %llu batches "
 		    "(%llu commits), %llu duplicate batches, %llu refused, "
 		    "%llu malformed messages, %llu series, %llu samples "
-		    "refused past a series cap\n",
+		    "refused past a series cap, %llu refused by emitters "
+		    "(bad names, name table full)\n",
 		    (unsigned long long) is.samples,
 		    (unsigned long long) is.batches,
 		    (unsigned long long) is.commits,
@@ -436,7 +471,8 @@ log_stats(srv *s, int force)
 		    (unsigned long long) is.rejected,
 		    (unsigned long long) s->malformed,
 		    (unsigned long long) is.series,
-		    (unsigned long long) is.refused);
+		    (unsigned long long) is.refused,
+		    (unsigned long long) is.emitter_refused);
 	s->last_stats         = now;
 	s->last_stats_samples = is.samples;
 }

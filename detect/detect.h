@@ -338,8 +338,19 @@ typedef struct detect_stats {
 	uint64_t series_dropped; /* samples of series beyond the cap */
 	uint64_t match_limit;    /* pattern matches that hit the limit */
 	uint64_t alerts;         /* transitions emitted */
+	uint64_t series_evicted; /* idle series forgotten to make room */
+	uint64_t budget_refused; /* samples of new series of runs over
+	                          * their budget */
 } detect_stats;
 
 void detect_engine_stats(const detect_engine *e, detect_stats *out);
+
+/**
+ * Series budgets (detect/budget.h): a run may have at most per_run series
+ * (0: no cap; default 25,000); when `max_series` are tracked, a series
+ * idle longer than idle_ns (< 0: never; default 15 min) by the tick clock
+ * is forgotten, least recently fed first, to make room for a new one.
+ */
+void detect_engine_budget(detect_engine *e, uint64_t per_run, int64_t idle_ns);
 
 #endif /* DETECT_DETECT_H */

@@ -23,6 +23,8 @@ typedef struct detect_run {
 	uint64_t adv;      /* samples that advanced max_step (the clock of
 	                    * step-based holds) */
 	uint32_t nranks, nended; /* ranks seen; of them, ended normally */
+	uint64_t nseries;        /* series of this run (detect/budget.h) */
+	int      over_budget;    /* its detect_budget alert was emitted */
 } detect_run;
 
 typedef struct detect_rank {
@@ -48,6 +50,11 @@ typedef struct detect_series {
 	int          seen; /* last_step and last_time are valid */
 	uint32_t     ninst;
 	detect_inst *inst;
+	/* detect/budget.h: the engine's list, least recently fed first,
+	 * and the position in the engine's array of series. */
+	struct detect_series *lru_prev, *lru_next;
+	int64_t               fed_ns;
+	size_t                idx;
 } detect_series;
 
 typedef struct detect_group {

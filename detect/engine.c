@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "detect/budget.h"
 #include "detect/detector.h"
 #include "detect/incident.h"
 
@@ -32,6 +33,7 @@ struct detect_engine {
 	char             msg[512];
 	detect_rule      limit_rule; /* names series_limit alerts */
 	char             limit_name[16];
+	detect_budget    bud;
 };
 
 /* ---- keys ----------------------------------------------------------------
@@ -437,6 +439,7 @@ new_series(detect_engine *e, const detect_sample *s, uint64_t h)
 	}
 	if (detect_table_put(&e->series, h, ser) != 0)
 		goto fail;
+	ser->idx       = e->ns;
 	e->sv[e->ns++] = ser;
 	return ser;
 fail:
@@ -470,7 +473,8 @@ detect_engine_new(detect_rules *rules, detect_engine **out)
 	snprintf(e->limit_name, sizeof(e->limit_name), "max_series");
 	e->limit_rule.name = e->limit_name;
 	e->inc.alerts      = &e->st.alerts;
-	*out               = e;
+	detect_budget_init(&e->bud);
+	*out = e;
 	return 0;
 }
 
@@ -496,8 +500,41 @@ detect_engine_free(detect_engine *e)
 void
 detect_engine_stats(const detect_engine *e, detect_stats *out)
 {
-	*out        = e->st;
-	out->series = e->ns;
+	*out                = e->st;
+	out->series         = e->ns;
+	out->series_evicted = e->bud.evicted;
+	out->budget_refused = e->bud.refused;
+}
+
+void
+detect_engine_budget(detect_engine *e, uint64_t per_run, int64_t idle_ns)
+{
+	e->bud.per_run = per_run;
+	e->bud.idle_ns = idle_ns;
+}
+
+/*
+ * Forget series s to make room (detect/budget.h). The last series takes
+ * its place in e->sv. Its run, if nothing else holds it now, is forgotten
+ * too, once what of it still fires is resolved.
+ */
+static void
+evict(detect_engine *e, detect_series *s, detect_emit_fn emit, void *ctx)
+{
+	detect_run    *run  = s->run;
+	detect_series *last = e->sv[e->ns - 1];
+
+	detect_budget_remove(&e->bud, s);
+	detect_table_del(&e->series, s->hash, s);
+	last->idx     = s->idx;
+	e->sv[s->idx] = last;
+	e->ns--;
+	e->bud.evicted++;
+	run->refs++;
+	series_free(e, s);
+	if (run->refs == 1)
+		detect_incidents_forget(&e->inc, run, e->now, emit, ctx);
+	put_run(e, run);
 }
 
 static void
@@ -561,6 +598,17 @@ detect_feed(detect_engine *e, const detect_sample *sample, detect_emit_fn emit,
 	      s->rank);
 	ser = detect_table_find(&e->series, h, eq_series, &k);
 	if (ser == NULL) {
+		detect_series *v;
+		detect_ctx     bc = { e, NULL, NULL, emit, ctx };
+
+		if (detect_budget_over(&e->bud, &bc,
+		        detect_table_find(
+		            &e->runs, hash_run(s->run, s->runlen), eq_run, &k),
+		        s))
+			return;
+		while (e->ns >= e->rules->max_series
+		    && (v = detect_budget_victim(&e->bud, e->now)) != NULL)
+			evict(e, v, emit, ctx);
 		if (e->ns >= e->rules->max_series) {
 			limit_reached(e, s, emit, ctx);
 			return;
@@ -568,8 +616,10 @@ detect_feed(detect_engine *e, const detect_sample *sample, detect_emit_fn emit,
 		ser = new_series(e, s, h);
 		if (ser == NULL)
 			return; /* out of memory: the sample is not checked */
+		detect_budget_add(&e->bud, ser, e->now);
 	} else {
 		set_host(ser->rk, s);
+		detect_budget_touch(&e->bud, ser, e->now);
 	}
 	if (ser->rk->ended) {
 		ser->rk->ended = 0;

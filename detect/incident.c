@@ -515,3 +515,32 @@ detect_incidents_reload(detect_incidents *is, const detect_rules *old,
 		i++;
 	}
 }
+
+void
+detect_incidents_forget(detect_incidents *is, const detect_run *run, int64_t t,
+    detect_emit_fn emit, void *ctx)
+{
+	char msg[400];
+
+	for (size_t i = 0; i < is->n;) {
+		detect_incident *I = is->v[i];
+
+		if (I->run != run) {
+			i++;
+			continue;
+		}
+		if (I->held) {
+			emit_held(is, I, emit, ctx);
+		} else if (!I->closed) {
+			snprintf(msg, sizeof(msg),
+			    "run %s forgotten by detection (idle, its room "
+			    "taken by new series) while %s was firing since "
+			    "step %llu",
+			    detect_name_of(run->name, run->len).s, I->kind,
+			    (unsigned long long) I->step);
+			emit_resolved(
+			    is, I, run->max_step, t, NAN, NAN, msg, emit, ctx);
+		}
+		inc_remove(is, i);
+	}
+}

@@ -47,6 +47,11 @@ void detect_incidents_tick(
 void detect_incidents_finish(detect_incidents *is, const detect_run *run,
     int64_t t, detect_emit_fn emit, void *ctx);
 
+/* Run forgotten to make room (detect/budget.h): resolve its incidents
+ * (held ones as they were) and drop them, as the run object goes. */
+void detect_incidents_forget(detect_incidents *is, const detect_run *run,
+    int64_t t, detect_emit_fn emit, void *ctx);
+
 /* Emit every held resolution (end of input). */
 void detect_incidents_flush(
     detect_incidents *is, detect_emit_fn emit, void *ctx);

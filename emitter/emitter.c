@@ -573,6 +573,14 @@ intern(vt_emitter *em, const char *metric, size_t len, uint64_t h, int64_t *id)
 	return rc;
 }
 
+/* A sample refused for its name: counted, and the count travels in the
+ * batch headers (docs/protocol.md, WIRE_REFUSED) to `vitals emitters`. */
+static void
+refused(vt_emitter *em)
+{
+	atomic_fetch_add_explicit(&em->names.refused, 1, memory_order_relaxed);
+}
+
 /*
  * Common to vt_emit() and vt_emit_at(): one relaxed load for the fork
  * check, strnlen and a hash, a lock-free table probe, and a ring push.
@@ -591,6 +599,7 @@ emit(vt_emitter *em, const char *metric, uint64_t step, int64_t time,
 	}
 	len = strnlen(metric, VT_NAME_MAX + 1);
 	if (__builtin_expect(len > VT_NAME_MAX, 0)) {
+		refused(em);
 		note_errf(em, VT_ENAME, "metric name longer than %d bytes",
 		    VT_NAME_MAX);
 		return VT_ENAME;
@@ -600,6 +609,8 @@ emit(vt_emitter *em, const char *metric, uint64_t step, int64_t time,
 	if (__builtin_expect(id < 0, 0)) {
 		int rc = intern(em, metric, len, h, &id);
 
+		if (rc == VT_ENAME || rc == VT_ETOOMANY)
+			refused(em);
 		if (rc != 0)
 			return rc;
 	}
@@ -650,6 +661,7 @@ emit_phase(vt_emitter *em, const char *name, uint64_t step, double value)
 	len = strnlen(name, VT_NAME_MAX + 1);
 	if (__builtin_expect(
 	        len == 0 || len > VT_NAME_MAX - VTE_PHASE_PREFIX_LEN, 0)) {
+		refused(em);
 		note_errf(em, VT_ENAME,
 		    "phase name is empty or longer than %d bytes",
 		    VT_NAME_MAX - VTE_PHASE_PREFIX_LEN);

@@ -118,11 +118,15 @@ struct vte_io {
 	uint32_t   nnames;
 	size_t     names_bytes;
 	uint32_t   gen;
-	uint64_t   stg_pos;   /* ring position of the first staged sample */
-	int64_t    stg_since; /* when the first staged sample was seen */
-	uint64_t   last_drop; /* dropped count in the newest batch */
-	int64_t    last_seal;
-	uint64_t   pub_pos, pub_drop; /* last values published */
+	uint64_t   stg_pos;      /* ring position of the first staged sample */
+	int64_t    stg_since;    /* when the first staged sample was seen */
+	uint64_t   last_drop;    /* dropped count in the newest batch */
+	uint64_t   last_refused; /* refused count in the newest batch */
+	int        plain;        /* the collector rejected a batch carrying the
+	                          * refused count (older than WIRE_REFUSED): send
+	                          * the plain layout from then on */
+	int64_t  last_seal;
+	uint64_t pub_pos, pub_drop; /* last values published */
 };
 
 static void
@@ -226,18 +230,21 @@ static int
 seal(vte_io *io, int64_t now)
 {
 	const wire_ident *w       = &io->ident->w;
-	size_t            size    = staged_bytes(io);
 	uint64_t          dropped = vte_ring_dropped(io->ring);
-	bbuf             *bb      = malloc(sizeof(*bb) + size);
-	batch            *b;
-	size_t            off;
+	uint64_t          refused = io->plain
+	             ? 0
+	             : atomic_load_explicit(&io->names->refused, memory_order_relaxed);
+	size_t size = staged_bytes(io) + (refused ? WIRE_REFUSED_SIZE : 0);
+	bbuf  *bb   = malloc(sizeof(*bb) + size);
+	batch *b;
+	size_t off;
 
 	if (bb == NULL)
 		return -1;
 	atomic_init(&bb->refs, 1);
 	bb->len = size;
-	off     = wire_put_batch_head(
-	        bb->data, w, io->next_seq, io->base, dropped);
+	off     = wire_put_batch_head_refused(
+	        bb->data, w, io->next_seq, io->base, dropped, refused);
 	/* Someone waits for it (vt_flush, vt_close): the collector commits
 	 * it without waiting to group it with others. */
 	if (atomic_load_explicit(&io->flush_pos, memory_order_acquire)
@@ -273,8 +280,9 @@ seal(vte_io *io, int64_t now)
 	b->final                     = 0;
 	io->next_seq++;
 	io->unacked_bytes += size;
-	io->last_drop = dropped;
-	io->last_seal = now;
+	io->last_drop    = dropped;
+	io->last_refused = refused;
+	io->last_seal    = now;
 
 	io->nstg        = 0;
 	io->nder        = 0;
@@ -300,6 +308,7 @@ drain(vte_io *io, int64_t now)
 	vte_ring_slot s;
 	uint64_t      moved = 0;
 	uint64_t      dropped, req;
+	int           news;
 
 	for (;;) {
 		while (can_stage(io)
@@ -322,7 +331,13 @@ drain(vte_io *io, int64_t now)
 		return moved;
 	}
 	dropped = vte_ring_dropped(io->ring);
-	if (dropped > io->last_drop && io->next_seq - io->base < VTE_IO_WINDOW
+	/* New refusals are sent like new drops, with no flush waiting. */
+	news = dropped > io->last_drop
+	    || (!io->plain
+	        && atomic_load_explicit(
+	               &io->names->refused, memory_order_relaxed)
+	            > io->last_refused);
+	if (news && io->next_seq - io->base < VTE_IO_WINDOW
 	    && io->unacked_bytes + staged_bytes(io) <= io->budget
 	    && (now - io->last_seal >= io->flush_ns
 	        || atomic_load_explicit(&io->flush_drop, memory_order_acquire)
@@ -485,6 +500,35 @@ read_monitor(vte_io *io)
 	}
 }
 
+/*
+ * A rejected batch that carries the refused count may have met a
+ * collector older than that field: send it again in the plain layout,
+ * and every later batch too. Returns 1 if it is to be sent again, 0 if
+ * the rejection stands (out of memory: it stands too).
+ */
+static int
+send_plain(vte_io *io, batch *b)
+{
+	bbuf  *nb  = malloc(sizeof(*nb) + b->buf->len);
+	size_t len = b->buf->len;
+
+	if (nb == NULL)
+		return 0;
+	memcpy(nb->data, b->buf->data, len);
+	if (!wire_batch_strip_refused(nb->data, &len)) {
+		free(nb);
+		return 0;
+	}
+	atomic_init(&nb->refs, 1);
+	nb->len = len;
+	io->unacked_bytes -= b->buf->len - len;
+	bbuf_unref(b->buf);
+	b->buf    = nb;
+	b->need   = 1;
+	io->plain = 1;
+	return 1;
+}
+
 static void
 settle(vte_io *io, batch *b, uint32_t status, int64_t now)
 {
@@ -542,6 +586,8 @@ recv_acks(vte_io *io, int64_t now)
 			continue;
 		b = &io->win[a.seq % VTE_IO_WINDOW];
 		if (b->done)
+			continue;
+		if (a.status == WIRE_ACK_REJECTED && send_plain(io, b))
 			continue;
 		settle(io, b, a.status, now);
 		io->last_ack = now;

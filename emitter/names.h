@@ -57,6 +57,9 @@ typedef struct vte_names {
 	pthread_mutex_t          mu;
 	uint32_t                 count; /* under mu */
 	vte_name               **chunks[VTE_NAMES_NCHUNKS];
+	/* Samples refused for their name (invalid, or the table full):
+	 * counted by producers, sent in every batch header (WIRE_REFUSED). */
+	_Atomic uint64_t refused;
 } vte_names;
 
 /* Returns 0 or -1 (ENOMEM). */

@@ -730,9 +730,12 @@ store_emitter_encode(uint8_t *buf, const emitter_rec *r)
 	wire_put16(buf + off, (uint16_t) hl), off += 2;
 	memcpy(buf + off, r->host, hl), off += hl;
 	/* Written only once set, so records of running emitters keep the
-	 * first layout. */
-	if (r->ended != 0)
+	 * first layout; refused (after ended, then written as 0 if unset)
+	 * likewise. */
+	if (r->ended != 0 || r->refused != 0)
 		wire_put64(buf + off, (uint64_t) r->ended), off += 8;
+	if (r->refused != 0)
+		wire_put64(buf + off, r->refused), off += 8;
 	return off;
 }
 
@@ -762,12 +765,14 @@ store_emitter_decode(const void *buf, size_t len, emitter_rec *r)
 	for (int i = 0; i < 16; i++)
 		r->window[i] = wire_get64(p + off), off += 8;
 	hl = wire_get16(p + off), off += 2;
-	if ((hl != len - off && hl + 8 != len - off) || hl >= sizeof(r->host))
+	if ((hl != len - off && hl + 8 != len - off && hl + 16 != len - off)
+	    || hl >= sizeof(r->host))
 		return STORE_ECORRUPT;
 	memcpy(r->host, p + off, hl);
 	r->host[hl] = 0;
 	off += hl;
-	r->ended = len - off == 8 ? (int64_t) wire_get64(p + off) : 0;
+	r->ended   = len - off >= 8 ? (int64_t) wire_get64(p + off) : 0;
+	r->refused = len - off == 16 ? wire_get64(p + off + 8) : 0;
 	return 0;
 }
 

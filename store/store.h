@@ -97,6 +97,8 @@ typedef struct emitter_rec {
 	char     host[WIRE_HOST_MAX + 1];
 	int64_t  ended; /* collector clock when its FINAL batch came; 0:
 	                 * still running, or it died */
+	uint64_t refused; /* samples the emitter refused for their name
+	                   * (sent in its batch headers; cumulative) */
 } emitter_rec;
 #define EMITTER_WINDOW 1024
 

@@ -65,7 +65,7 @@ int store_fail(store *st, int rc, const char *what);
 /* The fixed part of an emitter record: 11 u64, 4 u32, the window, the
  * host length (u16); then the host and, once set, ended (u64). */
 #define EMITTER_REC_FIXED (8 * 11 + 4 * 4 + 8 * 16 + 2)
-#define EMITTER_REC_MAX (EMITTER_REC_FIXED + WIRE_HOST_MAX + 8)
+#define EMITTER_REC_MAX (EMITTER_REC_FIXED + WIRE_HOST_MAX + 16)
 
 void   store_series_encode(uint8_t buf[SERIES_REC_SIZE], const series_rec *r);
 int    store_series_decode(const void *buf, size_t len, series_rec *r);

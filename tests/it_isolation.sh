@@ -112,6 +112,10 @@ check "names flood: peak RSS under the documented bound" \
 	[ "$peak" -gt 0 -a "$peak" -lt "$bound_mib" ]
 check "names flood: collector still running" kill -0 "$VPID"
 check "names flood: collector stops cleanly" stop_collector
+"$BIN/vitals" runs --db "$DB" --format jsonl | grep '"run":"flood"'
+check "names flood: names without samples created no series" \
+	sh -c "\"\$1\" runs --db \"\$2\" --format jsonl | grep '\"run\":\"flood\"' |
+		grep -q '\"samples\":0,\"series\":0,'" - "$BIN/vitals" "$DB"
 fi
 
 # ---------------------------------------------------------------------
@@ -266,6 +270,216 @@ printf '{"run":"r","metric":"loss","step":18446744073709551615,"time":1,"value":
 	>"$T/max.jsonl"
 "$BIN/vitals" replay "$T/max.jsonl" >/dev/null
 check "replay: step 2^64-1 itself is taken" [ $? = 0 ]
+fi
+
+# ---------------------------------------------------------------------
+# 8. One run creates 10,000 series (detection keeps at most 3,000 in all)
+# while a healthy trainer runs; then another run sends a NaN. The noisy
+# run stops at its budget of 1,000 series with one detect_budget alert;
+# the victim still gets its alert. (Without the budget the noisy run took
+# all 3,000 and the NaN raised nothing: issue 15, item 1.)
+if want 8; then
+SECTION=8
+: >"$T/vitalsd.log"
+cat >"$T/rules8" <<RULES
+max_series = 3000
+rule nan { metric = '.*' detector = nonfinite severity = critical }
+RULES
+start_collector --rules "$T/rules8" --detect-max-series-per-run 1000
+"$BIN/tests/hostile" wide "$EP" noisy 10000 &
+HOST=$!
+healthy budget8
+check "budget: healthy trainer acknowledged meanwhile" [ $? = 0 ]
+wait $HOST
+check "budget: the noisy run's 10,000 series stored" [ $? = 0 ]
+"$BIN/vitals" emit --run victim --step 7 loss=nan
+check "budget: the victim's NaN stored" [ $? = 0 ]
+alerts() { "$BIN/vitals" alerts --db "$DB" --format jsonl; }
+i=0
+until alerts | grep '"run":"victim"' | grep -q '"rule":"nan"' ||
+	[ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+peak=$(($(hwm_kb) / 1024))
+check "budget: collector stops cleanly" stop_collector
+alerts | grep '"run":"victim"' | cut -c1-160
+check "budget: the victim run gets its NaN alert" \
+	sh -c "\"\$1\" alerts --db \"\$2\" --format jsonl | grep '\"run\":\"victim\"' |
+		grep -q '\"rule\":\"nan\",\"kind\":\"nonfinite\",\"severity\":\"critical\"'" \
+	- "$BIN/vitals" "$DB"
+nb=$(alerts | grep -c '"rule":"detect_budget"')
+alerts | grep '"rule":"detect_budget"' | cut -c1-200
+check "budget: one detect_budget alert, naming the noisy run" \
+	sh -c "[ $nb = 1 ] && \"\$1\" alerts --db \"\$2\" --format jsonl |
+		grep '\"rule\":\"detect_budget\"' | grep -q '\"run\":\"noisy\"'" \
+	- "$BIN/vitals" "$DB"
+grep "vitalsd: detection:" "$T/vitalsd.log"
+check "budget: 9,000 samples of the noisy run not checked, counted" \
+	grep -q "9000 samples of runs over their series budget" "$T/vitalsd.log"
+# B + P + Q + 2 M (docs/limits.md); the batches here are about 2 MiB.
+echo "figures: budget: vitalsd peak RSS (VmHWM) $peak MiB, bound 416 MiB"
+check "budget: peak RSS under the documented bound" \
+	[ "$peak" -gt 0 -a "$peak" -lt 416 ]
+fi
+
+# ---------------------------------------------------------------------
+# 9. Run churn: 5,000 runs of one series each, one batch and one new
+# emitter per run, with detection keeping at most 2,000 series. Series
+# idle past --detect-series-idle-s are forgotten, least recently fed
+# first, so a NaN of another run afterwards is still caught; the "new
+# emitter" lines are rate-limited with a count.
+if want 9; then
+SECTION=9
+: >"$T/vitalsd.log"
+cat >"$T/rules9" <<RULES
+max_series = 2000
+rule nan { metric = '.*' detector = nonfinite severity = critical }
+RULES
+start_collector --rules "$T/rules9" --detect-series-idle-s 2
+"$BIN/tests/hostile" churn "$EP" 5000 >"$T/churn.out" &
+HOST=$!
+healthy churn9
+check "churn: healthy trainer acknowledged meanwhile" [ $? = 0 ]
+wait $HOST
+check "churn: 5,000 runs stored" [ $? = 0 ]
+cat "$T/churn.out"
+sleep 3 # the churned series are idle past 2 s now
+"$BIN/vitals" emit --run victim --step 7 loss=nan
+check "churn: the victim's NaN stored" [ $? = 0 ]
+alerts() { "$BIN/vitals" alerts --db "$DB" --format jsonl; }
+i=0
+until alerts | grep '"run":"victim"' | grep -q '"rule":"nan"' ||
+	[ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+peak=$(($(hwm_kb) / 1024))
+check "churn: collector stops cleanly" stop_collector
+check "churn: the victim run gets its NaN alert" \
+	sh -c "\"\$1\" alerts --db \"\$2\" --format jsonl |
+		grep '\"run\":\"victim\"' | grep -q '\"rule\":\"nan\"'" \
+	- "$BIN/vitals" "$DB"
+grep "vitalsd: detection:" "$T/vitalsd.log"
+check "churn: idle series forgotten to make room, counted" \
+	sh -c "grep 'vitalsd: detection:' \"\$1\" | grep -vq '^vitalsd: detection: 0 idle'" \
+	- "$T/vitalsd.log"
+lines=$(grep -c "new emitter run=churn" "$T/vitalsd.log")
+grep "more new emitters not shown" "$T/vitalsd.log" | head -n 3
+echo "figures: churn: $lines 'new emitter' lines for 5,001 emitters"
+check "churn: 'new emitter' lines rate-limited" [ "$lines" -lt 200 ]
+check "churn: the lines not written are counted" \
+	grep -q "more new emitters not shown" "$T/vitalsd.log"
+echo "figures: churn: vitalsd peak RSS (VmHWM) $peak MiB, bound 416 MiB"
+check "churn: peak RSS under the documented bound" \
+	[ "$peak" -gt 0 -a "$peak" -lt 416 ]
+fi
+
+# ---------------------------------------------------------------------
+# 10. A batch whose name table holds 65,535 names and one sample: one
+# series, not 65,535 (issue 15, item 3).
+if want 10; then
+SECTION=10
+start_collector --no-detect
+"$BIN/tests/hostile" names "$EP" phantom 65535
+check "phantom names: the batch is stored" [ $? = 0 ]
+"$BIN/vitals" runs --db "$DB" --format jsonl | grep '"run":"phantom"'
+check "phantom names: one series, from the one sample" \
+	sh -c "\"\$1\" runs --db \"\$2\" --format jsonl | grep '\"run\":\"phantom\"' |
+		grep -q '\"samples\":1,\"series\":1,'" - "$BIN/vitals" "$DB"
+n=$("$BIN/vitals" metrics --db "$DB" --run phantom | tail -n +2 | grep -c '')
+check "phantom names: vitals metrics lists that one" [ "$n" = 1 ]
+echo "figures: phantom names: vitalsd peak RSS (VmHWM) $(($(hwm_kb) / 1024)) MiB"
+check "phantom names: collector stops cleanly" stop_collector
+fi
+
+# ---------------------------------------------------------------------
+# 11. An emitter that logs a new name every step: past 65,535 names its
+# samples are refused (VT_ETOOMANY), and 10 invalid names (VT_ENAME). The
+# count travels in the batch headers and shows in vitals emitters and
+# vitals runs (issue 15, item 6).
+if want 11; then
+SECTION=11
+: >"$T/vitalsd.log"
+start_collector --no-detect
+"$BIN/tests/hostile" refuse refusing 70000 >"$T/refuse.out" &
+HOST=$!
+healthy refuse11
+check "refusals: healthy trainer acknowledged meanwhile" [ $? = 0 ]
+wait $HOST
+check "refusals: the emitter closed, everything acknowledged" [ $? = 0 ]
+cat "$T/refuse.out"
+"$BIN/vitals" emitters --db "$DB" --run refusing --format jsonl | cut -c1-400
+check "refusals: vitals emitters shows 4,475 refused" \
+	sh -c "\"\$1\" emitters --db \"\$2\" --run refusing --format jsonl |
+		grep -q '\"refused\":4475}'" - "$BIN/vitals" "$DB"
+"$BIN/vitals" runs --db "$DB" | grep -e '^run,' -e '^refusing,'
+check "refusals: vitals runs shows them for the run" \
+	sh -c "\"\$1\" runs --db \"\$2\" | grep -q '^refusing,.*,4475\$'" \
+	- "$BIN/vitals" "$DB"
+check "refusals: the healthy run shows none" \
+	sh -c "\"\$1\" runs --db \"\$2\" | grep -q '^refuse11,.*,0,0,true,0\$'" \
+	- "$BIN/vitals" "$DB"
+echo "figures: refusals: vitalsd peak RSS (VmHWM) $(($(hwm_kb) / 1024)) MiB"
+check "refusals: collector stops cleanly" stop_collector
+check "refusals: counted in vitalsd's last line" \
+	grep -q "4475 refused by emitters" "$T/vitalsd.log"
+fi
+
+# ---------------------------------------------------------------------
+# 12. Fairness in the detection queue: while detection waits (for its
+# rules, read again from a FIFO on SIGHUP: it holds the FIFO open while
+# it waits for the text), one client stores 50 batches, each a NaN of a
+# run of its own; then another process stores a NaN. Detection takes the
+# senders in turn, so the victim's alert is the second raised, not the
+# 51st behind the backlog.
+if want 12; then
+SECTION=12
+: >"$T/vitalsd.log"
+cat >"$T/rules12.txt" <<RULES
+rule nan { metric = '.*' detector = nonfinite severity = critical }
+RULES
+mkfifo "$T/rules12"
+cat "$T/rules12.txt" >"$T/rules12" &
+start_collector --rules "$T/rules12"
+# SIGHUP before vitalsd handles it would end it.
+i=0
+until grep -q "listening on" "$T/vitalsd.log" || [ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+# Read and write: opening does not wait for a reader, closing is the
+# end of the text.
+exec 3<>"$T/rules12"
+kill -HUP "$VPID"
+waiting() { ls -l "/proc/$VPID/fd" 2>/dev/null | grep -q rules12; }
+i=0
+until waiting || [ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+check "fairness: detection waits for its rules" waiting
+"$BIN/tests/hostile" churn "$EP" 50 nan >"$T/churn.out"
+check "fairness: 50 batches of one client stored while detection waits" \
+	[ $? = 0 ]
+"$BIN/vitals" emit --run victim --step 7 loss=nan
+check "fairness: the victim's NaN stored meanwhile" [ $? = 0 ]
+cat "$T/rules12.txt" >&3
+exec 3>&-
+firing() { grep '"rule":"nan"' "$T/vitalsd.log" | grep '"state":"firing"'; }
+i=0
+until [ "$(firing | grep -c '')" -ge 51 ] || [ $i -ge 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+pos=$(firing | grep -n '"run":"victim"' | cut -d: -f1)
+echo "figures: fairness: the victim's alert raised ${pos:-never} of" \
+	"$(firing | grep -c '') (50 of the other client queued before it)"
+echo "figures: fairness: vitalsd peak RSS (VmHWM) $(($(hwm_kb) / 1024)) MiB"
+check "fairness: every NaN raised its alert" [ "$(firing | grep -c '')" = 51 ]
+check "fairness: the victim's alert comes second, not behind the backlog" \
+	[ "${pos:-99}" -le 2 ]
+check "fairness: collector stops cleanly" stop_collector
 fi
 
 finish

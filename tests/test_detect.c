@@ -967,6 +967,78 @@ TEST(series_limit_reported_once)
 	detect_engine_free(e);
 }
 
+/* Issue 15: one run past its series budget loses detection for its own
+ * new series only; without the budget it takes the whole max_series. */
+TEST(run_over_its_budget_does_not_blind_others)
+{
+	detect_engine *e
+	    = engine("max_series = 200\n"
+	             "rule n { metric = '.*' detector = nonfinite }");
+	detect_stats st;
+	char         m[16];
+	size_t       nb = 0;
+
+	REQUIRE(e != NULL);
+	detect_engine_budget(e, 100, -1);
+	for (int i = 0; i < 500; i++) {
+		snprintf(m, sizeof(m), "m%d", i);
+		feed(e, "noisy", 0, m, 1, 1, 1.0);
+	}
+	feed(e, "victim", 0, "loss", 1, 2, NAN);
+	CHECK(count("nonfinite", DETECT_FIRING) == 1);
+	CHECK(count("series_limit", -1) == 1);
+	for (size_t i = 0; i < S.n; i++) {
+		if (strcmp(S.v[i].rule, "detect_budget") != 0)
+			continue;
+		nb++;
+		CHECK(strstr(S.v[i].msg, "run noisy") != NULL);
+		CHECK(S.v[i].rank == -1 && strcmp(S.v[i].metric, "m100") == 0);
+	}
+	CHECK(nb == 1);
+	detect_engine_stats(e, &st);
+	CHECK(st.series == 101 && st.budget_refused == 400);
+	detect_engine_free(e);
+}
+
+/* When max_series are tracked, the series fed least recently goes if idle
+ * past the bound (its run too, resolving what fired); a series fed
+ * recently stays, and with nothing idle new series are unchecked. */
+TEST(idle_series_evicted_least_recently_fed_first)
+{
+	detect_engine *e
+	    = engine("max_series = 3\n"
+	             "rule n { metric = '.*' detector = nonfinite }");
+	detect_stats st;
+	const got   *g;
+
+	REQUIRE(e != NULL);
+	detect_engine_budget(e, 0, 10 * 1000000000ll);
+	feed(e, "a", 0, "x", 1, 1, NAN);
+	feed(e, "b", 0, "y", 1, 2, 1.0);
+	feed(e, "b", 0, "z", 1, 3, 1.0);
+	/* Nothing idle 10 s yet: c is not checked. */
+	feed(e, "c", 0, "w", 1, 4, NAN);
+	CHECK(count("series_limit", -1) == 1);
+	CHECK(count("nonfinite", DETECT_FIRING) == 1);
+	/* Later, a/x (fed first) goes, and run a's alert is resolved. */
+	feed(e, "b", 0, "y", 2, 100, 1.0);
+	feed(e, "c", 0, "w", 2, 101, NAN);
+	CHECK(count("nonfinite", DETECT_FIRING) == 2);
+	g = first("nonfinite", DETECT_RESOLVED);
+	REQUIRE(g != NULL);
+	CHECK(strstr(g->msg, "run a forgotten") != NULL);
+	/* Next, b/z (idle since 3), not b/y (fed at 100). */
+	feed(e, "d", 0, "v", 1, 102, 1.0);
+	feed(e, "b", 0, "y", 3, 103, 1.0);
+	detect_engine_stats(e, &st);
+	CHECK(st.series == 3 && st.series_evicted == 2);
+	CHECK(count("series_limit", -1) == 1);
+	/* The forgotten series starts again from scratch. */
+	feed(e, "a", 0, "x", 2, 200, NAN);
+	CHECK(count("nonfinite", DETECT_FIRING) == 3);
+	detect_engine_free(e);
+}
+
 TEST(exec_action_on_firing_above_exec_on)
 {
 	detect_engine *e = engine(
@@ -1429,6 +1501,8 @@ main(void)
 	RUN(threshold_entropy_collapse_relative);
 	RUN(flatline_stuck_grad_norm);
 	RUN(series_limit_reported_once);
+	RUN(run_over_its_budget_does_not_blind_others);
+	RUN(idle_series_evicted_least_recently_fed_first);
 	RUN(exec_action_on_firing_above_exec_on);
 	RUN(heartbeat_hang_is_one_alert);
 	RUN(one_rule_on_four_ranks_is_one_incident);

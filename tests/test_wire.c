@@ -69,6 +69,45 @@ TEST(roundtrip)
 	CHECK(s.value == 0.1 * 9 && s.step == 1009);
 }
 
+/* The refused count (WIRE_REFUSED) travels after the fixed header; a
+ * batch without it reads as 0, and stripping it gives the plain batch
+ * byte for byte (what an old collector takes). */
+TEST(refused_count_roundtrip_and_strip)
+{
+	static uint8_t plain[1 << 16];
+	size_t         n = make_batch(4), m, off;
+	wire_ident     id;
+	wire_batch     b;
+	wire_sample    s;
+	char           err[200];
+
+	REQUIRE(wire_batch_decode(buf, n, &b, err, sizeof(err)) == 0);
+	CHECK(b.refused == 0 && !(b.flags & WIRE_REFUSED));
+	memcpy(plain, buf, n);
+	id = b.id;
+	/* The same batch written with a refused count. */
+	m = wire_put_batch_head_refused(buf, &id, 9, 5, 123, 234465);
+	CHECK(m == wire_batch_header_size(&id, 0) - 6 + WIRE_REFUSED_SIZE);
+	off = wire_batch_header_size(&id, 0) - 6;
+	memmove(buf + m, plain + off, n - off);
+	m += n - off;
+	CHECK(m == n + WIRE_REFUSED_SIZE);
+	wire_put_batch_flags(buf, WIRE_URGENT);
+	REQUIRE(wire_batch_decode(buf, m, &b, err, sizeof(err)) == 0);
+	CHECK(b.refused == 234465 && b.dropped == 123);
+	CHECK(b.flags == (WIRE_URGENT | WIRE_REFUSED));
+	CHECK(b.id.run_len == strlen("run-é") && b.nsamples == 4);
+	wire_batch_sample(&b, 3, &s);
+	CHECK(s.step == 1003);
+	for (size_t cut = 0; cut < m; cut++)
+		CHECK(wire_batch_decode(buf, cut, &b, err, sizeof(err)) != 0);
+	CHECK(wire_batch_strip_refused(buf, &m) == 1);
+	CHECK(m == n);
+	wire_put_batch_flags(buf, 0);
+	CHECK(memcmp(buf, plain, n) == 0);
+	CHECK(wire_batch_strip_refused(buf, &m) == 0 && m == n);
+}
+
 TEST(every_truncation_rejected)
 {
 	size_t     n = make_batch(3);
@@ -137,6 +176,7 @@ int
 main(void)
 {
 	RUN(roundtrip);
+	RUN(refused_count_roundtrip_and_strip);
 	RUN(every_truncation_rejected);
 	RUN(bad_fields_named);
 	RUN(names);

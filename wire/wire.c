@@ -68,7 +68,9 @@ wire_batch_header_size(const wire_ident *id, size_t names_bytes)
 void
 wire_put_batch_flags(uint8_t *buf, uint32_t flags)
 {
-	wire_put32(buf + 4, flags);
+	uint32_t layout = wire_get32(buf + 4) & WIRE_REFUSED;
+
+	wire_put32(buf + 4, layout | (flags & ~(uint32_t) WIRE_REFUSED));
 }
 
 void
@@ -105,6 +107,42 @@ wire_put_batch_head(uint8_t *buf, const wire_ident *id, uint64_t seq,
 	memcpy(buf + off + 2, id->host, id->host_len);
 	off += 2 + id->host_len;
 	return off;
+}
+
+size_t
+wire_put_batch_head_refused(uint8_t *buf, const wire_ident *id, uint64_t seq,
+    uint64_t floor, uint64_t dropped, uint64_t refused)
+{
+	size_t off;
+
+	if (refused == 0)
+		return wire_put_batch_head(buf, id, seq, floor, dropped);
+	/* The identity goes WIRE_REFUSED_SIZE bytes further: written at the
+	 * usual place, then moved (it is short). */
+	off = wire_put_batch_head(buf, id, seq, floor, dropped);
+	memmove(buf + WIRE_BATCH_FIXED + WIRE_REFUSED_SIZE,
+	    buf + WIRE_BATCH_FIXED, off - WIRE_BATCH_FIXED);
+	wire_put64(buf + WIRE_BATCH_FIXED, refused);
+	wire_put32(buf + 4, wire_get32(buf + 4) | WIRE_REFUSED);
+	return off + WIRE_REFUSED_SIZE;
+}
+
+int
+wire_batch_strip_refused(uint8_t *buf, size_t *len)
+{
+	uint32_t flags;
+
+	if (*len < WIRE_BATCH_FIXED + WIRE_REFUSED_SIZE)
+		return 0;
+	flags = wire_get32(buf + 4);
+	if (!(flags & WIRE_REFUSED))
+		return 0;
+	memmove(buf + WIRE_BATCH_FIXED,
+	    buf + WIRE_BATCH_FIXED + WIRE_REFUSED_SIZE,
+	    *len - WIRE_BATCH_FIXED - WIRE_REFUSED_SIZE);
+	wire_put32(buf + 4, flags & ~(uint32_t) WIRE_REFUSED);
+	*len -= WIRE_REFUSED_SIZE;
+	return 1;
 }
 
 void
@@ -207,7 +245,16 @@ wire_batch_decode(
 	    out->id.world_size < -1)
 		return fail(err, errlen, "negative rank at offset 52");
 
-	off             = WIRE_BATCH_FIXED;
+	off = WIRE_BATCH_FIXED;
+	if (out->flags & WIRE_REFUSED) {
+		if (len < WIRE_BATCH_FIXED + WIRE_REFUSED_SIZE + 2)
+			return fail(err, errlen,
+			    "batch truncated at %zu bytes (header with the "
+			    "refused count needs %d)",
+			    len, WIRE_BATCH_FIXED + WIRE_REFUSED_SIZE + 2);
+		out->refused = wire_get64(p + off);
+		off += WIRE_REFUSED_SIZE;
+	}
 	out->id.run_len = wire_get16(p + off);
 	off += 2;
 	if (out->id.run_len > len - off)

@@ -40,8 +40,12 @@ enum wire_ack_status {
 enum wire_batch_flags {
 	WIRE_FINAL  = 1, /* the emitter closed normally: its last batch */
 	WIRE_URGENT = 2, /* the emitter waits for it (a flush, a close) */
+	/* Layout: a u64 `refused` follows the fixed header (offset 64) and
+	 * the rest moves by 8. Set by wire_put_batch_head_refused() only. */
+	WIRE_REFUSED = 4,
 };
-#define WIRE_FLAGS_KNOWN (WIRE_FINAL | WIRE_URGENT)
+#define WIRE_FLAGS_KNOWN (WIRE_FINAL | WIRE_URGENT | WIRE_REFUSED)
+#define WIRE_REFUSED_SIZE 8
 
 #define WIRE_BATCH_FIXED 64 /* bytes before the run name */
 #define WIRE_SAMPLE_SIZE 26 /* u16 name, u64 step, i64 time, f64 value */
@@ -80,6 +84,9 @@ typedef struct wire_batch {
 	uint64_t       seq;
 	uint64_t       floor;   /* all seqs below are settled at the emitter */
 	uint64_t       dropped; /* cumulative samples dropped by the emitter */
+	uint64_t       refused; /* cumulative samples the emitter refused
+	                         * (bad name, name table full); 0 if the
+	                         * batch does not carry the count */
 	uint16_t       nnames;
 	const uint8_t *names; /* nnames x (u8 len, bytes) */
 	uint32_t       nsamples;
@@ -115,7 +122,21 @@ size_t wire_batch_header_size(const wire_ident *id, size_t names_bytes);
  */
 size_t wire_put_batch_head(uint8_t *buf, const wire_ident *id, uint64_t seq,
     uint64_t floor, uint64_t dropped);
-/* Sets the flags of a batch whose head is written (they start at 0). */
+/*
+ * wire_put_batch_head(), and if refused > 0 the WIRE_REFUSED flag and the
+ * count after the fixed header (the batch is then WIRE_REFUSED_SIZE bytes
+ * longer than wire_batch_header_size() says). A collector older than the
+ * flag rejects such a batch: wire_batch_strip_refused() turns it into
+ * the plain layout to send again.
+ */
+size_t wire_put_batch_head_refused(uint8_t *buf, const wire_ident *id,
+    uint64_t seq, uint64_t floor, uint64_t dropped, uint64_t refused);
+/* Turn a batch of len bytes carrying WIRE_REFUSED into the plain layout
+ * in place: the count is removed and *len shrinks by WIRE_REFUSED_SIZE.
+ * Returns 1 if it did, 0 if the batch has no such count. */
+int wire_batch_strip_refused(uint8_t *buf, size_t *len);
+/* Sets the flags of a batch whose head is written (they start at 0); the
+ * layout flag WIRE_REFUSED is kept as the head wrote it. */
 void wire_put_batch_flags(uint8_t *buf, uint32_t flags);
 /* Sets the floor of a batch whose head is written: a sealed batch is sent
  * again with the floor the emitter has reached since. */

@@ -15,8 +15,25 @@
  *	hostile sample ENDPOINT RUN TIME_NS
  *	    one batch of one sample (metric "t", step 1, value 1) at TIME_NS;
  *	    exit 0 once it is acknowledged as stored.
+ *	hostile names ENDPOINT RUN N
+ *	    one batch of N names (m000000, ...) and one sample, of the
+ *	    first; exit 0 once it is acknowledged as stored.
+ *	hostile wide ENDPOINT RUN N
+ *	    N series of RUN, one sample each (step 1, value 1), in batches
+ *	    of up to 65,535 names; exit 0 once all are acknowledged.
+ *	hostile churn ENDPOINT N [nan]
+ *	    N batches, each of a new run (churn000000, ...) and a new
+ *	    incarnation, of one sample (metric "m000000", step 1, value 1,
+ *	    or NaN), 256 in flight; prints "churn: N sent, A acknowledged in
+ *	    T ms".
+ *	hostile refuse RUN N
+ *	    through libvitals ($VITALS_ENDPOINT): N distinct metric names,
+ *	    one per step, then 10 invalid names; closes the emitter and
+ *	    prints "refuse: N emitted, R refused (T table full, B bad
+ *	    names)".
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +42,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "vitals.h"
 #include "wire/wire.h"
 
 static long
@@ -252,6 +270,177 @@ do_sample(const char *ep, const char *run, const char *time_s)
 	return rc;
 }
 
+/* A batch of run (incarnation inc, seq) with nnames names m<first+i> and,
+ * if samples, one sample of each (or of the first only: samples == 1). */
+static double sample_value = 1.0;
+
+static size_t
+put_batch(uint8_t *buf, const char *run, uint64_t inc, uint64_t seq,
+    uint32_t first, uint32_t nnames, uint32_t samples)
+{
+	wire_ident id = { 0 };
+	size_t     off;
+	char       name[32];
+
+	id.incarnation = inc;
+	id.pid         = (uint32_t) getpid();
+	id.world_size  = 1;
+	id.run         = run;
+	id.run_len     = (uint16_t) strlen(run);
+	id.host        = "hostile";
+	id.host_len    = 7;
+	off            = wire_put_batch_head(buf, &id, seq, seq, 0);
+	wire_put_names_count(buf, &off, (uint16_t) nnames);
+	for (uint32_t i = 0; i < nnames; i++) {
+		int n = snprintf(name, sizeof(name), "m%06u", first + i);
+
+		wire_put_name(buf, &off, name, (size_t) n);
+	}
+	wire_put_samples_count(buf, &off, samples);
+	for (uint32_t i = 0; i < samples; i++) {
+		wire_sample sm = { (uint16_t) i, 1,
+			(int64_t) time(NULL) * 1000000000, sample_value };
+
+		wire_put_sample(buf, &off, &sm);
+	}
+	return off;
+}
+
+/* Send n batches made by put_batch over one DEALER, at most 256 waiting
+ * for their ACK; returns how many were acknowledged as stored. */
+typedef struct plan {
+	const char *run;  /* NULL: churn%06u per batch */
+	uint32_t    per;  /* names per batch */
+	uint32_t    left; /* names still to send */
+	int         all;  /* a sample for every name, else only the first */
+} plan;
+
+static long
+send_all(const char *ep, plan *p, long n, long *sent_out)
+{
+	void    *ctx  = zmq_ctx_new();
+	void    *sock = zmq_socket(ctx, ZMQ_DEALER);
+	uint8_t *buf  = malloc(WIRE_MAX_MESSAGE);
+	uint64_t inc
+	    = (uint64_t) time(NULL) * 2654435761u + (uint64_t) getpid();
+	long     sent = 0, acked = 0, settled = 0;
+	int      linger = 0, timeout = 30000;
+	uint32_t first = 0;
+
+	if (sock == NULL || buf == NULL)
+		return -1;
+	zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+	zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
+	if (zmq_connect(sock, ep) != 0) {
+		fprintf(stderr, "hostile: cannot connect %s\n", ep);
+		return -1;
+	}
+	while (settled < n) {
+		uint8_t  ack[64];
+		wire_ack a;
+		int      got;
+
+		while (sent < n && sent - settled < 256) {
+			char     run[32];
+			uint32_t k = p->per < p->left ? p->per : p->left;
+			size_t   len;
+
+			if (p->run == NULL) {
+				snprintf(run, sizeof(run), "churn%06ld", sent);
+				len = put_batch(buf, run,
+				    inc + (uint64_t) sent, 1, 0, 1, 1);
+			} else {
+				len = put_batch(buf, p->run, inc,
+				    (uint64_t) sent + 1, first, k,
+				    p->all ? k : 1);
+				first += k;
+				p->left -= k;
+			}
+			if (zmq_send(sock, buf, len, 0) < 0)
+				break;
+			sent++;
+		}
+		got = zmq_recv(sock, ack, sizeof(ack), 0);
+		if (got < 0)
+			break; /* 30 s without an ACK */
+		settled++;
+		if (wire_ack_decode(ack, (size_t) got, &a) == 0
+		    && a.status == WIRE_ACK_STORED)
+			acked++;
+	}
+	zmq_close(sock);
+	zmq_ctx_term(ctx);
+	free(buf);
+	*sent_out = sent;
+	return acked;
+}
+
+static int
+do_names(const char *ep, const char *run, long n)
+{
+	plan p    = { run, (uint32_t) n, (uint32_t) n, 0 };
+	long sent = 0;
+
+	if (n < 1 || n > 65535)
+		return 2;
+	return send_all(ep, &p, 1, &sent) == 1 ? 0 : 1;
+}
+
+static int
+do_wide(const char *ep, const char *run, long n)
+{
+	plan p       = { run, 65535, (uint32_t) n, 1 };
+	long batches = (n + 65534) / 65535, sent = 0;
+
+	return send_all(ep, &p, batches, &sent) == batches ? 0 : 1;
+}
+
+static int
+do_churn(const char *ep, long n)
+{
+	plan    p    = { NULL, 1, 0, 1 };
+	long    sent = 0, acked;
+	int64_t t0   = mono_ms();
+
+	acked = send_all(ep, &p, n, &sent);
+	printf("churn: %ld sent, %ld acknowledged in %lld ms\n", sent, acked,
+	    (long long) (mono_ms() - t0));
+	return acked == n ? 0 : 1;
+}
+
+static int
+do_refuse(const char *run, long n)
+{
+	vt_opts     o;
+	vt_emitter *em;
+	long        full = 0, bad = 0, ok = 0;
+	char        name[32];
+	int         rc;
+
+	vt_opts_init(&o);
+	o.run = run;
+	if ((rc = vt_open(&o, &em)) != 0) {
+		fprintf(stderr, "hostile: vt_open: %s\n", vt_strerror(rc));
+		return 1;
+	}
+	for (long i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "n%07ld", i);
+		rc = vt_emit(em, name, (uint64_t) i, 1.0);
+		ok += rc == 0;
+		full += rc == VT_ETOOMANY;
+	}
+	for (long i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "bad\x01%ld", i);
+		bad += vt_emit(em, name, (uint64_t) (n + i), 1.0) == VT_ENAME;
+	}
+	rc = vt_end(em, 30000);
+	vt_close(em);
+	printf("refuse: %ld emitted, %ld refused (%ld table full, %ld bad "
+	       "names), close %s\n",
+	    ok, full + bad, full, bad, rc == 0 ? "ok" : vt_strerror(rc));
+	return rc == 0 ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -261,8 +450,22 @@ main(int argc, char **argv)
 		return do_idle(argv[2], num(argv[3]), num(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "flood") == 0)
 		return do_flood(argv[2], num(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "names") == 0)
+		return do_names(argv[2], argv[3], num(argv[4]));
+	if (argc == 5 && strcmp(argv[1], "wide") == 0)
+		return do_wide(argv[2], argv[3], num(argv[4]));
+	if (argc == 4 && strcmp(argv[1], "churn") == 0)
+		return do_churn(argv[2], num(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "churn") == 0
+	    && strcmp(argv[4], "nan") == 0) {
+		sample_value = NAN;
+		return do_churn(argv[2], num(argv[3]));
+	}
+	if (argc == 4 && strcmp(argv[1], "refuse") == 0)
+		return do_refuse(argv[2], num(argv[3]));
 	fprintf(stderr,
-	    "usage: hostile idle ENDPOINT N SECONDS | flood "
-	    "ENDPOINT SECONDS\n");
+	    "usage: hostile idle ENDPOINT N SECONDS | flood ENDPOINT "
+	    "SECONDS | sample ENDPOINT RUN TIME_NS | names ENDPOINT RUN N | "
+	    "wide ENDPOINT RUN N | churn ENDPOINT N [nan] | refuse RUN N\n");
 	return 2;
 }
