@@ -42,8 +42,8 @@ get_be64(const uint8_t *p)
 static uint32_t
 get_be32(const uint8_t *p)
 {
-	return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 |
-	    (uint32_t) p[2] << 8 | p[3];
+	return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16
+	    | (uint32_t) p[2] << 8 | p[3];
 }
 
 static uint64_t
@@ -157,8 +157,7 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
 	uint64_t d, dd, x = 0;
 	int64_t  dt;
 
-	if (get_var(p, end, &d) != 0 || get_var(p, end, &dd) != 0 ||
-	    *p >= end)
+	if (get_var(p, end, &d) != 0 || get_var(p, end, &dd) != 0 || *p >= end)
 		return -1;
 	if (**p != 0) {
 		unsigned tz = (unsigned) **p - 1;
@@ -181,7 +180,8 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
 	return 0;
 }
 
-/* ---- records -------------------------------------------------------------- */
+/* ---- records --------------------------------------------------------------
+ */
 
 /*
  * A record (little-endian): u32 groups, u32 samples, u64 base step, u64
@@ -217,21 +217,21 @@ grp_sid(const jrec *r, uint32_t g)
 /* Decode group g of r, appending its samples to a growing array; *n:
  * how many. Returns 0 or a store_err. */
 static int
-grp_copy(store *st, const jrec *r, uint32_t g, store_sample **buf,
-    size_t *len, size_t *cap, uint32_t *n)
+grp_copy(store *st, const jrec *r, uint32_t g, store_sample **buf, size_t *len,
+    size_t *cap, uint32_t *n)
 {
 	const uint8_t *pay = r->p + REC_HEAD + (size_t) r->ngroups * REC_GROUP;
 	const uint8_t *end = r->p + r->size, *p;
-	uint32_t       off = wire_get32(r->p + REC_HEAD +
-            (size_t) g * REC_GROUP + 4);
-	uint64_t       cnt;
-	jcoder         c;
+	uint32_t       off
+	    = wire_get32(r->p + REC_HEAD + (size_t) g * REC_GROUP + 4);
+	uint64_t cnt;
+	jcoder   c;
 
 	if (off > (size_t) (end - pay))
 		return corrupt(st, r->no);
 	p = pay + off;
-	if (get_var(&p, end, &cnt) != 0 || cnt == 0 ||
-	    cnt > (uint64_t) (end - p))
+	if (get_var(&p, end, &cnt) != 0 || cnt == 0
+	    || cnt > (uint64_t) (end - p))
 		return corrupt(st, r->no);
 	if (*len + cnt > *cap) {
 		size_t        nc = *cap ? *cap : 256;
@@ -366,8 +366,8 @@ store_journal_put(
 		jcoder c = { s[0].step, 0, s[0].time_ns, 0 };
 
 		wire_put32(p + REC_HEAD + i * REC_GROUP, g[i].sid);
-		wire_put32(p + REC_HEAD + i * REC_GROUP + 4,
-		    (uint32_t) (q - pay));
+		wire_put32(
+		    p + REC_HEAD + i * REC_GROUP + 4, (uint32_t) (q - pay));
 		q = put_var(q, g[i].n);
 		for (uint32_t j = 0; j < g[i].n; j++)
 			q = sample_put(q, &c, &s[at + j]);
@@ -377,7 +377,7 @@ store_journal_put(
 	k.mv_size = 8;
 	v.mv_data = st->jbuf;
 	v.mv_size = (size_t) (q - st->jbuf);
-	rc = mdb_put(t->txn, st->journal, &k, &v, MDB_APPEND);
+	rc        = mdb_put(t->txn, st->journal, &k, &v, MDB_APPEND);
 	if (rc != 0)
 		return store_fail(st, rc, "writing the journal");
 	st->jnext++;
@@ -398,7 +398,7 @@ journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
 	uint8_t     key[16];
 	uint64_t    fs = 0;
 	uint32_t    no = 0, next = 0;
-	int         rc, have = 0;
+	int         rc, have     = 0;
 
 	if ((rc = mdb_cursor_open(t->txn, st->blocks, &cur)) != 0)
 		return store_fail(st, rc, "reading blocks");
@@ -426,8 +426,8 @@ journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
 		return store_fail(st, rc, "reading blocks");
 	block_enc_init(enc);
 	if (have) {
-		if (block_enc_resume(enc, tv.mv_data, tv.mv_size) !=
-		    BLOCK_OK) {
+		if (block_enc_resume(enc, tv.mv_data, tv.mv_size)
+		    != BLOCK_OK) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: tail block of series %u is corrupt", st->dir,
 			    sid);
@@ -436,9 +436,9 @@ journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
 		next = no + 1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		rc = enc->count ? block_enc_append(enc, s[i].step,
-				      s[i].time_ns, s[i].value) :
-				  BLOCK_FULL;
+		rc = enc->count ? block_enc_append(
+		         enc, s[i].step, s[i].time_ns, s[i].value)
+		                : BLOCK_FULL;
 		if (rc == BLOCK_OK)
 			continue;
 		if (enc->count > 0 && (rc = emit(ctx, fs, no, enc)) != 0)
@@ -446,8 +446,8 @@ journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
 		block_enc_init(enc);
 		fs = s[i].step;
 		no = next++;
-		if (block_enc_append(enc, s[i].step, s[i].time_ns,
-			s[i].value) != BLOCK_OK)
+		if (block_enc_append(enc, s[i].step, s[i].time_ns, s[i].value)
+		    != BLOCK_OK)
 			return corrupt(st, 0); /* cannot happen: empty */
 	}
 	if (n > 0 && enc->count > 0)
@@ -546,7 +546,8 @@ journal_patch_series(store_txn *t, series_rec *r)
 		if (lo == jr.ngroups || grp_sid(&jr, lo) != r->sid)
 			continue;
 		len = 0;
-		if ((rc = grp_copy(st, &jr, lo, &buf, &len, &cap, &cnt)) != 0) {
+		if ((rc = grp_copy(st, &jr, lo, &buf, &len, &cap, &cnt))
+		    != 0) {
 			own = 1;
 			break;
 		}
@@ -561,7 +562,8 @@ journal_patch_series(store_txn *t, series_rec *r)
 	return rc;
 }
 
-/* ---- the fold ------------------------------------------------------------ */
+/* ---- the fold ------------------------------------------------------------
+ */
 
 /* Where the merge of the records by sid stands in one record. */
 typedef struct jpos {
@@ -578,17 +580,17 @@ typedef struct fold_ctx {
 /* The key (copied into key, STORE_KEY_MAX bytes) and record of series
  * sid. Returns 0 or a store_err. */
 static int
-series_of_sid(store_txn *t, uint32_t sid, uint8_t *key, size_t *klen,
-    series_rec *r)
+series_of_sid(
+    store_txn *t, uint32_t sid, uint8_t *key, size_t *klen, series_rec *r)
 {
-	store  *st = t->st;
+	store  *st    = t->st;
 	uint8_t sk[4] = { (uint8_t) (sid >> 24), (uint8_t) (sid >> 16),
 		(uint8_t) (sid >> 8), (uint8_t) sid };
-	MDB_val k = { 4, sk }, v;
+	MDB_val k     = { 4, sk }, v;
 	int     rc;
 
-	if ((rc = mdb_get(t->txn, st->sids, &k, &v)) != 0 ||
-	    v.mv_size > STORE_KEY_MAX) {
+	if ((rc = mdb_get(t->txn, st->sids, &k, &v)) != 0
+	    || v.mv_size > STORE_KEY_MAX) {
 		if (rc == MDB_NOTFOUND || rc == 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: series %u has samples in the journal and no "
@@ -632,8 +634,9 @@ lowest(const jpos *p, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (p[i].g == p[i].r.ngroups)
 			continue;
-		if (best < 0 ||
-		    grp_sid(&p[i].r, p[i].g) < grp_sid(&p[best].r, p[best].g))
+		if (best < 0
+		    || grp_sid(&p[i].r, p[i].g)
+		        < grp_sid(&p[best].r, p[best].g))
 			best = (long) i;
 	}
 	return best;
@@ -645,10 +648,10 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	store        *st  = t->st;
 	MDB_cursor   *cur = NULL;
 	MDB_val       k, v;
-	jpos         *pos = NULL;
+	jpos         *pos  = NULL;
 	size_t        npos = 0, cap = 0, len = 0, scap = 0;
-	store_sample *buf = NULL;
-	block_enc    *enc = NULL;
+	store_sample *buf   = NULL;
+	block_enc    *enc   = NULL;
 	uint64_t      total = 0;
 	int           rc;
 
@@ -707,11 +710,12 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			uint32_t n;
 			size_t   at = len;
 
-			if (pos[i].g == pos[i].r.ngroups ||
-			    grp_sid(&pos[i].r, pos[i].g) != c.sid)
+			if (pos[i].g == pos[i].r.ngroups
+			    || grp_sid(&pos[i].r, pos[i].g) != c.sid)
 				continue;
 			if ((rc = grp_copy(st, &pos[i].r, pos[i].g, &buf, &len,
-				 &scap, &n)) != 0)
+			         &scap, &n))
+			    != 0)
 				goto out;
 			if (pos[i].r.no > rec.jseen)
 				store_series_add(&rec, buf + at, n);
