@@ -63,13 +63,16 @@ send(const cli_args *a, vt_opts *o, emit_state *es, int *acked)
 	int         rc;
 
 	*acked = 0;
-	if ((rc = vt_open(o, &em)) != 0) {
+	rc     = vt_open_continue(
+	        o, es->incarnation, es->incarnation != 0 ? es->first_seq : 0, &em);
+	if (rc != 0) {
 		fprintf(stderr, "vitals emit: %s\n", vt_strerror(rc));
 		return 1;
 	}
 	if (emit_state_keep(es, vt_incarnation(em), err, sizeof(err)) != 0)
-		fprintf(stderr, "vitals emit: %s: the next call will be a new "
-				"emitter\n",
+		fprintf(stderr,
+		    "vitals emit: %s: the next call will be a new "
+		    "emitter\n",
 		    err);
 	for (int i = 0; i < a->npos; i++) {
 		const char *eq = strchr(a->pos[i], '=');
@@ -95,16 +98,17 @@ send(const cli_args *a, vt_opts *o, emit_state *es, int *acked)
 		    "vitals emit: not acknowledged within %ld ms; is vitalsd "
 		    "listening on %s?\n",
 		    a->timeout_ms,
-		    a->endpoint ? a->endpoint :
-				  (getenv("VITALS_ENDPOINT") ?
-					  getenv("VITALS_ENDPOINT") :
-					  VT_DEFAULT_ENDPOINT));
+		    a->endpoint ? a->endpoint
+		                : (getenv("VITALS_ENDPOINT")
+		                        ? getenv("VITALS_ENDPOINT")
+		                        : VT_DEFAULT_ENDPOINT));
 		return 1;
 	}
 	*acked = 1;
 	if (st.rejected > 0) {
-		fprintf(stderr, "vitals emit: vitalsd refused the samples (see "
-				"its log)\n");
+		fprintf(stderr,
+		    "vitals emit: vitalsd refused the samples (see "
+		    "its log)\n");
 		return 1;
 	}
 	return 0;
@@ -119,12 +123,14 @@ cmd_emit(const cli_args *a)
 	int        rc, acked;
 
 	if (a->run == NULL || !a->has_step || a->npos == 0) {
-		fprintf(stderr, "vitals emit: --run R, --step N and at least "
-				"one NAME=VALUE are required\n");
+		fprintf(stderr,
+		    "vitals emit: --run R, --step N and at least "
+		    "one NAME=VALUE are required\n");
 		return 2;
 	}
 	if (a->has_rank && a->rank < 0) {
-		fprintf(stderr, "vitals emit: --rank %d: a rank is 0 or more\n",
+		fprintf(stderr,
+		    "vitals emit: --rank %d: a rank is 0 or more\n",
 		    (int) a->rank);
 		return 2;
 	}
@@ -133,8 +139,8 @@ cmd_emit(const cli_args *a)
 		const char *eq = strchr(a->pos[i], '=');
 		double      v;
 
-		if (eq == NULL || eq == a->pos[i] ||
-		    parse_value(eq + 1, &v) != 0) {
+		if (eq == NULL || eq == a->pos[i]
+		    || parse_value(eq + 1, &v) != 0) {
 			fprintf(stderr,
 			    "vitals emit: argument %d '%s': expected "
 			    "NAME=VALUE with a number (nan and inf allowed)\n",
@@ -142,8 +148,9 @@ cmd_emit(const cli_args *a)
 			return 2;
 		}
 		if (eq - a->pos[i] > VT_NAME_MAX) {
-			fprintf(stderr, "vitals emit: argument %d: name longer "
-					"than %d bytes\n",
+			fprintf(stderr,
+			    "vitals emit: argument %d: name longer "
+			    "than %d bytes\n",
 			    i + 1, VT_NAME_MAX);
 			return 2;
 		}
@@ -158,14 +165,13 @@ cmd_emit(const cli_args *a)
 	 * to spare bound what this call can number. Unused numbers cost
 	 * nothing. */
 	if (emit_state_begin(&es, a->run, o.rank, 4 * (uint64_t) a->npos + 64,
-		err, sizeof(err))
+	        err, sizeof(err))
 	    != 0)
-		fprintf(stderr, "vitals emit: %s: this call is an emitter of "
-				"its own\n",
+		fprintf(stderr,
+		    "vitals emit: %s: this call is an emitter of "
+		    "its own\n",
 		    err);
-	o.incarnation = es.incarnation;
-	o.first_seq   = es.incarnation != 0 ? es.first_seq : 0;
-	rc            = send(a, &o, &es, &acked);
+	rc = send(a, &o, &es, &acked);
 	emit_state_end(&es, acked);
 	return rc;
 }

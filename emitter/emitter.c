@@ -319,6 +319,13 @@ forked(const vt_emitter *em)
 int
 vt_open(const vt_opts *opts, vt_emitter **out)
 {
+	return vt_open_continue(opts, 0, 0, out);
+}
+
+int
+vt_open_continue(const vt_opts *opts, uint64_t incarnation, uint64_t first_seq,
+    vt_emitter **out)
+{
 	vt_opts       d;
 	vt_emitter   *em;
 	vte_io_params p;
@@ -351,7 +358,8 @@ vt_open(const vt_opts *opts, vt_emitter **out)
 	atomic_init(&em->failed, 0);
 	if (pthread_mutex_init(&em->err_mu, NULL) != 0)
 		goto fail_em;
-	rc = vte_ident_resolve(opts, &em->ident, err, sizeof(err));
+	rc = vte_ident_resolve(
+	    opts, incarnation, first_seq, &em->ident, err, sizeof(err));
 	if (rc != 0)
 		goto fail_mu;
 	rc = vte_curve_load(opts->curve_server_key_file, opts->curve_key_file,
@@ -382,7 +390,7 @@ vt_open(const vt_opts *opts, vt_emitter **out)
 	p.flush_interval_ms = opts->flush_interval_ms;
 	p.tsc               = em->tsc;
 	p.curve             = &curve;
-	p.first_seq         = opts->first_seq != 0 ? opts->first_seq : 1;
+	p.first_seq         = first_seq != 0 ? first_seq : 1;
 	rc                  = vte_io_start(&p, &em->io, err, sizeof(err));
 	if (rc != 0)
 		goto fail_names;

@@ -235,7 +235,8 @@ resolve_int(int opt, long lo, const char *var1, const char *var2, int32_t dflt,
 }
 
 int
-vte_ident_resolve(const vt_opts *o, vte_ident *id, char *err, size_t errlen)
+vte_ident_resolve(const vt_opts *o, uint64_t inc, uint64_t first_seq,
+    vte_ident *id, char *err, size_t errlen)
 {
 	int rc;
 
@@ -257,21 +258,19 @@ vte_ident_resolve(const vt_opts *o, vte_ident *id, char *err, size_t errlen)
 	 * be a fresh id whose batches 1..first_seq-1 never come: harmless
 	 * but meaningless, so refused as the mistake it likely is. The
 	 * bound keeps seq arithmetic far from wrapping. */
-	if (o->first_seq >= (uint64_t) 1 << 63
-	    || (o->first_seq != 0 && o->incarnation == 0)) {
+	if (first_seq >= (uint64_t) 1 << 63 || (first_seq > 1 && inc == 0)) {
 		snprintf(err, errlen,
 		    "first_seq %llu: needs an incarnation and must be below "
 		    "2^63",
-		    (unsigned long long) o->first_seq);
+		    (unsigned long long) first_seq);
 		return VT_EINVAL;
 	}
-	id->w.incarnation
-	    = o->incarnation != 0 ? o->incarnation : incarnation();
-	id->w.start_ns = (uint64_t) vte_clock_real_ns();
-	id->w.pid      = (uint32_t) getpid();
-	id->w.run      = id->run;
-	id->w.run_len  = (uint16_t) strlen(id->run);
-	id->w.host     = id->host;
-	id->w.host_len = (uint16_t) strlen(id->host);
+	id->w.incarnation = inc != 0 ? inc : incarnation();
+	id->w.start_ns    = (uint64_t) vte_clock_real_ns();
+	id->w.pid         = (uint32_t) getpid();
+	id->w.run         = id->run;
+	id->w.run_len     = (uint16_t) strlen(id->run);
+	id->w.host        = id->host;
+	id->w.host_len    = (uint16_t) strlen(id->host);
 	return 0;
 }

@@ -28,13 +28,13 @@ typedef struct vte_ident {
  * Fill *id from opts (NULL fields and -1 ranks fall back to the
  * environment, see vt_opts in vitals.h). An invalid rank or world size in
  * the environment is ignored (the next source is used); an invalid value
- * in opts is an error. The incarnation is opts->incarnation, else a new
+ * in opts is an error. The incarnation is the one given, else a new
  * random one. Returns 0, VT_ENAME (invalid run or host name) or
- * VT_EINVAL (rank or world size out of range, a first_seq vt_opts
- * refuses), with detail in err.
+ * VT_EINVAL (rank or world size out of range, a first_seq
+ * vt_open_continue() refuses), with detail in err.
  */
-int vte_ident_resolve(
-    const vt_opts *opts, vte_ident *id, char *err, size_t errlen);
+int vte_ident_resolve(const vt_opts *opts, uint64_t incarnation,
+    uint64_t first_seq, vte_ident *id, char *err, size_t errlen);
 
 #pragma GCC visibility pop
 

@@ -60,19 +60,19 @@ extern "C" {
  */
 typedef enum vt_err {
 	VT_OK = 0,
-	VT_EINVAL,    /**< an argument is invalid (NULL, out of range) */
-	VT_ENOMEM,    /**< out of memory */
-	VT_ENAME,     /**< metric or run name empty, too long, not UTF-8 or
-			 containing control characters */
-	VT_EFULL,     /**< buffer full: the sample was dropped and counted */
-	VT_ETIMEDOUT, /**< a flush did not finish within its timeout */
+	VT_EINVAL,     /**< an argument is invalid (NULL, out of range) */
+	VT_ENOMEM,     /**< out of memory */
+	VT_ENAME,      /**< metric or run name empty, too long, not UTF-8 or
+	                  containing control characters */
+	VT_EFULL,      /**< buffer full: the sample was dropped and counted */
+	VT_ETIMEDOUT,  /**< a flush did not finish within its timeout */
 	VT_ETRANSPORT, /**< the ZeroMQ transport failed (bad endpoint, ...) */
-	VT_EFORKED,   /**< handle created in a parent process, used in a child */
-	VT_ETOOMANY,  /**< too many distinct metric names for one emitter */
-	VT_ETHREAD,   /**< the I/O thread could not be started */
-	VT_ECLOSED,   /**< the emitter is shutting down */
-	VT_EKEY       /**< a CURVE key file is missing, unreadable or holds
-			 no Z85 key, or only one of the two is given */
+	VT_EFORKED, /**< handle created in a parent process, used in a child */
+	VT_ETOOMANY, /**< too many distinct metric names for one emitter */
+	VT_ETHREAD,  /**< the I/O thread could not be started */
+	VT_ECLOSED,  /**< the emitter is shutting down */
+	VT_EKEY      /**< a CURVE key file is missing, unreadable or holds
+	                no Z85 key, or only one of the two is given */
 } vt_err;
 
 /**
@@ -92,14 +92,6 @@ typedef struct vt_emitter vt_emitter;
  * Emitter options. Fill with vt_opts_init(), then change what you need.
  * Strings are borrowed: they are copied by vt_open() and need to live only
  * until it returns.
- * @note New fields are only appended, and 0 in a new field means what
- *	the library did before it existed, so a caller that fills the
- *	struct with vt_opts_init() (or with zeros) keeps its behaviour
- *	when rebuilt. sizeof(vt_opts) grows with them: a program built
- *	against an older vitals.h must be rebuilt before it runs with a
- *	library whose vt_opts is larger (vt_opts_init() writes the whole
- *	struct). Language bindings that mirror the struct (the Python
- *	package's _lib.Opts) must mirror every field.
  */
 typedef struct vt_opts {
 	/** ZeroMQ endpoint of the collector. NULL: $VITALS_ENDPOINT, else
@@ -144,21 +136,6 @@ typedef struct vt_opts {
 	 * collector's --allow file). NULL: $VITALS_KEY_FILE. Set both or
 	 * neither. The files are read by vt_open(). */
 	const char *curve_key_file;
-	/** Incarnation: the 64-bit id that sets this emitter's batches
-	 * apart from every other's (docs/protocol.md). 0: a new random one,
-	 * so a restarted process is a new incarnation. A program that
-	 * continues one emitter across processes (`vitals emit` does, one
-	 * per run and rank) passes the id an earlier emitter had
-	 * (vt_incarnation()) and a first_seq above every batch number it
-	 * used; the collector then sees one emitter. Never let two emitters
-	 * use one incarnation at once, nor reuse its batch numbers: the
-	 * collector stores each (incarnation, seq) once and discards the
-	 * other as a duplicate. */
-	uint64_t incarnation;
-	/** Number of this emitter's first batch, below 2^63. 0: 1 (the
-	 * first batch of a new incarnation). Non-zero only with
-	 * incarnation. */
-	uint64_t first_seq;
 } vt_opts;
 
 /**
@@ -190,8 +167,7 @@ VT_API void vt_opts_init(vt_opts *opts);
  * @param[out] out The new emitter; caller frees with vt_close(). Set to
  *	NULL on failure.
  * @return 0, or VT_EINVAL (NULL @p out, a rank below -1, a world size of
- *	0 or below -1, a first_seq of 2^63 or more, or without an
- *	incarnation), VT_ENAME (run or host name invalid, whether from
+ *	0 or below -1), VT_ENAME (run or host name invalid, whether from
  *	@p opts or the environment), VT_ENOMEM, VT_ETRANSPORT (endpoint not
  *	understood by ZeroMQ), VT_ETHREAD, VT_EKEY (a CURVE key file
  *	missing, unreadable or invalid, or only one of the two set).
@@ -199,6 +175,29 @@ VT_API void vt_opts_init(vt_opts *opts);
  *	ignored and the next source is used.
  */
 VT_API int vt_open(const vt_opts *opts, vt_emitter **out);
+
+/**
+ * vt_open(), continuing an earlier emitter instead of starting a new
+ * one: the collector sees one emitter across processes (`vitals emit`
+ * does this, one per run and rank). A separate call, not vt_opts fields,
+ * so that vt_opts keeps its size and programs built against an older
+ * vitals.h keep working with this library.
+ *
+ * @param[in] opts As for vt_open().
+ * @param[in] incarnation The id of the emitter continued
+ *	(vt_incarnation() of an earlier one); 0: a new random one, and
+ *	then @p first_seq must be 0 or 1, as vt_open().
+ * @param[in] first_seq Number of the first batch: above every batch
+ *	number the continued emitter used, below 2^63; 0 means 1. The
+ *	collector stores each (incarnation, seq) once and discards a reused
+ *	one as a duplicate, so never let two emitters use one incarnation at
+ *	once, nor reuse its numbers.
+ * @param[out] out As for vt_open().
+ * @return As vt_open(); also VT_EINVAL for a first_seq of 2^63 or more,
+ *	or above 1 without an incarnation.
+ */
+VT_API int vt_open_continue(const vt_opts *opts, uint64_t incarnation,
+    uint64_t first_seq, vt_emitter **out);
 
 /**
  * Flush what is pending for at most the emitter's close timeout, stop the

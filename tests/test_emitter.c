@@ -813,10 +813,9 @@ sent_as(rx *r, size_t nb, uint64_t inc, uint64_t first)
 }
 
 /*
- * vt_opts.incarnation and first_seq continue an emitter across opens (as
- * `vitals emit` does); zeros, from vt_opts_init() or a memset, keep the
- * behaviour from before they existed: a new random incarnation, batches
- * from 1.
+ * vt_open_continue() continues an emitter across opens (as `vitals emit`
+ * does); vt_open() is vt_open_continue() with zeros: a new random
+ * incarnation, batches from 1.
  */
 TEST(incarnation_and_first_seq_continue_an_emitter)
 {
@@ -833,11 +832,6 @@ TEST(incarnation_and_first_seq_continue_an_emitter)
 	REQUIRE(mock_start(&m, &r, ep, MOCK_STORE) == 0);
 
 	vt_opts_init(&o);
-	CHECK(o.incarnation == 0 && o.first_seq == 0);
-	/* Zeroed by hand, as a caller that never heard of the fields
-	 * (world size 0 was always refused: such a caller sets it). */
-	memset(&o, 0, sizeof(o));
-	o.world_size       = 1;
 	o.endpoint         = ep;
 	o.run              = "cont";
 	o.max_buffer_bytes = 1 << 20;
@@ -851,10 +845,8 @@ TEST(incarnation_and_first_seq_continue_an_emitter)
 	CHECK(sent_as(&r, nb, inc, 1));
 
 	/* The same incarnation, continued from batch 50. */
-	o.incarnation = inc;
-	o.first_seq   = 50;
-	nb            = rx_nbatches(&r);
-	REQUIRE(vt_open(&o, &em) == 0);
+	nb = rx_nbatches(&r);
+	REQUIRE(vt_open_continue(&o, inc, 50, &em) == 0);
 	CHECK(vt_incarnation(em) == inc);
 	CHECK(vt_emit(em, "x", 2, 2.0) == 0 && vt_flush(em, 10000) == 0);
 	vt_close(em);
@@ -862,14 +854,11 @@ TEST(incarnation_and_first_seq_continue_an_emitter)
 
 	/* A first batch number needs the incarnation it continues, and
 	 * stays below 2^63. */
-	em            = (vt_emitter *) 1;
-	o.incarnation = 0;
-	o.first_seq   = 5;
-	CHECK_EQ_INT(vt_open(&o, &em), VT_EINVAL);
+	em = (vt_emitter *) 1;
+	CHECK_EQ_INT(vt_open_continue(&o, 0, 5, &em), VT_EINVAL);
 	CHECK(em == NULL);
-	o.incarnation = inc;
-	o.first_seq   = (uint64_t) 1 << 63;
-	CHECK_EQ_INT(vt_open(&o, &em), VT_EINVAL);
+	CHECK_EQ_INT(
+	    vt_open_continue(&o, inc, (uint64_t) 1 << 63, &em), VT_EINVAL);
 	mock_stop(&m);
 	rx_free(&r);
 }

@@ -42,8 +42,6 @@ class Opts(ctypes.Structure):
         ("close_timeout_ms", ctypes.c_uint),
         ("curve_server_key_file", ctypes.c_char_p),
         ("curve_key_file", ctypes.c_char_p),
-        ("incarnation", ctypes.c_uint64),
-        ("first_seq", ctypes.c_uint64),
     ]
 
 
