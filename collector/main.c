@@ -19,6 +19,7 @@
 #include "collector/auth.h"
 #include "collector/http.h"
 #include "collector/ingest.h"
+#include "collector/remote_write.h"
 #include "collector/server.h"
 #include "store/paths.h"
 #include "store/store.h"
@@ -119,6 +120,9 @@ usage(FILE *f)
 	    "                     (repeatable: an HA pair)\n"
 	    "  --alertmanager-resend-ms N  re-send firing alerts every N\n"
 	    "                     ms (default 30000)\n"
+	    "  --remote-write URL  forward every stored sample to this\n"
+	    "                     Prometheus remote-write receiver\n"
+	    "                     (repeatable; resumes after a restart)\n"
 	    "  docs/fleet.md: Prometheus, VictoriaMetrics, Alertmanager\n"
 	    "\n"
 	    "Memory: at most about 256 MiB (caches at their defaults) +\n"
@@ -216,6 +220,7 @@ enum {
 	OPT_MAX_PENDING,
 	OPT_DETECT_QUEUE,
 	OPT_MAX_MESSAGE,
+	OPT_REMOTE_WRITE,
 };
 
 static const struct option longopts[] = {
@@ -250,6 +255,7 @@ static const struct option longopts[] = {
 	{ "max-pending-mib", required_argument, NULL, OPT_MAX_PENDING },
 	{ "detect-queue-mib", required_argument, NULL, OPT_DETECT_QUEUE },
 	{ "max-message-mib", required_argument, NULL, OPT_MAX_MESSAGE },
+	{ "remote-write", required_argument, NULL, OPT_REMOTE_WRITE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -322,11 +328,14 @@ main(int argc, char **argv)
 	sinks            sk   = { NULL, NULL };
 	http            *web  = NULL;
 	http_opts        ho;
+	rwrite_opts      ro;
+	rwrite          *rw = NULL;
 
 	server_opts_init(&so);
 	ingest_opts_init(&io);
 	expo_opts_init(&xo);
 	alertmgr_opts_init(&ao);
+	rwrite_opts_init(&ro);
 	io.time_quantum_ns = 1000000;
 	so.listen          = VT_DEFAULT_ENDPOINT;
 	opterr = 0;
@@ -396,6 +405,21 @@ main(int argc, char **argv)
 				return 2;
 			}
 			ao.urls[ao.nurls++] = next;
+			break;
+		case OPT_REMOTE_WRITE:
+			if (ro.nurls == RWRITE_URLS_MAX) {
+				fprintf(stderr, "vitalsd: at most %d "
+						"--remote-write\n",
+				    RWRITE_URLS_MAX);
+				return 2;
+			}
+			/* A URL that cannot work is said before --db is
+			 * touched. */
+			if (rwrite_check_url(next, err, sizeof(err)) != 0) {
+				fprintf(stderr, "vitalsd: %s\n", err);
+				return 2;
+			}
+			ro.urls[ro.nurls++] = next;
 			break;
 		case OPT_ALERTMANAGER_RESEND:
 			if (parse_long("--alertmanager-resend-ms", next, 100,
@@ -572,7 +596,13 @@ main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
+	if (ro.nurls > 0 && rwrite_open(&ro, st, &rw, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vitalsd: %s\n", err);
+		rc = 2;
+		goto out;
+	}
 	if (http_addr != NULL) {
+		ho.rw       = rw;
 		ho.addr     = http_addr;
 		ho.insecure = insecure;
 		ho.x        = sk.x;
@@ -599,6 +629,7 @@ main(int argc, char **argv)
 out:
 	/* The sinks outlive the detection thread that feeds them. */
 	http_close(web);
+	rwrite_close(rw);
 	alerting_close(al);
 	alertmgr_close(sk.am);
 	expo_close(sk.x);
