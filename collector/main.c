@@ -123,6 +123,8 @@ usage(FILE *f)
 	    "  --remote-write URL  forward every stored sample to this\n"
 	    "                     Prometheus remote-write receiver\n"
 	    "                     (repeatable; resumes after a restart)\n"
+	    "  --remote-write-lag-alert-s N  log once when a receiver is\n"
+	    "                     N s behind (default 60)\n"
 	    "  docs/fleet.md: Prometheus, VictoriaMetrics, Alertmanager\n"
 	    "\n"
 	    "Memory: at most about 256 MiB (caches at their defaults) +\n"
@@ -221,6 +223,7 @@ enum {
 	OPT_DETECT_QUEUE,
 	OPT_MAX_MESSAGE,
 	OPT_REMOTE_WRITE,
+	OPT_REMOTE_WRITE_LAG,
 };
 
 static const struct option longopts[] = {
@@ -256,6 +259,8 @@ static const struct option longopts[] = {
 	{ "detect-queue-mib", required_argument, NULL, OPT_DETECT_QUEUE },
 	{ "max-message-mib", required_argument, NULL, OPT_MAX_MESSAGE },
 	{ "remote-write", required_argument, NULL, OPT_REMOTE_WRITE },
+	{ "remote-write-lag-alert-s", required_argument, NULL,
+	    OPT_REMOTE_WRITE_LAG },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -420,6 +425,12 @@ main(int argc, char **argv)
 				return 2;
 			}
 			ro.urls[ro.nurls++] = next;
+			break;
+		case OPT_REMOTE_WRITE_LAG:
+			if (parse_long("--remote-write-lag-alert-s", next, 1,
+				86400, &v) != 0)
+				return 2;
+			ro.lag_alert_s = (int) v;
 			break;
 		case OPT_ALERTMANAGER_RESEND:
 			if (parse_long("--alertmanager-resend-ms", next, 100,

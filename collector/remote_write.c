@@ -114,6 +114,8 @@ struct target {
 	uint8_t                 *pb, *sb;
 	size_t                   cappb, capsb;
 
+	uint64_t sum_count;  /* sum of the loaded positions' counts */
+	uint64_t total;      /* runs' samples at the last look */
 	uint64_t last_total; /* runs' samples when it last caught up */
 	int      caught_up;
 	int64_t  caught_up_ms, last_save_ms; /* monotonic */
@@ -352,6 +354,7 @@ on_series(void *ctx, const scan_series *s)
 		else if (rc != 0)
 			return rc;
 		p->state = 1;
+		t->sum_count += p->pos.count;
 	}
 	if (s->rec.samples <= p->pos.count)
 		return 0;
@@ -495,6 +498,32 @@ read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
 	it->n   = k;
 	return 0;
 }
+
+/* Samples stored and not yet handled, as of the last look at the runs. */
+static void
+set_pending(target *t)
+{
+	pthread_mutex_lock(&t->rw->mu);
+	t->st.pending = t->total > t->sum_count ? t->total - t->sum_count : 0;
+	pthread_mutex_unlock(&t->rw->mu);
+}
+
+/* While a request is retried: how much the store holds now. */
+static void
+refresh_pending(target *t)
+{
+	store_txn *txn;
+	uint64_t   total = 0;
+
+	if (store_read_begin(t->rw->st, &txn) != 0)
+		return;
+	if (scan_runs(t->rw->st, txn, on_run, &total) == 0)
+		t->total = total;
+	store_read_end(txn);
+	set_pending(t);
+}
+
+static void check_lag(target *t);
 
 /* ---- requests -------------------------------------------------------- */
 
@@ -723,6 +752,7 @@ advance(target *t, size_t nparts)
 		const rw_sample *s  = t->smp + it->off + pa->from;
 		pos_slot        *p  = &t->pos[it->sid];
 
+		t->sum_count -= p->pos.count;
 		for (size_t j = 0; j < pa->n; j++) {
 			if (s[j].step > p->pos.step)
 				p->pos.step = s[j].step;
@@ -735,6 +765,7 @@ advance(target *t, size_t nparts)
 			p->pos.count = it->listed;
 		if (p->pos.count > it->listed)
 			p->pos.count = it->listed;
+		t->sum_count += p->pos.count;
 		p->state = 2;
 	}
 }
@@ -799,6 +830,7 @@ deliver(target *t, size_t nparts, size_t nsamples)
 			t->failed_in_row = 0;
 			return 0;
 		}
+		r.s[strcspn(r.s, "\r\n")] = 0;
 		if (code >= 400 && code < 500) {
 			pthread_mutex_lock(&rw->mu);
 			t->st.refused++;
@@ -822,6 +854,8 @@ deliver(target *t, size_t nparts, size_t nsamples)
 			    "vitalsd: remote write %s: %s; the samples stay "
 			    "in the store, retrying (backoff up to %d s)\n",
 			    t->url, why, BACKOFF_MAX_MS / 1000);
+		refresh_pending(t);
+		check_lag(t);
 		backoff = backoff == 0 ? BACKOFF_MIN_MS : 2 * backoff;
 		if (backoff > BACKOFF_MAX_MS)
 			backoff = BACKOFF_MAX_MS;
@@ -880,6 +914,7 @@ send_pass(target *t)
 		}
 		if (it->n == 0 && it->complete) {
 			/* Nothing forwardable left (see read_item). */
+			t->sum_count += it->listed - t->pos[it->sid].pos.count;
 			t->pos[it->sid].pos.count = it->listed;
 			t->pos[it->sid].state     = 2;
 		}
@@ -912,9 +947,11 @@ pass(target *t, int64_t started)
 		goto store_fail;
 	if ((rc = scan_runs(rw->st, t->txn, on_run, &total)) != 0)
 		goto store_fail;
+	t->total = total;
 	if (t->caught_up && total == t->last_total) {
 		store_read_end(t->txn);
 		t->txn = NULL;
+		save_positions(t, 0);
 		__atomic_store_n(&t->caught_up_ms, started, __ATOMIC_RELAXED);
 		return 1;
 	}
@@ -940,20 +977,14 @@ pass(target *t, int64_t started)
 	}
 	store_read_end(t->txn);
 	t->txn = NULL;
+	t->total = total;
 	pthread_mutex_lock(&rw->mu);
-	t->st.pending = t->pass_pending;
 	t->st.skipped += skipped;
 	pthread_mutex_unlock(&rw->mu);
+	set_pending(t);
 	if (send_pass(t) != 0)
 		return -1;
-	pthread_mutex_lock(&rw->mu);
-	{
-		uint64_t done = (uint64_t) t->nsmp + skipped;
-
-		t->st.pending = t->pass_pending > done ? t->pass_pending - done
-		                                       : 0;
-	}
-	pthread_mutex_unlock(&rw->mu);
+	set_pending(t);
 	save_positions(t, 0);
 	if (all) {
 		t->caught_up    = 1;
