@@ -55,3 +55,6 @@ echo "== vitalsd --http: a /metrics scrape of 100,000 series while batches are p
 "$B/bench/bench_scrape"
 echo "== wide runs: cost per sample against series per step (write path in-process, fsync per commit)"
 "$B/bench/bench_wide" "$T/wide"
+echo
+echo "== vitalsd --remote-write to a local VictoriaMetrics: ingest with and without, forwarding rate"
+B=$B sh bench/remote_write.sh

@@ -1039,6 +1039,8 @@ run(void *arg)
 	target *t  = arg;
 	rwrite *rw = t->rw;
 
+	/* Named, so that its CPU can be told apart (bench/remote_write.sh). */
+	pthread_setname_np(pthread_self(), "vt-rwrite");
 	while (!stopping(rw)) {
 		int64_t started = mono_ms();
 		int     rc      = pass(t, started);
