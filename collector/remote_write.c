@@ -337,7 +337,8 @@ on_series(void *ctx, const scan_series *s)
 		t->cur_run        = s->run;
 		t->cur_runlen     = s->runlen;
 		t->run_first_item = t->nitems;
-		memset(t->ranks, 0, t->capranks * sizeof(*t->ranks));
+		if (t->ranks != NULL)
+			memset(t->ranks, 0, t->capranks * sizeof(*t->ranks));
 		t->nranks = 0;
 	}
 	if ((r = rank_slot_of(t, s->rank)) == NULL)
@@ -873,6 +874,7 @@ static int
 send_pass(target *t)
 {
 	size_t nparts = 0, nsamples = 0;
+	int    full   = 0;
 
 	for (size_t i = 0; i < t->nitems; i++) {
 		rw_item *it   = &t->items[i];
@@ -881,12 +883,13 @@ send_pass(target *t)
 		while (from < it->n) {
 			size_t m = it->n - from, left;
 
-			if (nsamples == RWRITE_REQ_MAX) {
+			if (full || nsamples == RWRITE_REQ_MAX) {
 				if (deliver(t, nparts, nsamples) != 0)
 					return -1;
 				advance(t, nparts);
 				save_positions(t, 0);
 				nparts = nsamples = 0;
+				full              = 0;
 			}
 			left = RWRITE_REQ_MAX - nsamples;
 			if (m > left) {
@@ -896,7 +899,7 @@ send_pass(target *t)
 				while (m > 0 && s[m - 1].t == s[m].t)
 					m--;
 				if (m == 0 && nsamples > 0) {
-					nsamples = RWRITE_REQ_MAX;
+					full = 1; /* the rest in the next one */
 					continue;
 				}
 				if (m == 0)
