@@ -88,39 +88,39 @@ struct target {
 	size_t    npos;
 
 	/* This pass: the series listed, their samples, their names. */
-	store_txn *txn;
-	rw_item   *items;
-	size_t     nitems, capitems;
-	rw_sample *smp;
-	size_t     nsmp, capsmp;
-	char      *arena;
-	size_t     narena, caparena;
-	rank_slot *ranks;
-	size_t     capranks, nranks;
+	store_txn  *txn;
+	rw_item    *items;
+	size_t      nitems, capitems;
+	rw_sample  *smp;
+	size_t      nsmp, capsmp;
+	char       *arena;
+	size_t      narena, caparena;
+	rank_slot  *ranks;
+	size_t      capranks, nranks;
 	const char *cur_run;
 	size_t      cur_runlen, run_first_item;
 	uint64_t    pass_pending;
 	int         oom;
 
 	/* The request being built (reused). */
-	part                    *parts;
-	size_t                   capparts;
-	Prometheus__TimeSeries  *ts, **tsp;
-	size_t                   capts;
-	Prometheus__Label       *lab, **labp;
-	size_t                   caplab;
-	Prometheus__Sample      *ps, **psp;
-	size_t                   capps;
-	uint8_t                 *pb, *sb;
-	size_t                   cappb, capsb;
+	part                   *parts;
+	size_t                  capparts;
+	Prometheus__TimeSeries *ts, **tsp;
+	size_t                  capts;
+	Prometheus__Label      *lab, **labp;
+	size_t                  caplab;
+	Prometheus__Sample     *ps, **psp;
+	size_t                  capps;
+	uint8_t                *pb, *sb;
+	size_t                  cappb, capsb;
 
-	uint64_t sum_count;  /* sum of the loaded positions' counts */
-	uint64_t total;      /* runs' samples at the last look */
-	uint64_t last_total; /* runs' samples when it last caught up */
-	int      caught_up;
-	int64_t  caught_up_ms, last_save_ms; /* monotonic */
-	uint64_t failed_in_row;
-	int      lagging, save_failing;
+	uint64_t     sum_count;  /* sum of the loaded positions' counts */
+	uint64_t     total;      /* runs' samples at the last look */
+	uint64_t     last_total; /* runs' samples when it last caught up */
+	int          caught_up;
+	int64_t      caught_up_ms, last_save_ms; /* monotonic */
+	uint64_t     failed_in_row;
+	int          lagging, save_failing;
 	rwrite_stats st; /* under rw->mu */
 };
 
@@ -227,8 +227,9 @@ save_positions(target *t, int force)
 		e[n].pos = t->pos[sid].pos;
 		n++;
 	}
-	if (n > 0 && store_pos_save(t->rw->st, t->name, e, n, err,
-			 sizeof(err)) != 0) {
+	if (n > 0
+	    && store_pos_save(t->rw->st, t->name, e, n, err, sizeof(err))
+	        != 0) {
 		if (!t->save_failing)
 			fprintf(stderr,
 			    "vitalsd: remote write %s: %s; kept in memory, "
@@ -253,7 +254,7 @@ rank_slot_of(target *t, int32_t rank)
 
 	if (t->nranks * 2 >= t->capranks) {
 		rank_slot *old = t->ranks;
-		size_t     oc  = t->capranks, nc = oc ? oc * 2 : 64;
+		size_t     oc = t->capranks, nc = oc ? oc * 2 : 64;
 
 		if ((t->ranks = calloc(nc, sizeof(*t->ranks))) == NULL) {
 			t->ranks = old;
@@ -273,9 +274,9 @@ rank_slot_of(target *t, int32_t rank)
 	while (t->ranks[h].used && t->ranks[h].rank != rank)
 		h = (h + 1) & (t->capranks - 1);
 	if (!t->ranks[h].used) {
-		t->ranks[h].used    = 1;
-		t->ranks[h].rank    = rank;
-		t->ranks[h].min_sid = UINT32_MAX;
+		t->ranks[h].used     = 1;
+		t->ranks[h].rank     = rank;
+		t->ranks[h].min_sid  = UINT32_MAX;
 		t->ranks[h].host_off = (size_t) -1;
 		t->nranks++;
 	}
@@ -285,8 +286,8 @@ rank_slot_of(target *t, int32_t rank)
 static int
 on_rank(void *ctx, const scan_rank *r)
 {
-	target          *t = ctx;
-	rank_slot       *s = rank_slot_of(t, r->rank);
+	target            *t = ctx;
+	rank_slot         *s = rank_slot_of(t, r->rank);
 	const emitter_rec *e = r->inc[r->n - 1];
 
 	if (s == NULL)
@@ -305,8 +306,8 @@ finish_run(target *t)
 
 	if (t->cur_run == NULL || first == t->nitems)
 		return 0;
-	rc = scan_ranks(t->rw->st, t->txn, t->arena + t->items[first].run_off,
-	    on_rank, t);
+	rc = scan_ranks(
+	    t->rw->st, t->txn, t->arena + t->items[first].run_off, on_rank, t);
 	if (rc != 0)
 		return rc;
 	for (size_t i = first; i < t->nitems; i++) {
@@ -330,8 +331,8 @@ on_series(void *ctx, const scan_series *s)
 	rw_item   *it;
 	int        rc;
 
-	if (t->cur_run == NULL || s->runlen != t->cur_runlen ||
-	    memcmp(s->run, t->cur_run, s->runlen) != 0) {
+	if (t->cur_run == NULL || s->runlen != t->cur_runlen
+	    || memcmp(s->run, t->cur_run, s->runlen) != 0) {
 		if ((rc = finish_run(t)) != 0)
 			return rc;
 		t->cur_run        = s->run;
@@ -348,8 +349,8 @@ on_series(void *ctx, const scan_series *s)
 	if ((p = pos_of(t, s->rec.sid)) == NULL)
 		return -1;
 	if (p->state == 0) {
-		rc = store_pos_get(t->rw->st, t->txn, t->name, s->rec.sid,
-		    &p->pos);
+		rc = store_pos_get(
+		    t->rw->st, t->txn, t->name, s->rec.sid, &p->pos);
 		if (rc == STORE_ENOTFOUND)
 			memset(&p->pos, 0, sizeof(p->pos));
 		else if (rc != 0)
@@ -455,11 +456,11 @@ read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
 	int       rc;
 
 	memset(&c, 0, sizeof(c));
-	c.t    = t;
-	c.pos  = p->pos;
-	c.all  = p->pos.count == 0;
-	c.mono = 1;
-	c.keep = room + 1;
+	c.t     = t;
+	c.pos   = p->pos;
+	c.all   = p->pos.count == 0;
+	c.mono  = 1;
+	c.keep  = room + 1;
 	it->off = t->nsmp;
 	rc = scan_samples(t->rw->st, t->txn, it->sid, c.all ? 0 : p->pos.step,
 	    UINT64_MAX, on_sample, &c);
@@ -470,8 +471,8 @@ read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
 		c.n     = 0;
 		c.mono  = 1;
 		c.keep  = SIZE_MAX;
-		rc = scan_samples(t->rw->st, t->txn, it->sid, 0, UINT64_MAX,
-		    on_sample, &c);
+		rc      = scan_samples(
+		         t->rw->st, t->txn, it->sid, 0, UINT64_MAX, on_sample, &c);
 		if (rc != 0)
 			return rc;
 		qsort(t->smp + it->off, t->nsmp - it->off, sizeof(*t->smp),
@@ -487,8 +488,8 @@ read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
 		 * found by its later time. */
 		size_t cut = room;
 
-		while (cut > 0 &&
-		    t->smp[it->off + cut - 1].t == t->smp[it->off + cut].t)
+		while (cut > 0
+		    && t->smp[it->off + cut - 1].t == t->smp[it->off + cut].t)
 			cut--;
 		k            = cut > 0 ? cut : room;
 		it->complete = 0;
@@ -569,20 +570,23 @@ post(target *t, const uint8_t *body, size_t len, reply_buf *r, char *why,
 
 	r->n    = 0;
 	r->s[0] = 0;
-	hdr = curl_slist_append(hdr, "Content-Encoding: snappy");
+	hdr     = curl_slist_append(hdr, "Content-Encoding: snappy");
 	hdr = curl_slist_append(hdr, "Content-Type: application/x-protobuf");
-	hdr = curl_slist_append(hdr, "X-Prometheus-Remote-Write-Version: 0.1.0");
+	hdr = curl_slist_append(
+	    hdr, "X-Prometheus-Remote-Write-Version: 0.1.0");
 	hdr = curl_slist_append(hdr, "User-Agent: vitalsd/" VT_VERSION_STR);
 	/* No "Expect: 100-continue" round trip before each body. */
 	hdr = curl_slist_append(hdr, "Expect:");
 	curl_easy_setopt(t->curl, CURLOPT_URL, t->url);
 	curl_easy_setopt(t->curl, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(t->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(t->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
+	curl_easy_setopt(
+	    t->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
 	curl_easy_setopt(t->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(t->curl, CURLOPT_TIMEOUT_MS, (long) t->rw->timeout_ms);
-	curl_easy_setopt(t->curl, CURLOPT_CONNECTTIMEOUT_MS,
-	    (long) t->rw->timeout_ms);
+	curl_easy_setopt(
+	    t->curl, CURLOPT_TIMEOUT_MS, (long) t->rw->timeout_ms);
+	curl_easy_setopt(
+	    t->curl, CURLOPT_CONNECTTIMEOUT_MS, (long) t->rw->timeout_ms);
 	curl_easy_setopt(t->curl, CURLOPT_WRITEFUNCTION, on_reply);
 	curl_easy_setopt(t->curl, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(t->curl, CURLOPT_NOPROGRESS, 0L);
@@ -615,8 +619,8 @@ reserve(target *t, size_t nts, size_t nlab, size_t nsmp)
 	if (nts > t->capts) {
 		size_t c = t->capts, n = c;
 
-		if (grow(&t->ts, &n, nts, sizeof(*t->ts)) != 0 ||
-		    (t->tsp = realloc(t->tsp, n * sizeof(*t->tsp))) == NULL)
+		if (grow(&t->ts, &n, nts, sizeof(*t->ts)) != 0
+		    || (t->tsp = realloc(t->tsp, n * sizeof(*t->tsp))) == NULL)
 			return -1;
 		for (size_t i = c; i < n; i++)
 			prometheus__time_series__init(&t->ts[i]);
@@ -625,8 +629,9 @@ reserve(target *t, size_t nts, size_t nlab, size_t nsmp)
 	if (nlab > t->caplab) {
 		size_t c = t->caplab, n = c;
 
-		if (grow(&t->lab, &n, nlab, sizeof(*t->lab)) != 0 ||
-		    (t->labp = realloc(t->labp, n * sizeof(*t->labp))) == NULL)
+		if (grow(&t->lab, &n, nlab, sizeof(*t->lab)) != 0
+		    || (t->labp = realloc(t->labp, n * sizeof(*t->labp)))
+		        == NULL)
 			return -1;
 		for (size_t i = c; i < n; i++)
 			prometheus__label__init(&t->lab[i]);
@@ -635,8 +640,8 @@ reserve(target *t, size_t nts, size_t nlab, size_t nsmp)
 	if (nsmp > t->capps) {
 		size_t c = t->capps, n = c;
 
-		if (grow(&t->ps, &n, nsmp, sizeof(*t->ps)) != 0 ||
-		    (t->psp = realloc(t->psp, n * sizeof(*t->psp))) == NULL)
+		if (grow(&t->ps, &n, nsmp, sizeof(*t->ps)) != 0
+		    || (t->psp = realloc(t->psp, n * sizeof(*t->psp))) == NULL)
 			return -1;
 		for (size_t i = c; i < n; i++)
 			prometheus__sample__init(&t->ps[i]);
@@ -666,15 +671,15 @@ encode(target *t, size_t nparts)
 	if (reserve(t, need_ts, need_ts * 5, need_smp) != 0)
 		return 0;
 	for (size_t i = 0; i < nparts; i++) {
-		const part      *pa = &t->parts[i];
-		rw_item         *it = &t->items[pa->item];
-		const rw_sample *s  = t->smp + it->off + pa->from;
-		char            *host;
+		const part             *pa = &t->parts[i];
+		rw_item                *it = &t->items[pa->item];
+		const rw_sample        *s  = t->smp + it->off + pa->from;
+		char                   *host;
 		Prometheus__TimeSeries *ts = &t->ts[nts];
 
 		/* Labels sorted by name, as the protocol requires. */
-		host = it->host_off == (size_t) -1 ? NULL
-		                                    : t->arena + it->host_off;
+		host          = it->host_off == (size_t) -1 ? NULL
+		                                            : t->arena + it->host_off;
 		t->tsp[nts++] = ts;
 		ts->labels    = t->labp + nlab;
 		set_label(&t->lab[nlab], rw->ln_name, rw->v_value);
@@ -685,8 +690,8 @@ encode(target *t, size_t nparts)
 			t->labp[nlab] = &t->lab[nlab];
 			nlab++;
 		}
-		set_label(&t->lab[nlab], rw->ln_metric,
-		    t->arena + it->metric_off);
+		set_label(
+		    &t->lab[nlab], rw->ln_metric, t->arena + it->metric_off);
 		t->labp[nlab] = &t->lab[nlab];
 		nlab++;
 		set_label(&t->lab[nlab], rw->ln_rank, it->rankbuf);
@@ -801,16 +806,17 @@ nap(rwrite *rw, int64_t ms)
 static int
 deliver(target *t, size_t nparts, size_t nsamples)
 {
-	rwrite   *rw = t->rw;
-	size_t    len = encode(t, nparts);
+	rwrite   *rw      = t->rw;
+	size_t    len     = encode(t, nparts);
 	int64_t   backoff = 0;
 	reply_buf r;
 	char      why[CURL_ERROR_SIZE + 400];
 	long      code;
 
 	if (len == 0) {
-		fprintf(stderr, "vitalsd: remote write %s: out of memory "
-				"encoding a request; retrying\n",
+		fprintf(stderr,
+		    "vitalsd: remote write %s: out of memory "
+		    "encoding a request; retrying\n",
 		    t->url);
 		return nap(rw, 1000) ? -1 : deliver(t, nparts, nsamples);
 	}
@@ -826,7 +832,8 @@ deliver(target *t, size_t nparts, size_t nsamples)
 			if (t->failed_in_row > 0)
 				fprintf(stderr,
 				    "vitalsd: remote write %s: delivered "
-				    "again after %" PRIu64 " failed requests\n",
+				    "again after %" PRIu64
+				    " failed requests\n",
 				    t->url, t->failed_in_row);
 			t->failed_in_row = 0;
 			return 0;
@@ -874,7 +881,7 @@ static int
 send_pass(target *t)
 {
 	size_t nparts = 0, nsamples = 0;
-	int    full   = 0;
+	int    full = 0;
 
 	for (size_t i = 0; i < t->nitems; i++) {
 		rw_item *it   = &t->items[i];
@@ -899,14 +906,16 @@ send_pass(target *t)
 				while (m > 0 && s[m - 1].t == s[m].t)
 					m--;
 				if (m == 0 && nsamples > 0) {
-					full = 1; /* the rest in the next one */
+					full
+					    = 1; /* the rest in the next one */
 					continue;
 				}
 				if (m == 0)
 					m = left;
 			}
 			if (grow(&t->parts, &t->capparts, nparts + 1,
-				sizeof(*t->parts)) != 0)
+			        sizeof(*t->parts))
+			    != 0)
 				return nap(t->rw, 1000) ? -1 : 0;
 			t->parts[nparts].item = i;
 			t->parts[nparts].from = from;
@@ -941,9 +950,9 @@ send_pass(target *t)
 static int
 pass(target *t, int64_t started)
 {
-	rwrite  *rw = t->rw;
+	rwrite  *rw    = t->rw;
 	uint64_t total = 0, skipped = 0;
-	size_t   room  = RWRITE_PASS_MAX;
+	size_t   room = RWRITE_PASS_MAX;
 	int      rc, all = 1;
 
 	if ((rc = store_read_begin(rw->st, &t->txn)) != 0)
@@ -959,8 +968,8 @@ pass(target *t, int64_t started)
 		return 1;
 	}
 	t->nitems = t->nsmp = t->narena = 0;
-	t->cur_run      = NULL;
-	t->pass_pending = 0;
+	t->cur_run                      = NULL;
+	t->pass_pending                 = 0;
 	rc = scan_series_of(rw->st, t->txn, NULL, on_series, t);
 	if (rc == 0)
 		rc = finish_run(t);
@@ -979,7 +988,7 @@ pass(target *t, int64_t started)
 			all = 0;
 	}
 	store_read_end(t->txn);
-	t->txn = NULL;
+	t->txn   = NULL;
 	t->total = total;
 	pthread_mutex_lock(&rw->mu);
 	t->st.skipped += skipped;
@@ -990,8 +999,8 @@ pass(target *t, int64_t started)
 	set_pending(t);
 	save_positions(t, 0);
 	if (all) {
-		t->caught_up    = 1;
-		t->last_total   = total;
+		t->caught_up  = 1;
+		t->last_total = total;
 		__atomic_store_n(&t->caught_up_ms, started, __ATOMIC_RELAXED);
 		return 1;
 	}
@@ -1000,11 +1009,12 @@ pass(target *t, int64_t started)
 store_fail:
 	if (t->txn != NULL)
 		store_read_end(t->txn);
-	t->txn = NULL;
+	t->txn       = NULL;
 	t->caught_up = 0;
 	if (rc == -1)
-		fprintf(stderr, "vitalsd: remote write %s: out of memory "
-				"reading the store; retrying\n",
+		fprintf(stderr,
+		    "vitalsd: remote write %s: out of memory "
+		    "reading the store; retrying\n",
 		    t->url);
 	else
 		fprintf(stderr, "vitalsd: remote write %s: %s; retrying\n",
@@ -1030,8 +1040,8 @@ check_lag(target *t)
 		    t->url, lag, pending);
 		t->lagging = 1;
 	} else if (t->lagging && lag <= t->rw->lag_alert_s) {
-		fprintf(stderr, "vitalsd: remote write %s caught up\n",
-		    t->url);
+		fprintf(
+		    stderr, "vitalsd: remote write %s caught up\n", t->url);
 		t->lagging = 0;
 	}
 }
@@ -1083,8 +1093,8 @@ parse_url(const char *url, char *err, size_t errlen)
 	}
 	curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
 	curl_url_get(u, CURLUPART_HOST, &host, 0);
-	if (scheme == NULL ||
-	    (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
+	if (scheme == NULL
+	    || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
 		snprintf(err, errlen,
 		    "--remote-write '%s': the scheme must be http or https",
 		    url);
@@ -1131,8 +1141,8 @@ fnv1a(const char *s)
 }
 
 int
-rwrite_open(const rwrite_opts *o, store *st, rwrite **out, char *err,
-    size_t errlen)
+rwrite_open(
+    const rwrite_opts *o, store *st, rwrite **out, char *err, size_t errlen)
 {
 	rwrite *rw;
 
@@ -1141,8 +1151,8 @@ rwrite_open(const rwrite_opts *o, store *st, rwrite **out, char *err,
 		snprintf(err, errlen, "libcurl did not initialise");
 		return -1;
 	}
-	if ((rw = calloc(1, sizeof(*rw))) == NULL ||
-	    (rw->t = calloc(o->nurls, sizeof(*rw->t))) == NULL) {
+	if ((rw = calloc(1, sizeof(*rw))) == NULL
+	    || (rw->t = calloc(o->nurls, sizeof(*rw->t))) == NULL) {
 		free(rw);
 		snprintf(err, errlen, "out of memory");
 		curl_global_cleanup();
@@ -1167,10 +1177,10 @@ rwrite_open(const rwrite_opts *o, store *st, rwrite **out, char *err,
 		if ((t->url = parse_url(o->urls[i], err, errlen)) == NULL)
 			goto fail;
 		rw->nt++;
-		t->rw = rw;
+		t->rw     = rw;
 		t->st.url = t->url;
-		snprintf(t->name, sizeof(t->name), "rw:%016" PRIx64,
-		    fnv1a(t->url));
+		snprintf(
+		    t->name, sizeof(t->name), "rw:%016" PRIx64, fnv1a(t->url));
 		if ((t->curl = curl_easy_init()) == NULL) {
 			snprintf(err, errlen, "out of memory");
 			goto fail;
@@ -1252,8 +1262,8 @@ rwrite_get_stats(rwrite *rw, size_t i, rwrite_stats *out)
 	pthread_mutex_lock(&rw->mu);
 	*out = t->st;
 	pthread_mutex_unlock(&rw->mu);
-	out->lag_seconds = (double) (mono_ms() - __atomic_load_n(
-	                                           &t->caught_up_ms,
-	                                           __ATOMIC_RELAXED)) /
-	                   1000.0;
+	out->lag_seconds
+	    = (double) (mono_ms()
+	          - __atomic_load_n(&t->caught_up_ms, __ATOMIC_RELAXED))
+	    / 1000.0;
 }

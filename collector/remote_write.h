@@ -58,15 +58,15 @@ typedef struct rwrite_opts {
 } rwrite_opts;
 
 typedef struct rwrite_stats {
-	const char *url; /* borrowed, valid until rwrite_close */
-	uint64_t    samples;       /* vitals_value samples delivered */
-	uint64_t    ok, errors;    /* requests: 2xx; failed and retried */
-	uint64_t    refused;       /* requests refused with a 4xx */
+	const char *url;             /* borrowed, valid until rwrite_close */
+	uint64_t    samples;         /* vitals_value samples delivered */
+	uint64_t    ok, errors;      /* requests: 2xx; failed and retried */
+	uint64_t    refused;         /* requests refused with a 4xx */
 	uint64_t    samples_refused; /* their samples, skipped */
-	uint64_t    skipped;  /* stored with a time at or before the
-	                       * series' last one sent: not forwardable */
-	uint64_t    pending;  /* stored, not yet delivered (last pass) */
-	double      lag_seconds;
+	uint64_t    skipped;         /* stored with a time at or before the
+	                              * series' last one sent: not forwardable */
+	uint64_t pending; /* stored, not yet delivered (last pass) */
+	double   lag_seconds;
 } rwrite_stats;
 
 void rwrite_opts_init(rwrite_opts *o);
@@ -77,8 +77,8 @@ int rwrite_check_url(const char *url, char *err, size_t errlen);
 
 /* Checks every URL and starts one thread each on st (borrowed: it
  * outlives the handle). Returns 0, or -1 with the reason in err. */
-int rwrite_open(const rwrite_opts *o, store *st, rwrite **out, char *err,
-    size_t errlen);
+int rwrite_open(
+    const rwrite_opts *o, store *st, rwrite **out, char *err, size_t errlen);
 /* Stops the threads (a request in flight is abandoned), saves the
  * positions, frees. NULL is a no-op. */
 void rwrite_close(rwrite *rw);

@@ -33,8 +33,8 @@ pos_key(uint8_t *buf, const char *name, uint32_t sid)
 }
 
 int
-store_pos_get(store *st, store_txn *txn, const char *name, uint32_t sid,
-    store_pos *out)
+store_pos_get(
+    store *st, store_txn *txn, const char *name, uint32_t sid, store_pos *out)
 {
 	uint8_t key[POS_KEY_MAX];
 	MDB_val k, v;
@@ -66,8 +66,8 @@ store_pos_get(store *st, store_txn *txn, const char *name, uint32_t sid,
 }
 
 int
-store_pos_save(store *st, const char *name, const store_pos_entry *e,
-    size_t n, char *err, size_t errlen)
+store_pos_save(store *st, const char *name, const store_pos_entry *e, size_t n,
+    char *err, size_t errlen)
 {
 	MDB_txn *txn = NULL;
 	uint8_t  key[POS_KEY_MAX], rec[POS_REC_SIZE];
