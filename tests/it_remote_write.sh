@@ -155,6 +155,8 @@ check "victoria-metrics: vitals_step, one sample per rank and step (20,000)" \
 	count_is "$VP" 'sum(count_over_time(vitals_step{run="big"}[1y]))' 20000
 check "victoria-metrics: vitals_step of a rank reaches its last step" \
 	count_is "$VP" 'max_over_time(vitals_step{run="big",rank="3"}[1y])' 2499
+# Everything the restarted vitalsd had to send is sent.
+wait_for 60 metric_is vitals_remote_write_pending_samples 0
 SENT2=$(metric vitals_remote_write_samples_total)
 echo "info: vitalsd sent $SENT1 samples before the SIGKILL, $SENT2 after the restart"
 check "victoria-metrics: the restarted vitalsd resumed where it was (sent fewer than 1,000,000)" \
