@@ -25,8 +25,9 @@ LMDB_LIBS = -llmdb
 PCRE_LIBS = -lpcre2-8
 JSON_LIBS = -ljson-c
 CURSES_LIBS = -lncursesw
-# vitalsd --http (libmicrohttpd), --alertmanager (libcurl, json-c).
-FLEET_LIBS = -lmicrohttpd -lcurl $(JSON_LIBS)
+# vitalsd --http (libmicrohttpd), --alertmanager (libcurl, json-c),
+# --remote-write (protobuf-c, snappy, libcurl).
+FLEET_LIBS = -lmicrohttpd -lcurl $(JSON_LIBS) -lprotobuf-c -lsnappy
 
 WIRE_SRC    = wire/wire.c
 EMITTER_SRC = $(wildcard emitter/*.c)
@@ -43,7 +44,10 @@ LIB_OBJ     = $(call obj,$(EMITTER_SRC) $(WIRE_SRC))
 STORE_OBJ   = $(call obj,$(STORE_SRC))
 DETECT_OBJ  = $(call obj,$(DETECT_SRC))
 TUI_OBJ     = $(call obj,$(TUI_SRC))
-COLLECT_OBJ = $(call obj,$(COLLECT_SRC))
+# The remote-write messages: proto/remote_write.proto compiled by protoc-c
+# at build time (rule below), linked with the collector.
+PROTO_OBJ   = $(B)/proto/remote_write.pb-c.o
+COLLECT_OBJ = $(call obj,$(COLLECT_SRC)) $(PROTO_OBJ)
 CLI_OBJ     = $(call obj,$(CLI_SRC))
 COMMON_OBJ  = $(call obj,$(COMMON_SRC))
 
@@ -59,6 +63,17 @@ all: $(BINS)
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+# protoc-c's output casts away const in its initialisers: built with
+# that warning off, it is not our code.
+$(B)/proto/remote_write.pb-c.c: proto/remote_write.proto
+	@mkdir -p $(B)/proto
+	protoc-c --c_out=$(B)/proto --proto_path=proto remote_write.proto
+$(B)/proto/remote_write.pb-c.h: $(B)/proto/remote_write.pb-c.c
+$(PROTO_OBJ): $(B)/proto/remote_write.pb-c.c
+	$(CC) $(CFLAGS_ALL) -Wno-cast-qual -c $< -o $@
+$(B)/collector/remote_write.o: $(B)/proto/remote_write.pb-c.h
+$(B)/collector/remote_write.o: CFLAGS_ALL += -I$(B)
 
 $(B)/libvitals.a: $(LIB_OBJ)
 	ar rcs $@ $^

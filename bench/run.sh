@@ -59,3 +59,6 @@ echo "== wide runs: cost per sample against series per step (write path in-proce
 echo
 echo "== rules: parse time per rule as the file grows (linear: flat per rule)"
 "$B/bench/bench_rules"
+echo
+echo "== vitalsd --remote-write to a local VictoriaMetrics: ingest with and without, forwarding rate"
+B=$B sh bench/remote_write.sh

@@ -21,6 +21,7 @@ struct http {
 	expo              *x;
 	alerting          *al;
 	alertmgr          *am;
+	rwrite            *rw;
 	char               data_path[1100];
 };
 
@@ -174,6 +175,80 @@ alertmgr_metrics(expo_buf *b, int om, alertmgr *am)
 	    (unsigned long long) st.pending);
 }
 
+/* One family of the remote-write figures, one sample per URL. */
+static void
+rwrite_family(expo_buf *b, int om, rwrite *rw, const char *name,
+    const char *type, const char *help, const char *extra, int which)
+{
+	expo_buf_family(b, om, name, type, help);
+	for (size_t i = 0; i < rwrite_count(rw); i++) {
+		rwrite_stats st;
+		uint64_t     v = 0;
+
+		rwrite_get_stats(rw, i, &st);
+		switch (which) {
+		case 0: v = st.samples; break;
+		case 1: v = st.ok; break;
+		case 2: v = st.errors; break;
+		case 3: v = st.refused; break;
+		case 4: v = st.samples_refused; break;
+		case 5: v = st.skipped; break;
+		case 6: v = st.pending; break;
+		}
+		expo_buf_printf(b, "%s%s{url=\"", name,
+		    strcmp(type, "counter") == 0 ? "_total" : "");
+		expo_buf_label(b, st.url, strlen(st.url));
+		if (which == 7) {
+			expo_buf_printf(b, "\"} ");
+			expo_buf_double(b, st.lag_seconds);
+			expo_buf_printf(b, "\n");
+		} else {
+			expo_buf_printf(b, "\"%s} %llu\n", extra,
+			    (unsigned long long) v);
+		}
+	}
+}
+
+static void
+rwrite_metrics(expo_buf *b, int om, rwrite *rw)
+{
+	rwrite_family(b, om, rw, "vitals_remote_write_samples", "counter",
+	    "Samples (vitals_value) delivered to the remote-write URL.", "",
+	    0);
+	expo_buf_family(b, om, "vitals_remote_write_requests", "counter",
+	    "Remote-write requests by result (ok; error: no connection, a "
+	    "timeout or a 5xx, retried; refused: a 4xx, skipped).");
+	for (size_t i = 0; i < rwrite_count(rw); i++) {
+		rwrite_stats st;
+		static const char *res[] = { "ok", "error", "refused" };
+
+		rwrite_get_stats(rw, i, &st);
+		for (int k = 0; k < 3; k++) {
+			expo_buf_printf(b, "vitals_remote_write_requests_total{"
+					   "url=\"");
+			expo_buf_label(b, st.url, strlen(st.url));
+			expo_buf_printf(b, "\",result=\"%s\"} %llu\n", res[k],
+			    (unsigned long long) (k == 0   ? st.ok
+			                          : k == 1 ? st.errors
+			                                   : st.refused));
+		}
+	}
+	rwrite_family(b, om, rw, "vitals_remote_write_samples_refused",
+	    "counter", "Samples skipped because the receiver refused them (4xx).",
+	    "", 4);
+	rwrite_family(b, om, rw, "vitals_remote_write_samples_skipped",
+	    "counter",
+	    "Samples stored with a time at or before the last one sent of "
+	    "their series: not forwarded.",
+	    "", 5);
+	rwrite_family(b, om, rw, "vitals_remote_write_pending_samples",
+	    "gauge", "Samples stored and not yet delivered.", "", 6);
+	rwrite_family(b, om, rw, "vitals_remote_write_lag_seconds", "gauge",
+	    "Seconds since the forwarder last had every sample stored until "
+	    "then delivered.",
+	    "", 7);
+}
+
 static enum MHD_Result
 metrics(http *h, struct MHD_Connection *c)
 {
@@ -194,6 +269,8 @@ metrics(http *h, struct MHD_Connection *c)
 	expo_render(h->x, om, &live, &b);
 	if (h->am != NULL)
 		alertmgr_metrics(&b, om, h->am);
+	if (h->rw != NULL)
+		rwrite_metrics(&b, om, h->rw);
 	if (om)
 		expo_buf_add(&b, "# EOF\n", 6);
 	if (b.oom) {
@@ -249,6 +326,7 @@ http_open(const http_opts *o, http **out, char *err, size_t errlen)
 	h->x  = o->x;
 	h->al = o->al;
 	h->am = o->am;
+	h->rw = o->rw;
 	snprintf(h->data_path, sizeof(h->data_path), "%s/data.mdb",
 	    o->db_dir);
 	if ((h->fd = listen_on(o->addr, o->insecure, &family, err, errlen))

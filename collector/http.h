@@ -16,6 +16,7 @@
 #include "collector/alerting.h"
 #include "collector/alertmanager.h"
 #include "collector/exposition.h"
+#include "collector/remote_write.h"
 
 typedef struct http http;
 
@@ -25,6 +26,7 @@ typedef struct http_opts {
 	expo         *x;        /* borrowed, outlives the server */
 	alerting     *al;       /* may be NULL */
 	alertmgr     *am;       /* may be NULL */
+	rwrite       *rw;       /* may be NULL */
 	const char   *db_dir;
 } http_opts;
 

@@ -19,6 +19,7 @@
 #include "collector/auth.h"
 #include "collector/http.h"
 #include "collector/ingest.h"
+#include "collector/remote_write.h"
 #include "collector/server.h"
 #include "detect/budget.h"
 #include "store/paths.h"
@@ -130,6 +131,11 @@ usage(FILE *f)
 	    "                     (repeatable: an HA pair)\n"
 	    "  --alertmanager-resend-ms N  re-send firing alerts every N\n"
 	    "                     ms (default 30000)\n"
+	    "  --remote-write URL  forward every stored sample to this\n"
+	    "                     Prometheus remote-write receiver\n"
+	    "                     (repeatable; resumes after a restart)\n"
+	    "  --remote-write-lag-alert-s N  log once when a receiver is\n"
+	    "                     N s behind (default 60)\n"
 	    "  docs/fleet.md: Prometheus, VictoriaMetrics, Alertmanager\n"
 	    "\n"
 	    "Memory: at most about 256 MiB (caches at their defaults) +\n"
@@ -230,6 +236,8 @@ enum {
 	OPT_MAX_MESSAGE,
 	OPT_DETECT_PER_RUN,
 	OPT_DETECT_IDLE,
+	OPT_REMOTE_WRITE,
+	OPT_REMOTE_WRITE_LAG,
 };
 
 static const struct option longopts[] = {
@@ -268,6 +276,9 @@ static const struct option longopts[] = {
 	{ "detect-max-series-per-run", required_argument, NULL,
 	    OPT_DETECT_PER_RUN },
 	{ "detect-series-idle-s", required_argument, NULL, OPT_DETECT_IDLE },
+	{ "remote-write", required_argument, NULL, OPT_REMOTE_WRITE },
+	{ "remote-write-lag-alert-s", required_argument, NULL,
+	    OPT_REMOTE_WRITE_LAG },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -342,11 +353,14 @@ main(int argc, char **argv)
 	sinks            sk   = { NULL, NULL };
 	http            *web  = NULL;
 	http_opts        ho;
+	rwrite_opts      ro;
+	rwrite          *rw = NULL;
 
 	server_opts_init(&so);
 	ingest_opts_init(&io);
 	expo_opts_init(&xo);
 	alertmgr_opts_init(&ao);
+	rwrite_opts_init(&ro);
 	io.time_quantum_ns = 1000000;
 	so.listen          = VT_DEFAULT_ENDPOINT;
 	opterr = 0;
@@ -416,6 +430,27 @@ main(int argc, char **argv)
 				return 2;
 			}
 			ao.urls[ao.nurls++] = next;
+			break;
+		case OPT_REMOTE_WRITE:
+			if (ro.nurls == RWRITE_URLS_MAX) {
+				fprintf(stderr, "vitalsd: at most %d "
+						"--remote-write\n",
+				    RWRITE_URLS_MAX);
+				return 2;
+			}
+			/* A URL that cannot work is said before --db is
+			 * touched. */
+			if (rwrite_check_url(next, err, sizeof(err)) != 0) {
+				fprintf(stderr, "vitalsd: %s\n", err);
+				return 2;
+			}
+			ro.urls[ro.nurls++] = next;
+			break;
+		case OPT_REMOTE_WRITE_LAG:
+			if (parse_long("--remote-write-lag-alert-s", next, 1,
+				86400, &v) != 0)
+				return 2;
+			ro.lag_alert_s = (int) v;
 			break;
 		case OPT_ALERTMANAGER_RESEND:
 			if (parse_long("--alertmanager-resend-ms", next, 100,
@@ -612,7 +647,13 @@ main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
+	if (ro.nurls > 0 && rwrite_open(&ro, st, &rw, err, sizeof(err)) != 0) {
+		fprintf(stderr, "vitalsd: %s\n", err);
+		rc = 2;
+		goto out;
+	}
 	if (http_addr != NULL) {
+		ho.rw       = rw;
 		ho.addr     = http_addr;
 		ho.insecure = insecure;
 		ho.x        = sk.x;
@@ -639,6 +680,7 @@ main(int argc, char **argv)
 out:
 	/* The sinks outlive the detection thread that feeds them. */
 	http_close(web);
+	rwrite_close(rw);
 	alerting_close(al);
 	alertmgr_close(sk.am);
 	expo_close(sk.x);

@@ -288,6 +288,7 @@ store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 	memcpy(st->dir, dir, n + 1);
 
 	st->lock_fd = -1;
+	pthread_rwlock_init(&st->remap, NULL);
 	if (flags & STORE_RDONLY) {
 		struct stat sb;
 		char        path[1100];
@@ -381,6 +382,7 @@ store_close(store *st)
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* releases the writer lock */
 	free(st->jbuf);
+	pthread_rwlock_destroy(&st->remap);
 	free(st);
 }
 
@@ -412,12 +414,14 @@ store_read_begin(store *st, store_txn **out)
 		    st->dir);
 		return STORE_ENOMEM;
 	}
+	pthread_rwlock_rdlock(&st->remap);
 	rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &t->txn);
 	if (rc == MDB_MAP_RESIZED) {
 		mdb_env_set_mapsize(st->env, 0);
 		rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &t->txn);
 	}
 	if (rc != 0) {
+		pthread_rwlock_unlock(&st->remap);
 		free(t);
 		return store_fail(st, rc, "starting a read transaction");
 	}
@@ -432,6 +436,7 @@ store_read_end(store_txn *t)
 	if (t == NULL)
 		return;
 	mdb_txn_abort(t->txn);
+	pthread_rwlock_unlock(&t->st->remap);
 	free(t);
 }
 
@@ -517,7 +522,10 @@ store_grow(store *st)
 		return STORE_EMAPFULL;
 	}
 	next = info.me_mapsize * 2;
-	if ((rc = mdb_env_set_mapsize(st->env, next)) != 0)
+	pthread_rwlock_wrlock(&st->remap);
+	rc = mdb_env_set_mapsize(st->env, next);
+	pthread_rwlock_unlock(&st->remap);
+	if (rc != 0)
 		return store_fail(st, rc, "growing the map");
 	return 0;
 }

@@ -168,4 +168,35 @@ void store_block_key(uint8_t buf[16], uint32_t sid, uint64_t first_step,
 size_t store_emitter_key(uint8_t *buf, const char *run, size_t runlen,
     uint64_t incarnation);
 
+/*
+ * Positions (store/position.c): how far a reader inside the writer's
+ * process (a remote-write forwarder) got in each series, kept in the
+ * meta database under "pos:" name NUL sid (u32 BE), so that it resumes
+ * there after a restart or a SIGKILL. Names are 1 to STORE_POS_NAME_MAX
+ * bytes of the reader's choosing.
+ */
+#define STORE_POS_NAME_MAX 64
+typedef struct store_pos {
+	uint64_t count; /* samples of the series handled so far */
+	uint64_t step;  /* the highest step among them */
+	int64_t  time;  /* the latest time among them, ns */
+} store_pos;
+typedef struct store_pos_entry {
+	uint32_t  sid;
+	store_pos pos;
+} store_pos_entry;
+
+/* The position of sid under name, in a read transaction: 0,
+ * STORE_ENOTFOUND (none saved: start at the beginning) or a store_err. */
+int store_pos_get(store *st, store_txn *txn, const char *name, uint32_t sid,
+    store_pos *out);
+/*
+ * Save n positions under name in a write transaction of its own, from
+ * any thread (LMDB serialises it with the collector's). Returns 0 or a
+ * store_err with the reason in err (not on st, which another thread
+ * uses): STORE_EMAPFULL means try later, once the writer grew the map.
+ */
+int store_pos_save(store *st, const char *name, const store_pos_entry *e,
+    size_t n, char *err, size_t errlen);
+
 #endif /* STORE_H */

@@ -8,6 +8,7 @@
 #define STORE_STORE_INT_H
 
 #include <lmdb.h>
+#include <pthread.h>
 
 #include "store/block.h"
 #include "store/journal.h"
@@ -27,6 +28,14 @@ struct store {
 	int     has_journal; /* 0: a format-1 store opened read-only */
 	int     flags;
 	int     lock_fd; /* writer: holds the folder's writer.lock */
+	/*
+	 * Growing the map remaps the file, moving what every open
+	 * transaction of this process points into; LMDB leaves it to us.
+	 * Read transactions and the positions' write transactions
+	 * (store/position.c), which other threads of the writer's process
+	 * open, hold it shared; store_grow holds it exclusive.
+	 */
+	pthread_rwlock_t remap;
 	/*
 	 * Writer only: the meta counters as the open write transaction
 	 * sees them. Loaded on first use (0: not loaded), kept across

@@ -1202,6 +1202,36 @@ TEST(keys_roundtrip)
 	CHECK(store_series_key_parse(k, 3, &r, &rl, &m, &ml, &rank) != 0);
 }
 
+/* Positions (store/position.c): saved under a name, read back after
+ * the store is closed and opened again, kept apart by name. */
+TEST(positions_survive_reopen)
+{
+	store          *st;
+	store_txn      *txn;
+	store_pos       p;
+	char            err[1400];
+	store_pos_entry e[2] = { { 7, { 100, 99, 123456789000ll } },
+		{ 70000, { 1, 0, -5 } } };
+
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
+	REQUIRE(store_pos_save(st, "rw:a", e, 2, err, sizeof(err)) == 0);
+	e[0].pos.count = 200;
+	REQUIRE(store_pos_save(st, "rw:a", e, 1, err, sizeof(err)) == 0);
+	CHECK(store_pos_save(st, "", e, 1, err, sizeof(err)) != 0);
+	store_close(st);
+	REQUIRE(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) == 0);
+	REQUIRE(store_read_begin(st, &txn) == 0);
+	REQUIRE(store_pos_get(st, txn, "rw:a", 7, &p) == 0);
+	CHECK(p.count == 200 && p.step == 99 && p.time == 123456789000ll);
+	REQUIRE(store_pos_get(st, txn, "rw:a", 70000, &p) == 0);
+	CHECK(p.count == 1 && p.step == 0 && p.time == -5);
+	CHECK(store_pos_get(st, txn, "rw:b", 7, &p) == STORE_ENOTFOUND);
+	CHECK(store_pos_get(st, txn, "rw:a", 8, &p) == STORE_ENOTFOUND);
+	store_read_end(txn);
+	store_close(st);
+}
+
 int
 main(void)
 {
@@ -1219,6 +1249,7 @@ main(void)
 	RUN(journal_records_bounded);
 	RUN(format1_store_read_and_converted);
 	RUN(readonly_missing_db_is_clear);
+	RUN(positions_survive_reopen);
 	fresh_dir();
 	rmdir(dir);
 	return harness_done();

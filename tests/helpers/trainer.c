@@ -3,7 +3,7 @@
  * what the store returns.
  *
  *	test_trainer emit --ranks R --steps S --metrics M [--threads]
- *	    [--step-us U] [--flush-ms T] [--first-step F]
+ *	    [--step-us U] [--flush-ms T] [--first-step F] [--finite]
  *	test_trainer verify --ranks R --steps S --metrics M [--first-step F]
  *	    [--allow-missing] < query.csv
  *
@@ -36,6 +36,8 @@
 typedef struct cfg {
 	long ranks, steps, metrics, step_us, flush_ms, first_step;
 	int  threads, allow_missing;
+	int  finite; /* NaN and infinities replaced by the step (receivers
+	              * such as VictoriaMetrics drop NaN) */
 } cfg;
 
 static uint64_t
@@ -108,6 +110,9 @@ emit_rank(rank_job *j)
 
 		for (long m = 0; m < c->metrics; m++) {
 			double v = value_of(j->rank, m, step);
+
+			if (c->finite && !isfinite(v))
+				v = (double) step;
 
 			if (j->em)
 				vt_emit(j->em, metric_names[m], step, v);
@@ -271,7 +276,7 @@ do_verify(const cfg *c)
 int
 main(int argc, char **argv)
 {
-	cfg c = { 4, 1000, 5, 0, 10000, 0, 0, 0 };
+	cfg c = { 4, 1000, 5, 0, 10000, 0, 0, 0, 0 };
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: test_trainer emit|verify [options]\n");
@@ -284,6 +289,10 @@ main(int argc, char **argv)
 
 		if (strcmp(a, "--threads") == 0) {
 			c.threads = 1;
+			continue;
+		}
+		if (strcmp(a, "--finite") == 0) {
+			c.finite = 1;
 			continue;
 		}
 		if (strcmp(a, "--allow-missing") == 0) {

@@ -1,0 +1,1269 @@
+#include "collector/remote_write.h"
+
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <snappy-c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "proto/remote_write.pb-c.h"
+#include "store/scan.h"
+#include "vitals.h"
+
+#define BACKOFF_MIN_MS 250
+#define BACKOFF_MAX_MS 30000
+#define SAVE_EVERY_MS 1000
+#define REPLY_MAX 300
+
+/* A sample as read from the store (time in ns, as stored). */
+typedef struct rw_sample {
+	int64_t  t;
+	double   v;
+	uint64_t step;
+} rw_sample;
+
+/*
+ * A series with samples to send in this pass: names are offsets into the
+ * target's arena (it grows while the series are listed); its new samples
+ * are smp[off .. off + n).
+ */
+typedef struct rw_item {
+	uint32_t sid;
+	int32_t  rank;
+	size_t   run_off, metric_off, host_off;
+	char     rankbuf[12];
+	int      step_source; /* the rank's first series: vitals_step too */
+	int      complete;    /* the slice holds all its new samples */
+	uint64_t listed;      /* its samples when listed */
+	size_t   off, n, sent;
+} rw_item;
+
+/* Per rank of the run being listed: its first series and its host. */
+typedef struct rank_slot {
+	int32_t  rank;
+	uint32_t min_sid;
+	size_t   host_off;
+	int      used;
+} rank_slot;
+
+/* Where a series' position stands: 0 not loaded, 1 loaded, 2 changed
+ * since the last save. */
+typedef struct pos_slot {
+	store_pos pos;
+	uint8_t   state;
+} pos_slot;
+
+/* A piece of an item in the request being built. */
+typedef struct part {
+	size_t item, from, n;
+} part;
+
+typedef struct target target;
+
+struct rwrite {
+	store          *st;
+	int             timeout_ms, interval_ms, lag_alert_s;
+	pthread_mutex_t mu; /* guards stop and every target's stats */
+	pthread_cond_t  wake;
+	int             stop;
+	target         *t;
+	size_t          nt;
+	/* Label names and metric names as protobuf-c wants them (char *). */
+	char ln_name[9], ln_host[5], ln_metric[7], ln_rank[5], ln_run[4];
+	char v_value[13], v_step[12];
+};
+
+struct target {
+	rwrite   *rw;
+	char     *url;
+	char      name[32]; /* of its positions in the store */
+	CURL     *curl;
+	pthread_t thread;
+	int       started;
+
+	pos_slot *pos; /* by series id */
+	size_t    npos;
+
+	/* This pass: the series listed, their samples, their names. */
+	store_txn  *txn;
+	rw_item    *items;
+	size_t      nitems, capitems;
+	rw_sample  *smp;
+	size_t      nsmp, capsmp;
+	char       *arena;
+	size_t      narena, caparena;
+	rank_slot  *ranks;
+	size_t      capranks, nranks;
+	const char *cur_run;
+	size_t      cur_runlen, run_first_item;
+	uint64_t    pass_pending;
+	int         oom;
+
+	/* The request being built (reused). */
+	part                   *parts;
+	size_t                  capparts;
+	Prometheus__TimeSeries *ts, **tsp;
+	size_t                  capts;
+	Prometheus__Label      *lab, **labp;
+	size_t                  caplab;
+	Prometheus__Sample     *ps, **psp;
+	size_t                  capps;
+	uint8_t                *pb, *sb;
+	size_t                  cappb, capsb;
+
+	uint64_t     sum_count;  /* sum of the loaded positions' counts */
+	uint64_t     total;      /* runs' samples at the last look */
+	uint64_t     last_total; /* runs' samples when it last caught up */
+	int          caught_up;
+	int64_t      caught_up_ms, last_save_ms; /* monotonic */
+	uint64_t     failed_in_row;
+	int          lagging, save_failing;
+	rwrite_stats st; /* under rw->mu */
+};
+
+void
+rwrite_opts_init(rwrite_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->timeout_ms  = 10000;
+	o->interval_ms = 200;
+	o->lag_alert_s = RWRITE_LAG_ALERT_S;
+}
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+stopping(rwrite *rw)
+{
+	return __atomic_load_n(&rw->stop, __ATOMIC_RELAXED);
+}
+
+/* Grow *p (of *cap elements of size sz) to hold want. Returns 0 or -1. */
+static int
+grow(void *pp, size_t *cap, size_t want, size_t sz)
+{
+	void **p = pp;
+	size_t n = *cap ? *cap : 16;
+	void  *q;
+
+	if (want <= *cap)
+		return 0;
+	while (n < want)
+		n *= 2;
+	if ((q = realloc(*p, n * sz)) == NULL)
+		return -1;
+	*p   = q;
+	*cap = n;
+	return 0;
+}
+
+/* Copy s (len bytes) into the arena, NUL-terminated: its offset, or
+ * (size_t) -1. */
+static size_t
+arena_add(target *t, const char *s, size_t len)
+{
+	size_t off = t->narena;
+
+	if (grow(&t->arena, &t->caparena, t->narena + len + 1, 1) != 0)
+		return (size_t) -1;
+	memcpy(t->arena + off, s, len);
+	t->arena[off + len] = 0;
+	t->narena += len + 1;
+	return off;
+}
+
+/* ---- positions ------------------------------------------------------- */
+
+static pos_slot *
+pos_of(target *t, uint32_t sid)
+{
+	if (sid >= t->npos) {
+		size_t    n = t->npos ? t->npos : 1024;
+		pos_slot *p;
+
+		while (n <= sid)
+			n *= 2;
+		if ((p = realloc(t->pos, n * sizeof(*p))) == NULL)
+			return NULL;
+		memset(p + t->npos, 0, (n - t->npos) * sizeof(*p));
+		t->pos  = p;
+		t->npos = n;
+	}
+	return &t->pos[sid];
+}
+
+/*
+ * Save the positions that changed, at most once a second unless forced.
+ * A failure (a full map the writer has not grown yet, a full disk) keeps
+ * them for the next try and is logged once.
+ */
+static void
+save_positions(target *t, int force)
+{
+	store_pos_entry *e = NULL;
+	size_t           n = 0, cap = 0;
+	char             err[600];
+	int64_t          now = mono_ms();
+
+	if (!force && now - t->last_save_ms < SAVE_EVERY_MS)
+		return;
+	t->last_save_ms = now;
+	for (size_t sid = 0; sid < t->npos; sid++) {
+		if (t->pos[sid].state != 2)
+			continue;
+		if (grow(&e, &cap, n + 1, sizeof(*e)) != 0)
+			break;
+		e[n].sid = (uint32_t) sid;
+		e[n].pos = t->pos[sid].pos;
+		n++;
+	}
+	if (n > 0
+	    && store_pos_save(t->rw->st, t->name, e, n, err, sizeof(err))
+	        != 0) {
+		if (!t->save_failing)
+			fprintf(stderr,
+			    "vitalsd: remote write %s: %s; kept in memory, "
+			    "retrying\n",
+			    t->url, err);
+		t->save_failing = 1;
+	} else if (n > 0) {
+		for (size_t i = 0; i < n; i++)
+			if (t->pos[e[i].sid].state == 2)
+				t->pos[e[i].sid].state = 1;
+		t->save_failing = 0;
+	}
+	free(e);
+}
+
+/* ---- listing --------------------------------------------------------- */
+
+static rank_slot *
+rank_slot_of(target *t, int32_t rank)
+{
+	size_t h;
+
+	if (t->nranks * 2 >= t->capranks) {
+		rank_slot *old = t->ranks;
+		size_t     oc = t->capranks, nc = oc ? oc * 2 : 64;
+
+		if ((t->ranks = calloc(nc, sizeof(*t->ranks))) == NULL) {
+			t->ranks = old;
+			return NULL;
+		}
+		t->capranks = nc;
+		t->nranks   = 0;
+		for (size_t i = 0; i < oc; i++)
+			if (old[i].used) {
+				rank_slot *s = rank_slot_of(t, old[i].rank);
+
+				*s = old[i];
+			}
+		free(old);
+	}
+	h = ((uint32_t) rank * 2654435761u) & (t->capranks - 1);
+	while (t->ranks[h].used && t->ranks[h].rank != rank)
+		h = (h + 1) & (t->capranks - 1);
+	if (!t->ranks[h].used) {
+		t->ranks[h].used     = 1;
+		t->ranks[h].rank     = rank;
+		t->ranks[h].min_sid  = UINT32_MAX;
+		t->ranks[h].host_off = (size_t) -1;
+		t->nranks++;
+	}
+	return &t->ranks[h];
+}
+
+static int
+on_rank(void *ctx, const scan_rank *r)
+{
+	target            *t = ctx;
+	rank_slot         *s = rank_slot_of(t, r->rank);
+	const emitter_rec *e = r->inc[r->n - 1];
+
+	if (s == NULL)
+		return -1;
+	s->host_off = arena_add(t, e->host, strlen(e->host));
+	return s->host_off == (size_t) -1 ? -1 : 0;
+}
+
+/* The run listed last is complete: mark each rank's first series and
+ * give the items their host. */
+static int
+finish_run(target *t)
+{
+	size_t first = t->run_first_item;
+	int    rc;
+
+	if (t->cur_run == NULL || first == t->nitems)
+		return 0;
+	rc = scan_ranks(
+	    t->rw->st, t->txn, t->arena + t->items[first].run_off, on_rank, t);
+	if (rc != 0)
+		return rc;
+	for (size_t i = first; i < t->nitems; i++) {
+		rw_item   *it = &t->items[i];
+		rank_slot *s  = rank_slot_of(t, it->rank);
+
+		if (s == NULL)
+			return -1;
+		it->step_source = s->min_sid == it->sid;
+		it->host_off    = s->host_off;
+	}
+	return 0;
+}
+
+static int
+on_series(void *ctx, const scan_series *s)
+{
+	target    *t = ctx;
+	pos_slot  *p;
+	rank_slot *r;
+	rw_item   *it;
+	int        rc;
+
+	if (t->cur_run == NULL || s->runlen != t->cur_runlen
+	    || memcmp(s->run, t->cur_run, s->runlen) != 0) {
+		if ((rc = finish_run(t)) != 0)
+			return rc;
+		t->cur_run        = s->run;
+		t->cur_runlen     = s->runlen;
+		t->run_first_item = t->nitems;
+		if (t->ranks != NULL)
+			memset(t->ranks, 0, t->capranks * sizeof(*t->ranks));
+		t->nranks = 0;
+	}
+	if ((r = rank_slot_of(t, s->rank)) == NULL)
+		return -1;
+	if (s->rec.sid < r->min_sid)
+		r->min_sid = s->rec.sid;
+	if ((p = pos_of(t, s->rec.sid)) == NULL)
+		return -1;
+	if (p->state == 0) {
+		rc = store_pos_get(
+		    t->rw->st, t->txn, t->name, s->rec.sid, &p->pos);
+		if (rc == STORE_ENOTFOUND)
+			memset(&p->pos, 0, sizeof(p->pos));
+		else if (rc != 0)
+			return rc;
+		p->state = 1;
+		t->sum_count += p->pos.count;
+	}
+	if (s->rec.samples <= p->pos.count)
+		return 0;
+	t->pass_pending += s->rec.samples - p->pos.count;
+	if (grow(&t->items, &t->capitems, t->nitems + 1, sizeof(*t->items)))
+		return -1;
+	it = &t->items[t->nitems];
+	memset(it, 0, sizeof(*it));
+	it->sid        = s->rec.sid;
+	it->rank       = s->rank;
+	it->listed     = s->rec.samples;
+	it->run_off    = arena_add(t, s->run, s->runlen);
+	it->metric_off = arena_add(t, s->metric, s->mlen);
+	it->host_off   = (size_t) -1;
+	if (it->run_off == (size_t) -1 || it->metric_off == (size_t) -1)
+		return -1;
+	snprintf(it->rankbuf, sizeof(it->rankbuf), "%d", (int) s->rank);
+	t->nitems++;
+	return 0;
+}
+
+static int
+on_run(void *ctx, const char *run, size_t runlen, const run_rec *r)
+{
+	uint64_t *total = ctx;
+
+	(void) run;
+	(void) runlen;
+	*total += r->samples;
+	return 0;
+}
+
+/* ---- reading the new samples of a series ------------------------------ */
+
+typedef struct collect {
+	target   *t;
+	store_pos pos;
+	int       all;  /* nothing sent yet: every sample is new */
+	int       mono; /* times never went back */
+	int64_t   last;
+	uint64_t  n;    /* new samples seen */
+	size_t    keep; /* how many to keep in smp */
+} collect;
+
+/* A sample is new if its step is past every step sent, or its time past
+ * every time sent (a restart that went back in steps, at a later time). */
+static int
+on_sample(void *ctx, uint64_t step, int64_t time_ns, double value)
+{
+	collect   *c = ctx;
+	target    *t = c->t;
+	rw_sample *s;
+
+	if (!c->all && step <= c->pos.step && time_ns <= c->pos.time)
+		return 0;
+	if (c->n > 0 && time_ns < c->last)
+		c->mono = 0;
+	c->last = time_ns;
+	c->n++;
+	if (c->n > c->keep)
+		return 0;
+	if (grow(&t->smp, &t->capsmp, t->nsmp + 1, sizeof(*t->smp)) != 0)
+		return -1;
+	s       = &t->smp[t->nsmp++];
+	s->t    = time_ns;
+	s->v    = value;
+	s->step = step;
+	return 0;
+}
+
+static int
+by_time(const void *a, const void *b)
+{
+	const rw_sample *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Read the new samples of it, oldest first, keeping at most room of them
+ * (plus one, to cut between two times). In step order when times follow
+ * steps (the usual case: one scan from the last step sent); after a
+ * restart that went back in steps, every sample of the series is read
+ * and the new ones sorted by time. Returns 0 or a store_err/-1.
+ */
+static int
+read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
+{
+	pos_slot *p        = &t->pos[it->sid];
+	uint64_t  expected = it->listed - p->pos.count;
+	collect   c;
+	size_t    k;
+	int       rc;
+
+	memset(&c, 0, sizeof(c));
+	c.t     = t;
+	c.pos   = p->pos;
+	c.all   = p->pos.count == 0;
+	c.mono  = 1;
+	c.keep  = room + 1;
+	it->off = t->nsmp;
+	rc = scan_samples(t->rw->st, t->txn, it->sid, c.all ? 0 : p->pos.step,
+	    UINT64_MAX, on_sample, &c);
+	if (rc != 0)
+		return rc;
+	if (c.n < expected || !c.mono) {
+		t->nsmp = it->off;
+		c.n     = 0;
+		c.mono  = 1;
+		c.keep  = SIZE_MAX;
+		rc      = scan_samples(
+		         t->rw->st, t->txn, it->sid, 0, UINT64_MAX, on_sample, &c);
+		if (rc != 0)
+			return rc;
+		qsort(t->smp + it->off, t->nsmp - it->off, sizeof(*t->smp),
+		    by_time);
+		/* Stored at or before the time of the last one sent, at or
+		 * below its step: no receiver would take it after those. */
+		if (c.n < expected)
+			*skipped += expected - c.n;
+	}
+	k = t->nsmp - it->off;
+	if (k > room) {
+		/* Cut between two times: the rest goes in a later pass,
+		 * found by its later time. */
+		size_t cut = room;
+
+		while (cut > 0
+		    && t->smp[it->off + cut - 1].t == t->smp[it->off + cut].t)
+			cut--;
+		k            = cut > 0 ? cut : room;
+		it->complete = 0;
+	} else {
+		it->complete = 1;
+	}
+	t->nsmp = it->off + k;
+	it->n   = k;
+	return 0;
+}
+
+/* Samples stored and not yet handled, as of the last look at the runs. */
+static void
+set_pending(target *t)
+{
+	pthread_mutex_lock(&t->rw->mu);
+	t->st.pending = t->total > t->sum_count ? t->total - t->sum_count : 0;
+	pthread_mutex_unlock(&t->rw->mu);
+}
+
+/* While a request is retried: how much the store holds now. */
+static void
+refresh_pending(target *t)
+{
+	store_txn *txn;
+	uint64_t   total = 0;
+
+	if (store_read_begin(t->rw->st, &txn) != 0)
+		return;
+	if (scan_runs(t->rw->st, txn, on_run, &total) == 0)
+		t->total = total;
+	store_read_end(txn);
+	set_pending(t);
+}
+
+static void check_lag(target *t);
+
+/* ---- requests -------------------------------------------------------- */
+
+typedef struct reply_buf {
+	char   s[REPLY_MAX + 1];
+	size_t n;
+} reply_buf;
+
+static size_t
+on_reply(char *p, size_t size, size_t nmemb, void *ctx)
+{
+	reply_buf *r = ctx;
+	size_t     n = size * nmemb, k = n;
+
+	if (k > REPLY_MAX - r->n)
+		k = REPLY_MAX - r->n;
+	memcpy(r->s + r->n, p, k);
+	r->n += k;
+	r->s[r->n] = 0;
+	return n;
+}
+
+/* Abandons a request in flight when vitalsd stops. */
+static int
+on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	(void) a;
+	(void) b;
+	(void) c;
+	(void) d;
+	return stopping(ctx);
+}
+
+/* POST body to t. Returns the HTTP status, or 0 with the reason in why. */
+static long
+post(target *t, const uint8_t *body, size_t len, reply_buf *r, char *why,
+    size_t whylen)
+{
+	struct curl_slist *hdr = NULL;
+	CURLcode           rc;
+	long               code = 0;
+
+	r->n    = 0;
+	r->s[0] = 0;
+	hdr     = curl_slist_append(hdr, "Content-Encoding: snappy");
+	hdr = curl_slist_append(hdr, "Content-Type: application/x-protobuf");
+	hdr = curl_slist_append(
+	    hdr, "X-Prometheus-Remote-Write-Version: 0.1.0");
+	hdr = curl_slist_append(hdr, "User-Agent: vitalsd/" VT_VERSION_STR);
+	/* No "Expect: 100-continue" round trip before each body. */
+	hdr = curl_slist_append(hdr, "Expect:");
+	curl_easy_setopt(t->curl, CURLOPT_URL, t->url);
+	curl_easy_setopt(t->curl, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(t->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(
+	    t->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
+	curl_easy_setopt(t->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(
+	    t->curl, CURLOPT_TIMEOUT_MS, (long) t->rw->timeout_ms);
+	curl_easy_setopt(
+	    t->curl, CURLOPT_CONNECTTIMEOUT_MS, (long) t->rw->timeout_ms);
+	curl_easy_setopt(t->curl, CURLOPT_WRITEFUNCTION, on_reply);
+	curl_easy_setopt(t->curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(t->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(t->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(t->curl, CURLOPT_XFERINFODATA, t->rw);
+	rc = curl_easy_perform(t->curl);
+	if (rc != CURLE_OK)
+		snprintf(why, whylen, "%s", curl_easy_strerror(rc));
+	else
+		curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
+	curl_slist_free_all(hdr);
+	return code;
+}
+
+static void
+set_label(Prometheus__Label *l, char *name, char *value)
+{
+	l->name  = name;
+	l->value = value;
+}
+
+/*
+ * Room for nts series, nlab labels and nsmp samples in the request's
+ * scratch (structures initialised once, pointers to them alongside).
+ * Returns 0 or -1.
+ */
+static int
+reserve(target *t, size_t nts, size_t nlab, size_t nsmp)
+{
+	if (nts > t->capts) {
+		size_t c = t->capts, n = c;
+
+		if (grow(&t->ts, &n, nts, sizeof(*t->ts)) != 0
+		    || (t->tsp = realloc(t->tsp, n * sizeof(*t->tsp))) == NULL)
+			return -1;
+		for (size_t i = c; i < n; i++)
+			prometheus__time_series__init(&t->ts[i]);
+		t->capts = n;
+	}
+	if (nlab > t->caplab) {
+		size_t c = t->caplab, n = c;
+
+		if (grow(&t->lab, &n, nlab, sizeof(*t->lab)) != 0
+		    || (t->labp = realloc(t->labp, n * sizeof(*t->labp)))
+		        == NULL)
+			return -1;
+		for (size_t i = c; i < n; i++)
+			prometheus__label__init(&t->lab[i]);
+		t->caplab = n;
+	}
+	if (nsmp > t->capps) {
+		size_t c = t->capps, n = c;
+
+		if (grow(&t->ps, &n, nsmp, sizeof(*t->ps)) != 0
+		    || (t->psp = realloc(t->psp, n * sizeof(*t->psp))) == NULL)
+			return -1;
+		for (size_t i = c; i < n; i++)
+			prometheus__sample__init(&t->ps[i]);
+		t->capps = n;
+	}
+	return 0;
+}
+
+/*
+ * Encode the parts as one WriteRequest, snappy-compressed into t->sb.
+ * Returns the compressed length, or 0 when out of memory.
+ */
+static size_t
+encode(target *t, size_t nparts)
+{
+	rwrite                  *rw  = t->rw;
+	Prometheus__WriteRequest req = PROMETHEUS__WRITE_REQUEST__INIT;
+	size_t nts = 0, nlab = 0, nsmp = 0, need_ts = 0, need_smp = 0;
+	size_t len, out;
+
+	for (size_t i = 0; i < nparts; i++) {
+		int src = t->items[t->parts[i].item].step_source;
+
+		need_ts += src ? 2 : 1;
+		need_smp += t->parts[i].n * (src ? 2 : 1);
+	}
+	if (reserve(t, need_ts, need_ts * 5, need_smp) != 0)
+		return 0;
+	for (size_t i = 0; i < nparts; i++) {
+		const part             *pa = &t->parts[i];
+		rw_item                *it = &t->items[pa->item];
+		const rw_sample        *s  = t->smp + it->off + pa->from;
+		char                   *host;
+		Prometheus__TimeSeries *ts = &t->ts[nts];
+
+		/* Labels sorted by name, as the protocol requires. */
+		host          = it->host_off == (size_t) -1 ? NULL
+		                                            : t->arena + it->host_off;
+		t->tsp[nts++] = ts;
+		ts->labels    = t->labp + nlab;
+		set_label(&t->lab[nlab], rw->ln_name, rw->v_value);
+		t->labp[nlab] = &t->lab[nlab];
+		nlab++;
+		if (host != NULL && host[0] != 0) {
+			set_label(&t->lab[nlab], rw->ln_host, host);
+			t->labp[nlab] = &t->lab[nlab];
+			nlab++;
+		}
+		set_label(
+		    &t->lab[nlab], rw->ln_metric, t->arena + it->metric_off);
+		t->labp[nlab] = &t->lab[nlab];
+		nlab++;
+		set_label(&t->lab[nlab], rw->ln_rank, it->rankbuf);
+		t->labp[nlab] = &t->lab[nlab];
+		nlab++;
+		set_label(&t->lab[nlab], rw->ln_run, t->arena + it->run_off);
+		t->labp[nlab] = &t->lab[nlab];
+		nlab++;
+		ts->n_labels  = (size_t) (t->labp + nlab - ts->labels);
+		ts->samples   = t->psp + nsmp;
+		ts->n_samples = pa->n;
+		for (size_t j = 0; j < pa->n; j++) {
+			t->ps[nsmp].value     = s[j].v;
+			t->ps[nsmp].timestamp = s[j].t / 1000000;
+			t->psp[nsmp]          = &t->ps[nsmp];
+			nsmp++;
+		}
+		if (!it->step_source)
+			continue;
+		ts            = &t->ts[nts];
+		t->tsp[nts++] = ts;
+		ts->labels    = t->labp + nlab;
+		set_label(&t->lab[nlab], rw->ln_name, rw->v_step);
+		t->labp[nlab] = &t->lab[nlab];
+		nlab++;
+		set_label(&t->lab[nlab], rw->ln_rank, it->rankbuf);
+		t->labp[nlab] = &t->lab[nlab];
+		nlab++;
+		set_label(&t->lab[nlab], rw->ln_run, t->arena + it->run_off);
+		t->labp[nlab] = &t->lab[nlab];
+		nlab++;
+		ts->n_labels  = 3;
+		ts->samples   = t->psp + nsmp;
+		ts->n_samples = pa->n;
+		for (size_t j = 0; j < pa->n; j++) {
+			t->ps[nsmp].value     = (double) s[j].step;
+			t->ps[nsmp].timestamp = s[j].t / 1000000;
+			t->psp[nsmp]          = &t->ps[nsmp];
+			nsmp++;
+		}
+	}
+	req.n_timeseries = nts;
+	req.timeseries   = t->tsp;
+	len              = prometheus__write_request__get_packed_size(&req);
+	if (grow(&t->pb, &t->cappb, len, 1) != 0)
+		return 0;
+	prometheus__write_request__pack(&req, t->pb);
+	out = snappy_max_compressed_length(len);
+	if (grow(&t->sb, &t->capsb, out, 1) != 0)
+		return 0;
+	if (snappy_compress((const char *) t->pb, len, (char *) t->sb, &out)
+	    != SNAPPY_OK)
+		return 0;
+	return out;
+}
+
+/* The parts were delivered (or refused for good): move the positions. */
+static void
+advance(target *t, size_t nparts)
+{
+	for (size_t i = 0; i < nparts; i++) {
+		const part      *pa = &t->parts[i];
+		rw_item         *it = &t->items[pa->item];
+		const rw_sample *s  = t->smp + it->off + pa->from;
+		pos_slot        *p  = &t->pos[it->sid];
+
+		t->sum_count -= p->pos.count;
+		for (size_t j = 0; j < pa->n; j++) {
+			if (s[j].step > p->pos.step)
+				p->pos.step = s[j].step;
+			if (s[j].t > p->pos.time)
+				p->pos.time = s[j].t;
+		}
+		p->pos.count += pa->n;
+		it->sent += pa->n;
+		if (it->complete && it->sent == it->n)
+			p->pos.count = it->listed;
+		if (p->pos.count > it->listed)
+			p->pos.count = it->listed;
+		t->sum_count += p->pos.count;
+		p->state = 2;
+	}
+}
+
+/* Sleep ms or until vitalsd stops. Returns non-zero when stopping. */
+static int
+nap(rwrite *rw, int64_t ms)
+{
+	struct timespec ts;
+	int             stop;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long) (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&rw->mu);
+	if (!rw->stop)
+		pthread_cond_timedwait(&rw->wake, &rw->mu, &ts);
+	stop = rw->stop;
+	pthread_mutex_unlock(&rw->mu);
+	return stop;
+}
+
+/*
+ * Deliver one request of the parts: retried with backoff until it is
+ * delivered or refused (4xx), or vitalsd stops. Returns 0 when the
+ * positions may move past it, -1 when stopping.
+ */
+static int
+deliver(target *t, size_t nparts, size_t nsamples)
+{
+	rwrite   *rw      = t->rw;
+	size_t    len     = encode(t, nparts);
+	int64_t   backoff = 0;
+	reply_buf r;
+	char      why[CURL_ERROR_SIZE + 400];
+	long      code;
+
+	if (len == 0) {
+		fprintf(stderr,
+		    "vitalsd: remote write %s: out of memory "
+		    "encoding a request; retrying\n",
+		    t->url);
+		return nap(rw, 1000) ? -1 : deliver(t, nparts, nsamples);
+	}
+	for (;;) {
+		if (stopping(rw))
+			return -1;
+		code = post(t, t->sb, len, &r, why, sizeof(why));
+		if (code >= 200 && code < 300) {
+			pthread_mutex_lock(&rw->mu);
+			t->st.ok++;
+			t->st.samples += nsamples;
+			pthread_mutex_unlock(&rw->mu);
+			if (t->failed_in_row > 0)
+				fprintf(stderr,
+				    "vitalsd: remote write %s: delivered "
+				    "again after %" PRIu64
+				    " failed requests\n",
+				    t->url, t->failed_in_row);
+			t->failed_in_row = 0;
+			return 0;
+		}
+		r.s[strcspn(r.s, "\r\n")] = 0;
+		if (code >= 400 && code < 500) {
+			pthread_mutex_lock(&rw->mu);
+			t->st.refused++;
+			t->st.samples_refused += nsamples;
+			pthread_mutex_unlock(&rw->mu);
+			fprintf(stderr,
+			    "vitalsd: remote write %s refused %zu samples "
+			    "(HTTP %ld): %s; skipped\n",
+			    t->url, nsamples, code, r.s);
+			return 0;
+		}
+		if (stopping(rw))
+			return -1;
+		if (code != 0)
+			snprintf(why, sizeof(why), "HTTP %ld: %s", code, r.s);
+		pthread_mutex_lock(&rw->mu);
+		t->st.errors++;
+		pthread_mutex_unlock(&rw->mu);
+		if (t->failed_in_row++ == 0)
+			fprintf(stderr,
+			    "vitalsd: remote write %s: %s; the samples stay "
+			    "in the store, retrying (backoff up to %d s)\n",
+			    t->url, why, BACKOFF_MAX_MS / 1000);
+		refresh_pending(t);
+		check_lag(t);
+		backoff = backoff == 0 ? BACKOFF_MIN_MS : 2 * backoff;
+		if (backoff > BACKOFF_MAX_MS)
+			backoff = BACKOFF_MAX_MS;
+		if (nap(rw, backoff))
+			return -1;
+	}
+}
+
+/*
+ * Send what the pass read, in requests of up to RWRITE_REQ_MAX samples;
+ * a series is cut between two of its times only. Returns 0, or -1 when
+ * stopping.
+ */
+static int
+send_pass(target *t)
+{
+	size_t nparts = 0, nsamples = 0;
+	int    full = 0;
+
+	for (size_t i = 0; i < t->nitems; i++) {
+		rw_item *it   = &t->items[i];
+		size_t   from = 0;
+
+		while (from < it->n) {
+			size_t m = it->n - from, left;
+
+			if (full || nsamples == RWRITE_REQ_MAX) {
+				if (deliver(t, nparts, nsamples) != 0)
+					return -1;
+				advance(t, nparts);
+				save_positions(t, 0);
+				nparts = nsamples = 0;
+				full              = 0;
+			}
+			left = RWRITE_REQ_MAX - nsamples;
+			if (m > left) {
+				const rw_sample *s = t->smp + it->off + from;
+
+				m = left;
+				while (m > 0 && s[m - 1].t == s[m].t)
+					m--;
+				if (m == 0 && nsamples > 0) {
+					full
+					    = 1; /* the rest in the next one */
+					continue;
+				}
+				if (m == 0)
+					m = left;
+			}
+			if (grow(&t->parts, &t->capparts, nparts + 1,
+			        sizeof(*t->parts))
+			    != 0)
+				return nap(t->rw, 1000) ? -1 : 0;
+			t->parts[nparts].item = i;
+			t->parts[nparts].from = from;
+			t->parts[nparts].n    = m;
+			nparts++;
+			nsamples += m;
+			from += m;
+		}
+		if (it->n == 0 && it->complete) {
+			/* Nothing forwardable left (see read_item). */
+			t->sum_count += it->listed - t->pos[it->sid].pos.count;
+			t->pos[it->sid].pos.count = it->listed;
+			t->pos[it->sid].state     = 2;
+		}
+	}
+	if (nparts > 0) {
+		if (deliver(t, nparts, nsamples) != 0)
+			return -1;
+		advance(t, nparts);
+	}
+	return 0;
+}
+
+/* ---- the thread ------------------------------------------------------ */
+
+/*
+ * One pass: list what is new, read up to RWRITE_PASS_MAX samples, end
+ * the read transaction, send. Returns 1 if it sent everything it found
+ * (caught up), 0 if there is more, -1 when stopping or on a store error
+ * (logged; tried again next pass).
+ */
+static int
+pass(target *t, int64_t started)
+{
+	rwrite  *rw    = t->rw;
+	uint64_t total = 0, skipped = 0;
+	size_t   room = RWRITE_PASS_MAX;
+	int      rc, all = 1;
+
+	if ((rc = store_read_begin(rw->st, &t->txn)) != 0)
+		goto store_fail;
+	if ((rc = scan_runs(rw->st, t->txn, on_run, &total)) != 0)
+		goto store_fail;
+	t->total = total;
+	if (t->caught_up && total == t->last_total) {
+		store_read_end(t->txn);
+		t->txn = NULL;
+		save_positions(t, 0);
+		__atomic_store_n(&t->caught_up_ms, started, __ATOMIC_RELAXED);
+		return 1;
+	}
+	t->nitems = t->nsmp = t->narena = 0;
+	t->cur_run                      = NULL;
+	t->pass_pending                 = 0;
+	rc = scan_series_of(rw->st, t->txn, NULL, on_series, t);
+	if (rc == 0)
+		rc = finish_run(t);
+	if (rc != 0)
+		goto store_fail;
+	for (size_t i = 0; i < t->nitems; i++) {
+		if (room == 0) {
+			t->nitems = i;
+			all       = 0;
+			break;
+		}
+		if ((rc = read_item(t, &t->items[i], room, &skipped)) != 0)
+			goto store_fail;
+		room -= t->items[i].n;
+		if (!t->items[i].complete)
+			all = 0;
+	}
+	store_read_end(t->txn);
+	t->txn   = NULL;
+	t->total = total;
+	pthread_mutex_lock(&rw->mu);
+	t->st.skipped += skipped;
+	pthread_mutex_unlock(&rw->mu);
+	set_pending(t);
+	if (send_pass(t) != 0)
+		return -1;
+	set_pending(t);
+	save_positions(t, 0);
+	if (all) {
+		t->caught_up  = 1;
+		t->last_total = total;
+		__atomic_store_n(&t->caught_up_ms, started, __ATOMIC_RELAXED);
+		return 1;
+	}
+	t->caught_up = 0;
+	return 0;
+store_fail:
+	if (t->txn != NULL)
+		store_read_end(t->txn);
+	t->txn       = NULL;
+	t->caught_up = 0;
+	if (rc == -1)
+		fprintf(stderr,
+		    "vitalsd: remote write %s: out of memory "
+		    "reading the store; retrying\n",
+		    t->url);
+	else
+		fprintf(stderr, "vitalsd: remote write %s: %s; retrying\n",
+		    t->url, store_errmsg(rw->st));
+	return nap(rw, 1000) ? -1 : 0;
+}
+
+static void
+check_lag(target *t)
+{
+	int64_t  lag = (mono_ms() - t->caught_up_ms) / 1000;
+	uint64_t pending;
+
+	pthread_mutex_lock(&t->rw->mu);
+	pending = t->st.pending;
+	pthread_mutex_unlock(&t->rw->mu);
+
+	if (!t->lagging && lag > t->rw->lag_alert_s) {
+		fprintf(stderr,
+		    "vitalsd: remote write %s is %" PRId64 " s behind "
+		    "(%" PRIu64 " samples pending); ingest goes on, the store "
+		    "keeps them\n",
+		    t->url, lag, pending);
+		t->lagging = 1;
+	} else if (t->lagging && lag <= t->rw->lag_alert_s) {
+		fprintf(
+		    stderr, "vitalsd: remote write %s caught up\n", t->url);
+		t->lagging = 0;
+	}
+}
+
+static void *
+run(void *arg)
+{
+	target *t  = arg;
+	rwrite *rw = t->rw;
+
+	/* Named, so that its CPU can be told apart (bench/remote_write.sh). */
+	pthread_setname_np(pthread_self(), "vt-rwrite");
+	while (!stopping(rw)) {
+		int64_t started = mono_ms();
+		int     rc      = pass(t, started);
+
+		if (rc < 0)
+			break;
+		check_lag(t);
+		if (rc == 1 && nap(rw, rw->interval_ms))
+			break;
+	}
+	save_positions(t, 1);
+	return NULL;
+}
+
+/* ---- open, close, stats ---------------------------------------------- */
+
+/* The URL, checked (http or https, a host) and normalised by libcurl:
+ * malloc'd, or NULL with the reason in err. */
+static char *
+parse_url(const char *url, char *err, size_t errlen)
+{
+	CURLU    *u = curl_url();
+	CURLUcode rc;
+	char     *scheme = NULL, *host = NULL, *full = NULL, *r = NULL;
+
+	if (u == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if ((rc = curl_url_set(u, CURLUPART_URL, url, 0)) != CURLUE_OK) {
+		snprintf(err, errlen,
+		    "--remote-write '%s': not a URL (%s); expected "
+		    "http://HOST:PORT/PATH, e.g. "
+		    "http://127.0.0.1:8428/api/v1/write",
+		    url, curl_url_strerror(rc));
+		goto out;
+	}
+	curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+	curl_url_get(u, CURLUPART_HOST, &host, 0);
+	if (scheme == NULL
+	    || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
+		snprintf(err, errlen,
+		    "--remote-write '%s': the scheme must be http or https",
+		    url);
+		goto out;
+	}
+	if (host == NULL || host[0] == 0) {
+		snprintf(err, errlen, "--remote-write '%s': no host", url);
+		goto out;
+	}
+	if (curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK) {
+		snprintf(err, errlen, "--remote-write '%s': not a URL", url);
+		goto out;
+	}
+	if ((r = strdup(full)) == NULL)
+		snprintf(err, errlen, "out of memory");
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(full);
+	curl_url_cleanup(u);
+	return r;
+}
+
+int
+rwrite_check_url(const char *url, char *err, size_t errlen)
+{
+	char *u = parse_url(url, err, errlen);
+
+	free(u);
+	return u == NULL ? -1 : 0;
+}
+
+/* FNV-1a: the URL's positions are kept under a short name. */
+static uint64_t
+fnv1a(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *s; s++) {
+		h ^= (uint8_t) *s;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+int
+rwrite_open(
+    const rwrite_opts *o, store *st, rwrite **out, char *err, size_t errlen)
+{
+	rwrite *rw;
+
+	*out = NULL;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(err, errlen, "libcurl did not initialise");
+		return -1;
+	}
+	if ((rw = calloc(1, sizeof(*rw))) == NULL
+	    || (rw->t = calloc(o->nurls, sizeof(*rw->t))) == NULL) {
+		free(rw);
+		snprintf(err, errlen, "out of memory");
+		curl_global_cleanup();
+		return -1;
+	}
+	rw->st          = st;
+	rw->timeout_ms  = o->timeout_ms;
+	rw->interval_ms = o->interval_ms;
+	rw->lag_alert_s = o->lag_alert_s;
+	memcpy(rw->ln_name, "__name__", 9);
+	memcpy(rw->ln_host, "host", 5);
+	memcpy(rw->ln_metric, "metric", 7);
+	memcpy(rw->ln_rank, "rank", 5);
+	memcpy(rw->ln_run, "run", 4);
+	memcpy(rw->v_value, "vitals_value", 13);
+	memcpy(rw->v_step, "vitals_step", 12);
+	pthread_mutex_init(&rw->mu, NULL);
+	pthread_cond_init(&rw->wake, NULL);
+	for (size_t i = 0; i < o->nurls; i++) {
+		target *t = &rw->t[rw->nt];
+
+		if ((t->url = parse_url(o->urls[i], err, errlen)) == NULL)
+			goto fail;
+		rw->nt++;
+		t->rw     = rw;
+		t->st.url = t->url;
+		snprintf(
+		    t->name, sizeof(t->name), "rw:%016" PRIx64, fnv1a(t->url));
+		if ((t->curl = curl_easy_init()) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		t->caught_up_ms = mono_ms();
+		t->last_save_ms = t->caught_up_ms;
+	}
+	for (size_t i = 0; i < rw->nt; i++) {
+		target *t = &rw->t[i];
+
+		if (pthread_create(&t->thread, NULL, run, t) != 0) {
+			snprintf(err, errlen,
+			    "cannot start the remote-write thread");
+			goto fail;
+		}
+		t->started = 1;
+		fprintf(stderr,
+		    "vitalsd: remote write to %s (every stored sample, "
+		    "resuming where it was)\n",
+		    t->url);
+	}
+	*out = rw;
+	return 0;
+fail:
+	rwrite_close(rw);
+	return -1;
+}
+
+void
+rwrite_close(rwrite *rw)
+{
+	if (rw == NULL)
+		return;
+	pthread_mutex_lock(&rw->mu);
+	rw->stop = 1;
+	pthread_cond_broadcast(&rw->wake);
+	pthread_mutex_unlock(&rw->mu);
+	for (size_t i = 0; i < rw->nt; i++) {
+		target *t = &rw->t[i];
+
+		if (t->started)
+			pthread_join(t->thread, NULL);
+		if (t->curl != NULL)
+			curl_easy_cleanup(t->curl);
+		free(t->url);
+		free(t->pos);
+		free(t->items);
+		free(t->smp);
+		free(t->arena);
+		free(t->ranks);
+		free(t->parts);
+		free(t->ts);
+		free(t->tsp);
+		free(t->lab);
+		free(t->labp);
+		free(t->ps);
+		free(t->psp);
+		free(t->pb);
+		free(t->sb);
+	}
+	free(rw->t);
+	pthread_mutex_destroy(&rw->mu);
+	pthread_cond_destroy(&rw->wake);
+	free(rw);
+	curl_global_cleanup();
+}
+
+size_t
+rwrite_count(const rwrite *rw)
+{
+	return rw == NULL ? 0 : rw->nt;
+}
+
+void
+rwrite_get_stats(rwrite *rw, size_t i, rwrite_stats *out)
+{
+	target *t = &rw->t[i];
+
+	pthread_mutex_lock(&rw->mu);
+	*out = t->st;
+	pthread_mutex_unlock(&rw->mu);
+	out->lag_seconds
+	    = (double) (mono_ms()
+	          - __atomic_load_n(&t->caught_up_ms, __ATOMIC_RELAXED))
+	    / 1000.0;
+}

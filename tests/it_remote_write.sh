@@ -1,0 +1,207 @@
+# vitalsd --remote-write against the real receivers, started here on
+# loopback with temporary folders: Debian's victoria-metrics receives a
+# 1,000,000-sample run, exactly, also when vitalsd is SIGKILLed in the
+# middle and started again (at-least-once: what was sent again is
+# deduplicated by VictoriaMetrics, -dedup.minScrapeInterval=1ms); a
+# Prometheus with its remote-write receiver takes a smaller run (20,000
+# samples: the same stream, Prometheus is slower to start and query);
+# a receiver that is down, comes back, or refuses (4xx) never stalls
+# ingest and is logged and counted; bad URLs are clear errors at start.
+# Parts whose server binary is missing are skipped and count nothing.
+. tests/lib.sh
+
+VM=${VICTORIA_METRICS:-/usr/bin/victoria-metrics}
+PROMETHEUS=${PROMETHEUS:-/usr/bin/prometheus}
+SERVERS=
+
+if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
+	echo "skip: this test needs curl and python3"
+	finish
+	exit 0
+fi
+
+spawn() {
+	"$@" &
+	SERVERS="$SERVERS $!"
+	LAST=$!
+}
+stop_servers() {
+	for p in $SERVERS; do kill -9 "$p" 2>/dev/null; done
+	SERVERS=
+}
+trap 'stop_servers; cleanup' EXIT
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_for() {
+	end=$(($(now_ms) + $1 * 1000))
+	shift
+	while :; do
+		"$@" 2>/dev/null && return 0
+		[ "$(now_ms)" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+
+start_vitalsd() {
+	"$BIN/vitalsd" --listen "$EP" --db "$DB" --no-detect --http 127.0.0.1:0 "$@" \
+		>/dev/null 2>>"$T/vitalsd.log" &
+	VPID=$!
+	wait_for 10 sh -c "[ \$(grep -c 'listening on' '$T/vitalsd.log') -ge $NSTART ]"
+	HTTP_PORT=$(sed -n 's/.*http on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$T/vitalsd.log" | tail -n 1)
+	NSTART=$((NSTART + 1))
+}
+NSTART=1
+
+# metric NAME: its value on vitalsd's /metrics (the first sample).
+metric() {
+	curl -sf "http://127.0.0.1:$HTTP_PORT/metrics" |
+		awk -v n="$1" '$1 == n || index($1, n "{") == 1 { print $2; exit }'
+}
+
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+metric_gt() { v=$(metric "$1"); [ -n "$v" ] && [ "$v" -gt "$2" ]; }
+
+# query PORT QUERY: the value of an instant query (0 if none).
+query() {
+	curl -sf --data-urlencode "query=$2" "http://127.0.0.1:$1/api/v1/query" |
+		python3 -c 'import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(r[0]["value"][1] if r else 0)'
+}
+# count_is PORT QUERY N: the query returns N.
+count_is() { [ "$(query "$1" "$2")" = "$3" ]; }
+
+start_vm() {
+	spawn "$VM" -storageDataPath="$T/vm$1" -httpListenAddr="127.0.0.1:$2" \
+		-dedup.minScrapeInterval=1ms -search.latencyOffset=0 -search.disableCache \
+		-loggerLevel=ERROR >>"$T/vm.log" 2>&1
+	VMPID=$LAST
+	wait_for 30 curl -sf "http://127.0.0.1:$2/health" >/dev/null
+}
+
+# ---- bad URLs ----------------------------------------------------------------
+"$BIN/vitalsd" --listen "$EP" --db "$DB" --remote-write ftp://127.0.0.1:1/w >/dev/null 2>"$T/open.err"
+rc=$?
+check "bad URL: a scheme that is not http is a clear error at start-up" \
+	sh -c "[ $rc = 2 ] && grep -q \"remote-write 'ftp://127.0.0.1:1/w': the scheme must be http or https\" '$T/open.err'"
+"$BIN/vitalsd" --listen "$EP" --db "$DB" --remote-write 'http://[oops/w' >/dev/null 2>"$T/open.err"
+rc=$?
+check "bad URL: a malformed URL is a clear error at start-up, before --db is made" \
+	sh -c "[ $rc = 2 ] && grep -q \"remote-write 'http://\\[oops/w': not a URL\" '$T/open.err' && [ ! -e '$DB' ]"
+
+# ---- a receiver that is down, then back ------------------------------------------
+DEAD=$(free_port)
+start_vitalsd --remote-write "http://127.0.0.1:$DEAD/api/v1/write" --remote-write-lag-alert-s 1
+VITALS_RUN=down "$BIN/tests/trainer" emit --ranks 2 --metrics 20 --steps 500 --step-us 1000 --finite \
+	--flush-ms 30000 >"$T/emit.out" 2>&1
+check "receiver down: every sample stored and acknowledged" \
+	sh -c "[ \$(grep -c 'dropped 0 acked 10000' '$T/emit.out') = 2 ]"
+check "receiver down: the failure logged once, naming the URL" \
+	wait_for 10 sh -c "[ \$(grep -c 'remote write http://127.0.0.1:$DEAD/api/v1/write: .*retrying' '$T/vitalsd.log') = 1 ]"
+check "receiver down: failed requests counted on /metrics" \
+	wait_for 10 metric_gt "vitals_remote_write_requests_total{url=\"http://127.0.0.1:$DEAD/api/v1/write\",result=\"error\"}" 0
+check "receiver down: the samples pending on /metrics" \
+	wait_for 10 metric_is vitals_remote_write_pending_samples 20000
+check "receiver down: one line when the lag passes the threshold" \
+	wait_for 10 sh -c "[ \$(grep -c 'is [0-9]* s behind (20000 samples pending)' '$T/vitalsd.log') = 1 ]"
+if [ -x "$VM" ]; then
+	start_vm back "$DEAD"
+	check "receiver back: it gets every sample" \
+		wait_for 60 count_is "$DEAD" 'sum(count_over_time(vitals_value{run="down"}[1y]))' 20000
+	check "receiver back: vitalsd logs the recovery and that it caught up" \
+		wait_for 10 sh -c "grep -q 'delivered again after' '$T/vitalsd.log' && grep -q 'caught up' '$T/vitalsd.log'"
+	kill -9 "$VMPID"
+fi
+t0=$(now_ms)
+stop_collector
+rc=$?
+check "receiver down: vitalsd stops cleanly at once" sh -c "[ $rc = 0 ] && [ $(($(now_ms) - t0)) -lt 5000 ]"
+
+if [ ! -x "$VM" ]; then
+	echo "skip: VictoriaMetrics parts: no $VM (apt-get install victoria-metrics)"
+	stop_servers
+	finish
+	exit $?
+fi
+
+# ---- VictoriaMetrics: 1,000,000 samples, vitalsd SIGKILLed in the middle ------
+rm -rf "$DB"
+VP=$(free_port)
+start_vm 1 "$VP"
+URL=http://127.0.0.1:$VP/api/v1/write
+start_vitalsd --remote-write "$URL"
+# 8 ranks x 50 metrics x 2,500 steps, at least 1 ms apart: one sample per
+# series and millisecond (a receiver keeps one sample per series and
+# timestamp). Finite values: VictoriaMetrics drops NaN.
+VITALS_RUN=big "$BIN/tests/trainer" emit --ranks 8 --metrics 50 --steps 2500 --step-us 1000 \
+	--finite --flush-ms 60000 >"$T/big.out" 2>&1 &
+TPID=$!
+check "victoria-metrics: samples forwarded while the run goes on" \
+	wait_for 60 metric_gt vitals_remote_write_samples_total 100000
+# Positions are saved once a second: some of them before the SIGKILL.
+sleep 1.5
+SENT1=$(metric vitals_remote_write_samples_total)
+kill_collector
+start_vitalsd --remote-write "$URL"
+wait $TPID
+check "victoria-metrics: the trainer's 1,000,000 samples stored across the SIGKILL" \
+	sh -c "[ \$(grep -c 'dropped 0 acked 125000' '$T/big.out') = 8 ]"
+check "victoria-metrics: a count query returns exactly 1,000,000" \
+	wait_for 60 count_is "$VP" 'sum(count_over_time(vitals_value{run="big"}[1y]))' 1000000
+check "victoria-metrics: vitals_step, one sample per rank and step (20,000)" \
+	count_is "$VP" 'sum(count_over_time(vitals_step{run="big"}[1y]))' 20000
+check "victoria-metrics: vitals_step of a rank reaches its last step" \
+	count_is "$VP" 'max_over_time(vitals_step{run="big",rank="3"}[1y])' 2499
+# Everything the restarted vitalsd had to send is sent.
+wait_for 60 metric_is vitals_remote_write_pending_samples 0
+SENT2=$(metric vitals_remote_write_samples_total)
+echo "info: vitalsd sent $SENT1 samples before the SIGKILL, $SENT2 after the restart"
+check "victoria-metrics: the restarted vitalsd resumed where it was (sent fewer than 1,000,000)" \
+	sh -c "[ '$SENT2' -lt 1000000 ] && [ $((SENT1 + SENT2)) -ge 1000000 ]"
+check "victoria-metrics: nothing pending" metric_is vitals_remote_write_pending_samples 0
+
+# A path the receiver refuses: a 4xx is logged, counted and skipped;
+# ingest goes on.
+stop_collector
+rm -rf "$DB"
+start_vitalsd --remote-write "http://127.0.0.1:$VP/api/v1/nowhere"
+VITALS_RUN=refused "$BIN/tests/trainer" emit --ranks 1 --metrics 10 --steps 100 --finite \
+	--flush-ms 30000 >"$T/emit.out" 2>&1
+check "refused (4xx): samples stored, the refusal logged with the reply" \
+	wait_for 10 sh -c "grep -q 'dropped 0 acked 1000' '$T/emit.out' &&
+	                   grep -q 'remote write http://127.0.0.1:$VP/api/v1/nowhere refused [0-9]* samples (HTTP 4[0-9][0-9])' '$T/vitalsd.log'"
+check "refused (4xx): counted on /metrics" \
+	wait_for 10 metric_is vitals_remote_write_samples_refused_total 1000
+check "refused (4xx): skipped, nothing pending" \
+	wait_for 10 metric_is vitals_remote_write_pending_samples 0
+stop_collector
+kill -9 "$VMPID"
+
+# ---- Prometheus's remote-write receiver ---------------------------------------
+if [ -x "$PROMETHEUS" ]; then
+	PP=$(free_port)
+	mkdir -p "$T/prom"
+	printf 'global:\n  scrape_interval: 1h\n' >"$T/prom.yml"
+	spawn "$PROMETHEUS" --config.file="$T/prom.yml" --storage.tsdb.path="$T/prom" \
+		--web.listen-address="127.0.0.1:$PP" --web.enable-remote-write-receiver \
+		>"$T/prometheus.log" 2>&1
+	wait_for 30 curl -sf "http://127.0.0.1:$PP/-/ready" >/dev/null
+	rm -rf "$DB"
+	start_vitalsd --remote-write "http://127.0.0.1:$PP/api/v1/write"
+	VITALS_RUN=prom "$BIN/tests/trainer" emit --ranks 2 --metrics 20 --steps 500 --step-us 1000 \
+		--finite --flush-ms 30000 >"$T/emit.out" 2>&1
+	check "prometheus: its remote-write receiver takes the stream (20,000 samples)" \
+		wait_for 60 count_is "$PP" 'sum(count_over_time(vitals_value{run="prom"}[1h]))' 20000
+	check "prometheus: vitals_step of each rank (1,000 samples)" \
+		count_is "$PP" 'sum(count_over_time(vitals_step{run="prom"}[1h]))' 1000
+	check "prometheus: no request refused" \
+		metric_is vitals_remote_write_samples_refused_total 0
+	stop_collector
+else
+	echo "skip: prometheus receiver: no $PROMETHEUS (apt-get install prometheus)"
+fi
+stop_servers
+finish
