@@ -205,36 +205,51 @@ secs(int64_t ns)
  * least 8 steps apart, it is due when the current step is p2 plus a
  * multiple of p2 - p1 (give or take one step); begun at times t1 and t2
  * (checkpoints every M minutes), when the current interval began t2 plus
- * a multiple of t2 - t1, give or take two usual steps and a quarter of
- * the pause (a timer that counts from the end of the last save moves
- * with its length). With three pauses kept, the two periods must agree
- * as closely: pauses due every N steps are not due every M minutes
- * too, since the other pauses between them move them in time. Its usual
- * length is the longest kept. */
+ * a multiple of t2 - t1, give or take two usual steps, a quarter of the
+ * pause (a timer that counts from the end of the last save moves with
+ * its length) and, with three pauses kept, how much the period moved (a
+ * timer is looked at once a step, and a step may hold another pause).
+ * A kind whose three pauses were the same number of steps apart is due
+ * by steps only: the other pauses between them move it in time. Its
+ * usual length is the longest kept. */
 static double
-due_kind(const st_slot *sl, const st_kind *k)
+due_kind(const st_slot *sl, const st_kind *k, int *by_time)
 {
 	uint32_t n = k->n;
-	double   d = 0;
+	double   d = 0, tol, P, moved = 0;
+	int      by_steps = 0; /* three pauses the same steps apart */
 
+	*by_time = 0;
 	if (n < 2)
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
 		d = fmax(d, k->iv[i]);
+	tol = 2 * (isnan(sl->usual) ? 0 : sl->usual) + 0.25 * d;
+	if (n >= 3)
+		moved = fabs(secs(k->t[n - 1] - k->t[n - 2])
+		    - secs(k->t[n - 2] - k->t[n - 3]));
 	if (k->s[n - 1] >= k->s[n - 2] + 8 && sl->max_step > k->s[n - 1]) {
 		uint64_t period = k->s[n - 1] - k->s[n - 2];
 		uint64_t off    = (sl->max_step - k->s[n - 1]) % period;
 
 		if (off <= 1 || off + 1 >= period)
 			return d;
+		by_steps = n >= 3 && k->s[n - 2] + 1 >= k->s[n - 3] + period
+		    && k->s[n - 2] <= k->s[n - 3] + period + 1;
 	}
+	/* Regular in steps, not in time: not a timer. */
+	if (by_steps && moved > tol)
+		return 0;
 	if (k->t[n - 1] > k->t[n - 2] && sl->adv_time > k->t[n - 1]) {
-		double P   = secs(k->t[n - 1] - k->t[n - 2]);
-		double off = fmod(secs(sl->adv_time - k->t[n - 1]), P);
-		double tol = 2 * (isnan(sl->usual) ? 0 : sl->usual) + 0.25 * d;
+		double off;
 
-		if (n >= 3 && fabs(P - secs(k->t[n - 2] - k->t[n - 3])) > tol)
+		P   = secs(k->t[n - 1] - k->t[n - 2]);
+		off = fmod(secs(sl->adv_time - k->t[n - 1]), P);
+		tol += moved;
+		/* Pauses at random times (stalls) are no timer. */
+		if (moved > 0.25 * P)
 			return 0;
+		*by_time = 1;
 		if (P > d && (off <= tol || P - off <= tol))
 			return d;
 	}
@@ -249,8 +264,11 @@ due_pause(const st_slot *sl)
 {
 	double d = 0;
 
-	for (uint32_t i = 0; i < NKIND; i++)
-		d += due_kind(sl, &sl->kind[i]);
+	for (uint32_t i = 0; i < NKIND; i++) {
+		int by_time;
+
+		d += due_kind(sl, &sl->kind[i], &by_time);
+	}
 	return d;
 }
 
@@ -267,26 +285,32 @@ alike(double a, double b)
  * rhythm, else a new kind in place of the one not seen for longest. So
  * a checkpoint every 30 minutes and an evaluation every 250 steps that
  * last as long are two kinds. A pause where several kinds were due at
- * once (their sum) teaches none of them. */
+ * once and that lasted their sum teaches none of them. */
 static void
 remember_pause(st_slot *sl, double iv, uint64_t prev)
 {
 	st_kind *k = NULL, *learning = NULL;
+	double   kd = 0, best = 0;
 	int      ndue = 0;
 
 	for (uint32_t i = 0; i < NKIND; i++) {
 		st_kind *c = &sl->kind[i];
-		double   d = due_kind(sl, c);
+		int      by_time;
+		double   d = due_kind(sl, c, &by_time), score;
 
 		ndue += d > 0;
 		if (c->n == 0 || !alike(iv, c->iv[c->n - 1]))
 			continue;
-		if (d > 0 && k == NULL)
-			k = c;
-		else if (c->n < 2 && learning == NULL)
+		/* Due at this very step says more than due about now. */
+		score = fabs(log(iv / d)) + (by_time ? 10 : 0);
+		if (d > 0 && (k == NULL || score < best)) {
+			k    = c;
+			kd   = d;
+			best = score;
+		} else if (d == 0 && c->n < 2 && learning == NULL)
 			learning = c;
 	}
-	if (ndue >= 2)
+	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd))
 		return;
 	if (k == NULL)
 		k = learning;
@@ -663,6 +687,9 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	if (sl->has && s->step < sl->max_step) {
 		if (sl->stalled)
 			rank_advanced(c, sl, s);
+		/* The steps of the pauses learned belong to the old
+		 * attempt. */
+		memset(sl->kind, 0, sizeof(sl->kind));
 		sl->max_step = s->step;
 		sl->adv_time = s->time_ns;
 		sl->adv_seen = detect_engine_now(c->e) > 0
