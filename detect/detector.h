@@ -23,6 +23,7 @@ typedef struct detect_run {
 	uint64_t adv;      /* samples that advanced max_step (the clock of
 	                    * step-based holds) */
 	uint32_t nranks, nended; /* ranks seen; of them, ended normally */
+	uint64_t watched; /* bit i: rule i (< 64) has a series of the run */
 } detect_run;
 
 typedef struct detect_rank {
