@@ -279,37 +279,60 @@ alike(double a, double b)
 	return a <= 2 * b && b <= 2 * a;
 }
 
+/* Add a pause of iv s after step prev, begun at time t, to kind k. */
+static void
+push_pause(st_slot *sl, st_kind *k, double iv, uint64_t prev, int64_t t)
+{
+	if (k->n == NOCC) {
+		memmove(k->s, k->s + 1, (NOCC - 1) * sizeof(k->s[0]));
+		memmove(k->iv, k->iv + 1, (NOCC - 1) * sizeof(k->iv[0]));
+		memmove(k->t, k->t + 1, (NOCC - 1) * sizeof(k->t[0]));
+		k->n--;
+	}
+	k->s[k->n]  = prev;
+	k->iv[k->n] = iv;
+	k->t[k->n]  = t;
+	k->n++;
+	k->used = sl->nadv;
+}
+
 /* Remember a pause of iv s after step prev (the slot's step and advance
  * time are still those before it) with its kind: one of alike length
  * that expected it now, else one of alike length still learning its
  * rhythm, else a new kind in place of the one not seen for longest. So
  * a checkpoint every 30 minutes and an evaluation every 250 steps that
- * last as long are two kinds. A pause where several kinds were due at
- * once and that lasted their sum teaches none of them. */
+ * last as long are two kinds. Every other kind that was due took its
+ * turn in this pause too (an evaluation and a checkpoint at one step):
+ * it keeps its rhythm, with its own length. A pause that lasted the sum
+ * of several kinds due teaches no new length. */
 static void
 remember_pause(st_slot *sl, double iv, uint64_t prev)
 {
 	st_kind *k = NULL, *learning = NULL;
-	double   kd = 0, best = 0;
+	double   kd = 0, best = 0, due[NKIND];
 	int      ndue = 0;
 
 	for (uint32_t i = 0; i < NKIND; i++) {
 		st_kind *c = &sl->kind[i];
 		int      by_time;
-		double   d = due_kind(sl, c, &by_time), score;
+		double   score;
 
-		ndue += d > 0;
+		due[i] = due_kind(sl, c, &by_time);
+		ndue += due[i] > 0;
 		if (c->n == 0 || !alike(iv, c->iv[c->n - 1]))
 			continue;
 		/* Due at this very step says more than due about now. */
-		score = fabs(log(iv / d)) + (by_time ? 10 : 0);
-		if (d > 0 && (k == NULL || score < best)) {
+		score = fabs(log(iv / fmax(due[i], 1e-9))) + (by_time ? 10 : 0);
+		if (due[i] > 0 && (k == NULL || score < best)) {
 			k    = c;
-			kd   = d;
+			kd   = due[i];
 			best = score;
-		} else if (d == 0 && c->n < 2 && learning == NULL)
+		} else if (due[i] == 0 && c->n < 2 && learning == NULL)
 			learning = c;
 	}
+	for (uint32_t i = 0; i < NKIND; i++)
+		if (due[i] > 0 && &sl->kind[i] != k)
+			push_pause(sl, &sl->kind[i], due[i], prev, sl->adv_time);
 	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd))
 		return;
 	if (k == NULL)
@@ -321,17 +344,7 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 				k = &sl->kind[i];
 		memset(k, 0, sizeof(*k));
 	}
-	if (k->n == NOCC) {
-		memmove(k->s, k->s + 1, (NOCC - 1) * sizeof(k->s[0]));
-		memmove(k->iv, k->iv + 1, (NOCC - 1) * sizeof(k->iv[0]));
-		memmove(k->t, k->t + 1, (NOCC - 1) * sizeof(k->t[0]));
-		k->n--;
-	}
-	k->s[k->n]  = prev;
-	k->iv[k->n] = iv;
-	k->t[k->n]  = sl->adv_time;
-	k->n++;
-	k->used = sl->nadv;
+	push_pause(sl, k, iv, prev, sl->adv_time);
 }
 
 static double
