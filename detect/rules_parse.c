@@ -571,8 +571,8 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 			r->incident = detect_dupn(a->v.str, a->v.slen);
 			if (r->incident == NULL) {
 				P->oom = 1;
-				return perr(P, a->v.line, a->v.col,
-				    "out of memory");
+				return perr(
+				    P, a->v.line, a->v.col, "out of memory");
 			}
 		} else if (strcmp(n, "defer") == 0) {
 			static const detect_param p_bool

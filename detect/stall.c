@@ -7,11 +7,11 @@
  * interval over the last 1024 to 2048 advances, which covers slow steps
  * that recur (checkpoints, evaluation). An interval longer than the
  * threshold (a stall, or a slow step not seen before) is not learned:
- * one stall must not teach that stalls are usual. Instead the steps
- * after which the last two happened are kept; when they define a period
- * (a checkpoint every 1000 steps), the interval after each later
- * multiple of it may be 1.25x as long as theirs. So a long periodic slow
- * step alerts twice, then is expected. A rank is overdue after
+ * one stall must not teach that stalls are usual. Instead it is kept
+ * as a pause of its kind (alike length and rhythm: checkpoints,
+ * evaluations); two of a kind at a step or wall-clock period make a
+ * recurring pause, expected when due (see due_kind). So a long periodic
+ * slow step alerts twice, then is expected. A rank is overdue after
  *
  *	clamp(max(k x usual, 1.25 x longest), floor, ceiling)
  *
@@ -62,9 +62,9 @@ static const detect_param sl_params[] = {
 
 #define NIV 16 /* intervals for the median */
 #define NKIND                                                                 \
-	4 /* kinds of pause learned apart (checkpoint, evaluation, ...):     \
-	   * a frequent kind must not push a rare one out */
-#define NOCC 3       /* occurrences kept per kind */
+	4      /* kinds of pause learned apart (checkpoint, evaluation, ...): \
+	        * a frequent kind must not push a rare one out */
+#define NOCC 3 /* occurrences kept per kind */
 #define LONGWIN 1024 /* advances per window of the longest interval */
 #define MINLEARN 3
 #define REFRESH 200000000ll /* ns */
@@ -171,8 +171,8 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u)
 }
 
 static int
-level_for(const detect_rule *r, double elapsed, double thr, double pause,
-    double u)
+level_for(
+    const detect_rule *r, double elapsed, double thr, double pause, double u)
 {
 	for (int lv = 3; lv >= 1; lv--) {
 		if (lv == 1 && (detect_p(r, SL_EARLY) < 0 || pause > 0))
@@ -322,7 +322,8 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 		if (c->n == 0 || !alike(iv, c->iv[c->n - 1]))
 			continue;
 		/* Due at this very step says more than due about now. */
-		score = fabs(log(iv / fmax(due[i], 1e-9))) + (by_time ? 10 : 0);
+		score
+		    = fabs(log(iv / fmax(due[i], 1e-9))) + (by_time ? 10 : 0);
 		if (due[i] > 0 && (k == NULL || score < best)) {
 			k    = c;
 			kd   = due[i];
@@ -332,7 +333,8 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 	}
 	for (uint32_t i = 0; i < NKIND; i++)
 		if (due[i] > 0 && &sl->kind[i] != k)
-			push_pause(sl, &sl->kind[i], due[i], prev, sl->adv_time);
+			push_pause(
+			    sl, &sl->kind[i], due[i], prev, sl->adv_time);
 	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd))
 		return;
 	if (k == NULL)
@@ -469,11 +471,11 @@ rank_advanced(detect_ctx *c, st_slot *sl, const detect_sample *s)
 static void
 st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 {
-	const detect_rule *r  = c->r;
-	detect_group      *g  = in->g;
-	st_group          *gs = g->state;
-	st_slot           *sl = detect_slot(g, in->slot);
-	int64_t            t  = s->time_ns;
+	const detect_rule *r   = c->r;
+	detect_group      *g   = in->g;
+	st_group          *gs  = g->state;
+	st_slot           *sl  = detect_slot(g, in->slot);
+	int64_t            t   = s->time_ns;
 	int64_t            now = detect_engine_now(c->e);
 	detect_origin      o;
 	int                lv, adv = 0; /* this sample advanced its rank */
@@ -567,8 +569,8 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		}
 		gs->adv_time = t;
 	} else if (detect_p(r, SL_PROGRESS) != 0
-	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr, gs->pause,
-		       gs->usual))
+	    && (lv = level_for(
+	            r, secs(t - gs->adv_time), gs->thr, gs->pause, gs->usual))
 	        > gs->progress) {
 		gs->progress = (uint8_t) lv;
 		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
@@ -630,8 +632,7 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	}
 	/* Silences are measured on the engine's clock from when the last
 	 * sample arrived, and stamped on the run's clock. */
-	lv = level_for(
-	    r, secs(now - gs->seen), gs->thr, gs->pause, gs->usual);
+	lv = level_for(r, secs(now - gs->seen), gs->thr, gs->pause, gs->usual);
 	if (lv > gs->silent) {
 		double at = level_at(r, lv, gs->thr, gs->pause, gs->usual);
 
@@ -668,8 +669,7 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 			continue;
 		lv = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl),
 		    due_pause(sl), sl->usual);
-		at = level_at(
-		    r, lv, eff_thr(r, sl), due_pause(sl), sl->usual);
+		at = level_at(r, lv, eff_thr(r, sl), due_pause(sl), sl->usual);
 		if (lv <= sl->stalled)
 			continue;
 		sl->stalled = (uint8_t) lv;
