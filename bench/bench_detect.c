@@ -864,6 +864,9 @@ typedef struct score {
 	int      max_trans_healthy, max_fire_event;
 	uint64_t drop5, drop5_fast, strag10, strag10_fast;
 	uint64_t slowdiv_crit, slowdiv_200;
+	/* Per rule (vitals): false alerts by severity; healthy runs that
+	 * the rule flagged (a warning or critical alert). */
+	uint64_t rule_false[MAXRULES][3], rule_flagged[MAXRULES];
 } score;
 
 static void
@@ -914,6 +917,7 @@ score_run(score *sc, sim *S)
 {
 	int *fires           = calloc(S->nev * MAXRULES + 1, sizeof(int));
 	int  trans[MAXRULES] = { 0 }, flagged = 0;
+	int  rflag[MAXRULES] = { 0 };
 
 	if (fires == NULL)
 		abort();
@@ -926,11 +930,13 @@ score_run(score *sc, sim *S)
 		trans[a->rule]++;
 		if (a->det == 0 && a->state == DETECT_FIRING
 		    && a->sev >= DETECT_WARNING)
-			flagged = 1;
+			flagged = rflag[a->rule] = 1;
 	}
 	if (S->healthy_run) {
 		sc->healthy_runs++;
 		sc->healthy_flagged += flagged;
+		for (int r = 0; r < MAXRULES; r++)
+			sc->rule_flagged[r] += (uint64_t) rflag[r];
 		for (int r = 0; r < MAXRULES; r++)
 			if (trans[r] > sc->max_trans_healthy)
 				sc->max_trans_healthy = trans[r];
@@ -1040,6 +1046,8 @@ score_run(score *sc, sim *S)
 			continue;
 		}
 		sc->fp[a->det][a->cat]++;
+		if (a->det == 0 && a->sev >= 0 && a->sev <= DETECT_CRITICAL)
+			sc->rule_false[a->rule][a->sev]++;
 		if (a->sev == DETECT_CRITICAL)
 			sc->false_crit[a->det]++;
 		else if (a->sev == DETECT_WARNING)
@@ -1179,6 +1187,17 @@ print_table(score *sc)
 	for (int c = 0; c < NCAT; c++)
 		if (sc->fp[0][c])
 			printf(" %s %" PRIu64, cat_names[c], sc->fp[0][c]);
+	printf("\nvitals false alerts by rule (info/warning/critical; "
+	       "healthy runs flagged):");
+	for (int r = 0; r < nrule_names; r++)
+		if (sc->rule_false[r][0] + sc->rule_false[r][1]
+		        + sc->rule_false[r][2]
+		    || sc->rule_flagged[r])
+			printf(" %s %" PRIu64 "/%" PRIu64 "/%" PRIu64
+			       " (%" PRIu64 ")",
+			    rule_names[r], sc->rule_false[r][0],
+			    sc->rule_false[r][1], sc->rule_false[r][2],
+			    sc->rule_flagged[r]);
 	printf("\nhealthy steps %" PRIu64 ", samples %" PRIu64 "\n",
 	    sc->healthy, sc->samples);
 	printf("healthy runs with a warning or critical alert: %" PRIu64

@@ -25,6 +25,7 @@ typedef struct detect_run {
 	uint32_t nranks, nended; /* ranks seen; of them, ended normally */
 	uint64_t nseries;        /* series of this run (detect/budget.h) */
 	int      over_budget;    /* its detect_budget alert was emitted */
+	uint64_t watched; /* bit i: rule i (< 64) has a series of the run */
 } detect_run;
 
 typedef struct detect_rank {

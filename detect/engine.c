@@ -436,6 +436,8 @@ new_series(detect_engine *e, const detect_sample *s, uint64_t h)
 		if (inst_new(&ser->inst[n], r) != 0)
 			goto fail;
 		ser->ninst = (uint32_t) ++n;
+		if (i < 64)
+			run->watched |= 1ull << i;
 	}
 	if (detect_table_put(&e->series, h, ser) != 0)
 		goto fail;
@@ -804,6 +806,16 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 		s->inst  = nv[i];
 		s->ninst = n;
 	}
+	/* Which rules watch each run, by their new index. */
+	for (i = 0; i < e->ns; i++)
+		e->sv[i]->run->watched = 0;
+	for (i = 0; i < e->ns; i++)
+		for (uint32_t q = 0; q < e->sv[i]->ninst; q++) {
+			size_t j = (size_t) (e->sv[i]->inst[q].r - nr->v);
+
+			if (j < 64)
+				e->sv[i]->run->watched |= 1ull << j;
+		}
 	/* Groups of kept rules now belong to the new rule set. */
 	for (size_t q = 0; q < e->groups.cap; q++) {
 		detect_group *g = e->groups.obj[q];
@@ -930,7 +942,7 @@ emit_v(detect_ctx *c, const detect_origin *o, const char *kind, int sev,
 	}
 	/* Alerts of a run go through its incidents; the series limit is
 	 * about no run. */
-	detect_incidents_route(&e->inc, r,
+	detect_incidents_route(&e->inc, e->rules, r,
 	    r == &e->limit_rule ? NULL : find_run(e, o), &a, flags, c->emit,
 	    c->ctx);
 }

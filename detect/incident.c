@@ -95,6 +95,17 @@ key_rank(const detect_alert *a)
 	return strcmp(a->kind, "straggler") == 0 ? a->rank : INT64_MIN;
 }
 
+/* Whether rules a and b report to one incident: the same rule, or rules
+ * that share an incident name (a throughput drop and the step-time rise
+ * of the same cause are one finding). */
+static int
+same_incident(const detect_rule *a, const detect_rule *b)
+{
+	return a == b
+	    || (a->incident != NULL && b->incident != NULL
+	        && strcmp(a->incident, b->incident) == 0);
+}
+
 static size_t
 find(const detect_incidents *is, const detect_rule *r, const detect_run *run,
     const detect_alert *a)
@@ -102,10 +113,26 @@ find(const detect_incidents *is, const detect_rule *r, const detect_run *run,
 	int64_t kr = key_rank(a);
 
 	for (size_t i = 0; i < is->n; i++)
-		if (is->v[i]->r == r && is->v[i]->run == run
+		if (same_incident(is->v[i]->r, r) && is->v[i]->run == run
 		    && is->v[i]->key_rank == kr)
 			return i;
 	return is->n;
+}
+
+/* A rule of r's incident, not deferring, that watches run (has a series
+ * of it), or NULL. */
+static const detect_rule *
+deferred_to(
+    const detect_rules *rules, const detect_rule *r, const detect_run *run)
+{
+	for (size_t j = 0; rules != NULL && j < rules->n && j < 64; j++) {
+		const detect_rule *o = &rules->v[j];
+
+		if (o != r && !o->defer && same_incident(o, r)
+		    && (run->watched >> j & 1))
+			return o;
+	}
+	return NULL;
 }
 
 static int64_t
@@ -313,12 +340,29 @@ open_incident(detect_incidents *is, const detect_rule *r, detect_run *run,
 }
 
 static void
-on_firing(detect_incidents *is, const detect_rule *r, detect_run *run,
-    detect_alert *a, detect_emit_fn emit, void *ctx)
+on_firing(detect_incidents *is, const detect_rules *rules,
+    const detect_rule *r, detect_run *run, detect_alert *a,
+    detect_emit_fn emit, void *ctx)
 {
-	size_t           i = find(is, r, run, a);
-	detect_incident *I = i < is->n ? is->v[i] : NULL;
-	int              up, returned = 0;
+	size_t             i = find(is, r, run, a);
+	detect_incident   *I = i < is->n ? is->v[i] : NULL;
+	const detect_rule *to;
+	int                up, returned = 0;
+
+	/* A deferring rule (step time) next to a rule that watches the
+	 * same run (throughput): the other decides. Step time that rises
+	 * while throughput holds is more work per step (a longer sequence,
+	 * a larger batch), not a slowdown: info. */
+	if (r->defer && a->severity > DETECT_INFO
+	    && (I == NULL || I->closed || I->held || a->severity > I->sev)
+	    && (to = deferred_to(rules, r, run)) != NULL) {
+		a->severity = DETECT_INFO;
+		snprintf(is->msg, sizeof(is->msg),
+		    "%s; not paged: rule %s watches this run and has not "
+		    "fired (more work per step, not a slowdown)",
+		    a->message, to->name);
+		a->message = is->msg;
+	}
 
 	if (I != NULL && I->held && due(I, a->time_ns)) {
 		/* Late but due: the hold ran out before this sample. */
@@ -397,6 +441,7 @@ on_resolved(detect_incidents *is, const detect_rule *r, detect_run *run,
 	I->mv[m] = I->mv[--I->nm];
 	if (I->nm > 0 || I->closed)
 		return;
+	r = I->r; /* the incident's rule holds it */
 	if (r->hold.v <= 0) {
 		emit_resolved(is, I, a->step, a->time_ns, a->value,
 		    a->baseline, a->message, emit, ctx);
@@ -420,16 +465,16 @@ on_resolved(detect_incidents *is, const detect_rule *r, detect_run *run,
 }
 
 void
-detect_incidents_route(detect_incidents *is, const detect_rule *r,
-    detect_run *run, detect_alert *a, int flags, detect_emit_fn emit,
-    void *ctx)
+detect_incidents_route(detect_incidents *is, const detect_rules *rules,
+    const detect_rule *r, detect_run *run, detect_alert *a, int flags,
+    detect_emit_fn emit, void *ctx)
 {
 	if ((flags & DETECT_EVENT) || run == NULL) {
 		out(is, emit, ctx, a);
 		return;
 	}
 	if (a->state == DETECT_FIRING)
-		on_firing(is, r, run, a, emit, ctx);
+		on_firing(is, rules, r, run, a, emit, ctx);
 	else
 		on_resolved(is, r, run, a, emit, ctx);
 }

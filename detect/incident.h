@@ -33,11 +33,12 @@ typedef struct detect_incidents {
 
 void detect_incidents_fini(detect_incidents *is);
 
-/* Route alert a (of rule r on run) to emit: passed on, merged into an
- * open incident, or held. a->message may be replaced. */
-void detect_incidents_route(detect_incidents *is, const detect_rule *r,
-    detect_run *run, detect_alert *a, int flags, detect_emit_fn emit,
-    void *ctx);
+/* Route alert a (of rule r of rules, on run) to emit: passed on, merged
+ * into an open incident, or held. a->message and a->severity may be
+ * replaced. */
+void detect_incidents_route(detect_incidents *is, const detect_rules *rules,
+    const detect_rule *r, detect_run *run, detect_alert *a, int flags,
+    detect_emit_fn emit, void *ctx);
 
 /* Emit held resolutions that are due at clock now. */
 void detect_incidents_tick(

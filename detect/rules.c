@@ -92,6 +92,7 @@ detect_rule_fini(detect_rule *r)
 		free(r->argv[i]);
 	free(r->argv);
 	free(r->canon);
+	free(r->incident);
 	memset(r, 0, sizeof(*r));
 }
 

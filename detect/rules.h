@@ -64,7 +64,11 @@ typedef struct detect_rule {
 	detect_span               clear;    /* clear this long to resolve */
 	detect_span               hold;     /* an incident's resolution waits
 	                                     * this long for it to return */
-	char      **argv;                   /* NULL-terminated, or NULL */
+	char *incident;   /* rules with the same name share incidents (one
+	                   * finding); NULL: the rule's own */
+	int defer;        /* pages only when no other rule of its incident
+	                   * watches the run (see docs/rules.md) */
+	char      **argv; /* NULL-terminated, or NULL */
 	size_t      argc;
 	uint32_t    timeout_ms;
 	int         exec_on;        /* lowest severity that runs argv */

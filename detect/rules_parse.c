@@ -402,6 +402,11 @@ canon(const detect_rule *r)
 	sb_span(&b, "cooldown", &r->cooldown);
 	sb_span(&b, "clear", &r->clear);
 	sb_span(&b, "hold", &r->hold);
+	if (r->incident != NULL) {
+		sb_add(&b, " incident=");
+		sb_str(&b, r->incident);
+		sb_add(&b, " defer=%s", r->defer ? "true" : "false");
+	}
 	if (r->argv != NULL) {
 		sb_add(&b, " exec=[");
 		for (size_t i = 0; i < r->argc; i++) {
@@ -560,6 +565,25 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 			r->argc          = a->v.nlist;
 			P->as[i].v.list  = NULL;
 			P->as[i].v.nlist = 0;
+		} else if (strcmp(n, "incident") == 0) {
+			if ((a->v.type != TK_IDENT && a->v.type != TK_STR)
+			    || a->v.slen == 0)
+				return want(P, &a->v,
+				    "an incident name (slowdown)", n);
+			free(r->incident);
+			r->incident = detect_dupn(a->v.str, a->v.slen);
+			if (r->incident == NULL) {
+				P->oom = 1;
+				return perr(
+				    P, a->v.line, a->v.col, "out of memory");
+			}
+		} else if (strcmp(n, "defer") == 0) {
+			static const detect_param p_bool
+			    = { "defer", DP_BOOL, 0, 0, 0, 1, NULL };
+
+			if (conv(P, &p_bool, &a->v, &sp) != 0)
+				return -1;
+			r->defer = sp.v != 0;
 		} else if (strcmp(n, "detector") == 0) {
 			continue;
 		} else {
@@ -579,8 +603,9 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 				return perr(P, a->line, a->col,
 				    "expected a parameter of detector %s (%s"
 				    "or one of metric, run, host, rank, "
-				    "severity, cooldown, clear, hold, exec, "
-				    "timeout, exec_on), found '%s'",
+				    "severity, cooldown, clear, hold, "
+				    "incident, defer, exec, timeout, "
+				    "exec_on), found '%s'",
 				    r->kind->name, list, n);
 			}
 			if (conv(P, &r->kind->params[j], &a->v, &r->p[j]))
@@ -589,6 +614,11 @@ build_rule(parser *P, detect_rule *r, int line, int col)
 	}
 	if (r->exec_on < 0)
 		r->exec_on = r->severity;
+	if (r->defer && r->incident == NULL)
+		return perr(P, line, col,
+		    "in rule '%s': 'defer' needs 'incident' (the rules it "
+		    "defers to share an incident name)",
+		    r->name);
 	if (r->kind->validate != NULL
 	    && r->kind->validate(r, why, sizeof(why)) != 0)
 		return perr(P, line, col, "in rule '%s': %s", r->name, why);

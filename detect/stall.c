@@ -7,11 +7,11 @@
  * interval over the last 1024 to 2048 advances, which covers slow steps
  * that recur (checkpoints, evaluation). An interval longer than the
  * threshold (a stall, or a slow step not seen before) is not learned:
- * one stall must not teach that stalls are usual. Instead the steps
- * after which the last two happened are kept; when they define a period
- * (a checkpoint every 1000 steps), the interval after each later
- * multiple of it may be 1.25x as long as theirs. So a long periodic slow
- * step alerts twice, then is expected. A rank is overdue after
+ * one stall must not teach that stalls are usual. Instead it is kept
+ * as a pause of its kind (alike length and rhythm: checkpoints,
+ * evaluations); two of a kind at a step or wall-clock period make a
+ * recurring pause, expected when due (see due_kind). So a long periodic
+ * slow step alerts twice, then is expected. A rank is overdue after
  *
  *	clamp(max(k x usual, 1.25 x longest), floor, ceiling)
  *
@@ -61,27 +61,36 @@ static const detect_param sl_params[] = {
 };
 
 #define NIV 16 /* intervals for the median */
-#define NPAUSE                                                                \
-	4            /* pauses kept: two kinds (checkpoint, evaluation)       \
-	              * that alternate are both learned */
+#define NKIND                                                                 \
+	4      /* kinds of pause learned apart (checkpoint, evaluation, ...): \
+	        * a frequent kind must not push a rare one out */
+#define NOCC 3 /* occurrences kept per kind */
 #define LONGWIN 1024 /* advances per window of the longest interval */
 #define MINLEARN 3
 #define REFRESH 200000000ll /* ns */
 
+/* One kind of pause: intervals longer than the threshold that are alike
+ * (within 2x), oldest first: the step before each, its length, when it
+ * began (sample clock). */
+typedef struct st_kind {
+	uint64_t s[NOCC];
+	double   iv[NOCC];
+	int64_t  t[NOCC];
+	uint32_t n;
+	uint32_t used; /* the slot's advance count at its latest pause */
+} st_kind;
+
 typedef struct st_slot {
 	uint64_t max_step;
 	int64_t  last_time, adv_time; /* latest sample; latest advance */
-	double   thr, usual;          /* seconds */
-	double   pause;               /* > 0: a learned pause is due, this
-	                               * long as a rule (eff_thr) */
-	double   long_cur, long_prev;
-	uint32_t long_n, nadv;
-	/* The last NPAUSE intervals longer than the threshold (pauses),
-	 * oldest first: the step before each, its length, when it began. */
-	uint64_t   per_s[NPAUSE];
-	double     per_iv[NPAUSE];
-	int64_t    per_t[NPAUSE];
-	uint32_t   per_n;
+	/* The engine's clock when they arrived: silences are measured on
+	 * it, so a run whose clock is far off the collector's (samples
+	 * stamped in the past) is not silent for that offset. */
+	int64_t    seen, adv_seen;
+	double     thr, usual; /* seconds */
+	double     long_cur, long_prev;
+	uint32_t   long_n, nadv;
+	st_kind    kind[NKIND];
 	uint64_t   run_adv_at; /* the run's advance count at our last */
 	uint8_t    has, warm, stalled; /* stalled: alert level 0..2 */
 	uint8_t    ended;              /* closed normally (detect_end) */
@@ -93,6 +102,7 @@ typedef struct st_group {
 	int      has;
 	uint64_t max_step, adv_n;
 	int64_t  adv_time, last_time; /* any rank's latest advance; sample */
+	int64_t  seen;                /* the engine's clock at the latest */
 	double   thr, usual;          /* run-wide: the largest of the ranks' */
 	double   pause;               /* the largest due pause of the ranks */
 	int64_t  refreshed;
@@ -127,42 +137,47 @@ st_slot_init(void *slot, const detect_rule *r)
 /* ---- alert levels ------------------------------------------------------
  *
  * 0 none; 1 `early` (info): longer than usual; 2 warning; 3 the rule's
- * severity (critical). For an ordinary silence they start at the
- * threshold, at max(escalate x threshold, pause) and at max(escalate x
- * threshold, 2 x pause): a pause not learned yet (the first checkpoint)
- * is at most a warning for 2 x pause. When a learned recurring pause of
- * usual length D is due, at max(threshold, 1.5 D) (warning) and
- * max(escalate x threshold, 2.5 D): it pages only well beyond its own
- * usual length.
+ * severity (critical). A pause is the silence beyond the usual step
+ * interval u. For an ordinary silence the levels start at the threshold,
+ * at max(escalate x threshold, u + pause) and at max(escalate x
+ * threshold, u + 2 x pause): a pause not learned yet (the first
+ * checkpoint) is at most a warning for 2 x pause. When a learned recurring
+ * pause of usual length D is due, at max(threshold, 1.5 D) (warning) and
+ * max(escalate x threshold, 2.5 D, u + pause): it pages only well beyond
+ * its own usual length, and never sooner than a pause not learned may
+ * take without a warning (a first checkpoint that falls on the step of a
+ * learned evaluation is not judged against the evaluation).
  */
 
 /* Seconds of silence at which level lv starts (thr: the threshold;
- * pause: the usual length of a learned pause that is due, or 0). */
+ * pause: the usual length of a learned pause that is due, or 0; u: the
+ * usual step interval, NaN if not known). */
 static double
-level_at(const detect_rule *r, int lv, double thr, double pause)
+level_at(const detect_rule *r, int lv, double thr, double pause, double u)
 {
 	double esc = detect_p(r, SL_ESCALATE) * thr;
-	double P   = detect_p(r, SL_PAUSE);
+	double P   = detect_p(r, SL_PAUSE) + (isnan(u) ? 0 : u);
 
 	if (pause > 0) {
 		if (lv <= 2)
 			return fmax(thr, 1.5 * pause);
-		return fmax(esc, 2.5 * pause);
+		return fmax(fmax(esc, 2.5 * pause), P);
 	}
 	if (lv <= 1)
 		return thr;
 	if (lv == 2)
 		return fmax(esc, P);
-	return fmax(esc, 2 * P);
+	return fmax(esc, P + detect_p(r, SL_PAUSE));
 }
 
 static int
-level_for(const detect_rule *r, double elapsed, double thr, double pause)
+level_for(
+    const detect_rule *r, double elapsed, double thr, double pause, double u)
 {
 	for (int lv = 3; lv >= 1; lv--) {
 		if (lv == 1 && (detect_p(r, SL_EARLY) < 0 || pause > 0))
 			break;
-		if (elapsed > level_at(r, lv, thr, pause))
+		if (elapsed > level_at(r, lv, thr, pause, u))
 			return lv;
 	}
 	return 0;
@@ -179,61 +194,159 @@ sev_of(const detect_rule *r, int lv)
 	return r->severity;
 }
 
-/* The usual length of a learned recurring pause (checkpoint, evaluation)
- * due after the slot's current step, or 0. Learned from the last two
- * intervals longer than the threshold: alike (within 2x), and either
- * after steps p1 and p2 at least 8 steps apart with the current step p2
- * plus a multiple of p2 - p1 (give or take one step), or begun at times
- * t1 and t2 with the current one begun about t2 plus a multiple of
- * t2 - t1 (checkpoints every M minutes). */
-/* Whether pauses i and j (i < j) define a recurring pause that is due
- * after the slot's current step; returns its usual length or 0. */
 static double
-due_pair(const st_slot *sl, uint32_t i, uint32_t j)
+secs(int64_t ns)
 {
-	double a = sl->per_iv[i], b = sl->per_iv[j], d = fmax(a, b);
+	return (double) ns / 1e9;
+}
 
-	if (d > 2 * fmin(a, b))
+/* The usual length of kind k if it is due after the slot's current step,
+ * or 0. Its last two pauses define the period: after steps p1 and p2 at
+ * least 8 steps apart, it is due when the current step is p2 plus a
+ * multiple of p2 - p1 (give or take one step); begun at times t1 and t2
+ * (checkpoints every M minutes), when the current interval began t2 plus
+ * a multiple of t2 - t1, give or take two usual steps, a quarter of the
+ * pause (a timer that counts from the end of the last save moves with
+ * its length) and, with three pauses kept, how much the period moved (a
+ * timer is looked at once a step, and a step may hold another pause).
+ * A kind whose three pauses were the same number of steps apart is due
+ * by steps only: the other pauses between them move it in time. Its
+ * usual length is the longest kept. */
+static double
+due_kind(const st_slot *sl, const st_kind *k, int *by_time)
+{
+	uint32_t n = k->n;
+	double   d = 0, tol, P, moved = 0;
+	int      by_steps = 0; /* three pauses the same steps apart */
+
+	*by_time = 0;
+	if (n < 2)
 		return 0;
-	if (sl->per_s[j] >= sl->per_s[i] + 8 && sl->max_step > sl->per_s[j]) {
-		uint64_t period = sl->per_s[j] - sl->per_s[i];
-		uint64_t off    = (sl->max_step - sl->per_s[j]) % period;
+	for (uint32_t i = 0; i < n; i++)
+		d = fmax(d, k->iv[i]);
+	tol = 2 * (isnan(sl->usual) ? 0 : sl->usual) + 0.25 * d;
+	if (n >= 3)
+		moved = fabs(secs(k->t[n - 1] - k->t[n - 2])
+		    - secs(k->t[n - 2] - k->t[n - 3]));
+	if (k->s[n - 1] >= k->s[n - 2] + 8 && sl->max_step > k->s[n - 1]) {
+		uint64_t period = k->s[n - 1] - k->s[n - 2];
+		uint64_t off    = (sl->max_step - k->s[n - 1]) % period;
 
 		if (off <= 1 || off + 1 >= period)
 			return d;
+		by_steps = n >= 3 && k->s[n - 2] + 1 >= k->s[n - 3] + period
+		    && k->s[n - 2] <= k->s[n - 3] + period + 1;
 	}
-	if (sl->per_t[j] > sl->per_t[i] && sl->adv_time > sl->per_t[j]) {
-		double P = (double) (sl->per_t[j] - sl->per_t[i]) / 1e9;
-		double off
-		    = fmod((double) (sl->adv_time - sl->per_t[j]) / 1e9, P);
-		double tol = 0.05 * P + 3 * (isnan(sl->usual) ? 0 : sl->usual);
+	/* Regular in steps, not in time: not a timer. */
+	if (by_steps && moved > tol)
+		return 0;
+	if (k->t[n - 1] > k->t[n - 2] && sl->adv_time > k->t[n - 1]) {
+		double off;
 
+		P   = secs(k->t[n - 1] - k->t[n - 2]);
+		off = fmod(secs(sl->adv_time - k->t[n - 1]), P);
+		tol += moved;
+		/* Pauses at random times (stalls) are no timer. */
+		if (moved > 0.25 * P)
+			return 0;
+		*by_time = 1;
 		if (P > d && (off <= tol || P - off <= tol))
 			return d;
 	}
 	return 0;
 }
 
-/* The usual length of a learned recurring pause (checkpoint, evaluation)
- * due after the slot's current step, or 0. Two of the last pauses that
- * were alike (within 2x) define one: either after steps p1 and p2 at
- * least 8 steps apart, due when the current step is p2 plus a multiple
- * of p2 - p1 (give or take one step), or begun at times t1 and t2, due
- * when the current interval began about t2 plus a multiple of t2 - t1
- * (checkpoints every M minutes). Pairs are tried newest first. */
+/* The usual length of the learned recurring pauses (checkpoint,
+ * evaluation) due after the slot's current step, or 0. Kinds due at the
+ * same step add up: an evaluation and then a checkpoint. */
 static double
 due_pause(const st_slot *sl)
 {
-	uint32_t n = sl->per_n;
+	double d = 0;
 
-	for (uint32_t j = n; j-- > 1;)
-		for (uint32_t i = j; i-- > 0;) {
-			double d = due_pair(sl, i, j);
+	for (uint32_t i = 0; i < NKIND; i++) {
+		int by_time;
 
-			if (d > 0)
-				return d;
-		}
-	return 0;
+		d += due_kind(sl, &sl->kind[i], &by_time);
+	}
+	return d;
+}
+
+/* Whether pauses of lengths a and b are alike (within 2x). */
+static int
+alike(double a, double b)
+{
+	return a <= 2 * b && b <= 2 * a;
+}
+
+/* Add a pause of iv s after step prev, begun at time t, to kind k. */
+static void
+push_pause(st_slot *sl, st_kind *k, double iv, uint64_t prev, int64_t t)
+{
+	if (k->n == NOCC) {
+		memmove(k->s, k->s + 1, (NOCC - 1) * sizeof(k->s[0]));
+		memmove(k->iv, k->iv + 1, (NOCC - 1) * sizeof(k->iv[0]));
+		memmove(k->t, k->t + 1, (NOCC - 1) * sizeof(k->t[0]));
+		k->n--;
+	}
+	k->s[k->n]  = prev;
+	k->iv[k->n] = iv;
+	k->t[k->n]  = t;
+	k->n++;
+	k->used = sl->nadv;
+}
+
+/* Remember a pause of iv s after step prev (the slot's step and advance
+ * time are still those before it) with its kind: one of alike length
+ * that expected it now, else one of alike length still learning its
+ * rhythm, else a new kind in place of the one not seen for longest. So
+ * a checkpoint every 30 minutes and an evaluation every 250 steps that
+ * last as long are two kinds. Every other kind that was due took its
+ * turn in this pause too (an evaluation and a checkpoint at one step):
+ * it keeps its rhythm, with its own length. A pause that lasted the sum
+ * of several kinds due teaches no new length. */
+static void
+remember_pause(st_slot *sl, double iv, uint64_t prev)
+{
+	st_kind *k = NULL, *learning = NULL;
+	double   kd = 0, best = 0, due[NKIND];
+	int      ndue = 0;
+
+	for (uint32_t i = 0; i < NKIND; i++) {
+		st_kind *c = &sl->kind[i];
+		int      by_time;
+		double   score;
+
+		due[i] = due_kind(sl, c, &by_time);
+		ndue += due[i] > 0;
+		if (c->n == 0 || !alike(iv, c->iv[c->n - 1]))
+			continue;
+		/* Due at this very step says more than due about now. */
+		score
+		    = fabs(log(iv / fmax(due[i], 1e-9))) + (by_time ? 10 : 0);
+		if (due[i] > 0 && (k == NULL || score < best)) {
+			k    = c;
+			kd   = due[i];
+			best = score;
+		} else if (due[i] == 0 && c->n < 2 && learning == NULL)
+			learning = c;
+	}
+	for (uint32_t i = 0; i < NKIND; i++)
+		if (due[i] > 0 && &sl->kind[i] != k)
+			push_pause(
+			    sl, &sl->kind[i], due[i], prev, sl->adv_time);
+	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd))
+		return;
+	if (k == NULL)
+		k = learning;
+	if (k == NULL) {
+		k = &sl->kind[0];
+		for (uint32_t i = 1; i < NKIND && k->n > 0; i++)
+			if (sl->kind[i].n == 0 || sl->kind[i].used < k->used)
+				k = &sl->kind[i];
+		memset(k, 0, sizeof(*k));
+	}
+	push_pause(sl, k, iv, prev, sl->adv_time);
 }
 
 static double
@@ -257,20 +370,8 @@ learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev)
 	} else {
 		/* Longer than the threshold: a stall, or a slow step that
 		 * may recur. One stall must not teach that stalls are
-		 * usual, so it is only remembered by its step. */
-		if (sl->per_n == NPAUSE) {
-			memmove(sl->per_s, sl->per_s + 1,
-			    (NPAUSE - 1) * sizeof(sl->per_s[0]));
-			memmove(sl->per_iv, sl->per_iv + 1,
-			    (NPAUSE - 1) * sizeof(sl->per_iv[0]));
-			memmove(sl->per_t, sl->per_t + 1,
-			    (NPAUSE - 1) * sizeof(sl->per_t[0]));
-			sl->per_n--;
-		}
-		sl->per_s[sl->per_n]  = prev;
-		sl->per_iv[sl->per_n] = iv;
-		sl->per_t[sl->per_n]  = sl->adv_time;
-		sl->per_n++;
+		 * usual, so it is only remembered as a pause. */
+		remember_pause(sl, iv, prev);
 	}
 	if (++sl->long_n >= LONGWIN) {
 		sl->long_prev = sl->long_cur;
@@ -336,12 +437,6 @@ usual(double u, double pause)
 	return t;
 }
 
-static double
-secs(int64_t ns)
-{
-	return (double) ns / 1e9;
-}
-
 /* Seconds to ns, bounded so that a time plus it cannot overflow (the
  * engine keeps times within [0, 2^62] ns). */
 static int64_t
@@ -376,18 +471,26 @@ rank_advanced(detect_ctx *c, st_slot *sl, const detect_sample *s)
 static void
 st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 {
-	const detect_rule *r  = c->r;
-	detect_group      *g  = in->g;
-	st_group          *gs = g->state;
-	st_slot           *sl = detect_slot(g, in->slot);
-	int64_t            t  = s->time_ns;
+	const detect_rule *r   = c->r;
+	detect_group      *g   = in->g;
+	st_group          *gs  = g->state;
+	st_slot           *sl  = detect_slot(g, in->slot);
+	int64_t            t   = s->time_ns;
+	int64_t            now = detect_engine_now(c->e);
 	detect_origin      o;
 	int                lv, adv = 0; /* this sample advanced its rank */
+
+	/* When it arrived: the engine's clock (vitalsd ticks with the
+	 * arrival watermark, replay with sample times), or its own time
+	 * before the first tick. */
+	if (now <= 0)
+		now = t;
 
 	if (!gs->has) {
 		gs->has      = 1;
 		gs->max_step = s->step;
 		gs->adv_time = gs->last_time = t;
+		gs->seen                     = now;
 		gs->thr                      = detect_p(r, SL_CEILING);
 		gs->usual                    = NAN;
 	}
@@ -397,6 +500,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		sl->ended    = 0;
 		sl->warm     = 2;
 		sl->adv_time = sl->last_time = t;
+		sl->adv_seen                 = now;
 	}
 	if (gs->ended) {
 		gs->ended    = 0;
@@ -407,6 +511,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		sl->warm      = 2;
 		sl->max_step  = s->step;
 		sl->last_time = sl->adv_time = t;
+		sl->adv_seen                 = now;
 		sl->run_adv_at               = gs->adv_n;
 		adv                          = 1;
 	} else {
@@ -423,6 +528,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 				rank_advanced(c, sl, s);
 			sl->max_step = s->step;
 			sl->adv_time = t;
+			sl->adv_seen = now;
 			adv          = 1;
 		}
 	}
@@ -440,6 +546,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 	}
 	if (t > gs->last_time)
 		gs->last_time = t;
+	sl->seen = gs->seen = now;
 	if (s->step > gs->max_step) {
 		gs->max_step = s->step;
 		gs->adv_n++;
@@ -462,7 +569,8 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		}
 		gs->adv_time = t;
 	} else if (detect_p(r, SL_PROGRESS) != 0
-	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr, gs->pause))
+	    && (lv = level_for(
+	            r, secs(t - gs->adv_time), gs->thr, gs->pause, gs->usual))
 	        > gs->progress) {
 		gs->progress = (uint8_t) lv;
 		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
@@ -522,9 +630,11 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		refresh(r, g, gs, now);
 		fresh = 1;
 	}
-	lv = level_for(r, secs(now - gs->last_time), gs->thr, gs->pause);
+	/* Silences are measured on the engine's clock from when the last
+	 * sample arrived, and stamped on the run's clock. */
+	lv = level_for(r, secs(now - gs->seen), gs->thr, gs->pause, gs->usual);
 	if (lv > gs->silent) {
-		double at = level_at(r, lv, gs->thr, gs->pause);
+		double at = level_at(r, lv, gs->thr, gs->pause, gs->usual);
 
 		double  lead    = 0;
 		int64_t fs      = first_silent(g, &lead);
@@ -557,9 +667,9 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		if (!sl->has || sl->ended || sl->nadv < MINLEARN
 		    || gs->adv_n < sl->run_adv_at + 2)
 			continue;
-		lv = level_for(r, secs(now - sl->adv_time), eff_thr(r, sl),
-		    due_pause(sl));
-		at = level_at(r, lv, eff_thr(r, sl), due_pause(sl));
+		lv = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl),
+		    due_pause(sl), sl->usual);
+		at = level_at(r, lv, eff_thr(r, sl), due_pause(sl), sl->usual);
 		if (lv <= sl->stalled)
 			continue;
 		sl->stalled = (uint8_t) lv;
@@ -590,8 +700,14 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	if (sl->has && s->step < sl->max_step) {
 		if (sl->stalled)
 			rank_advanced(c, sl, s);
+		/* The steps of the pauses learned belong to the old
+		 * attempt. */
+		memset(sl->kind, 0, sizeof(sl->kind));
 		sl->max_step = s->step;
 		sl->adv_time = s->time_ns;
+		sl->adv_seen = detect_engine_now(c->e) > 0
+		    ? detect_engine_now(c->e)
+		    : s->time_ns;
 		sl->warm     = 2;
 	}
 	if (gs->has && s->step < gs->max_step) {

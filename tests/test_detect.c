@@ -881,6 +881,213 @@ TEST(stall_learns_recurring_pauses)
 	detect_engine_free(e);
 }
 
+/* 2 ranks, 10 s steps; an evaluation every 250 steps and a checkpoint
+ * every 30 minutes of wall clock (looked at once a step), both 150 s. */
+static void
+eval_and_ckpt(detect_engine *e, uint64_t *st, double *t, uint64_t n,
+    double *last, double eval_len)
+{
+	for (uint64_t k = 0; k < n; k++, (*st)++) {
+		double pause = 0;
+
+		if (*st % 250 == 0 && *st > 0)
+			pause += eval_len;
+		if (*t - *last >= 1800) {
+			*last = *t;
+			pause += 150 * exp(0.05 * noise());
+		}
+		for (double c = *t; c < *t + pause; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		*t += pause + 10 * exp(0.03 * noise());
+		for (int r = 0; r < 2; r++)
+			feed(e, "ev", r, "step_time", *st, *t + r * 0.01, 9.9);
+	}
+}
+
+/* 2 ranks, 10 s steps, from step *st for n steps: a pause of `len` s
+ * after each step where pause_at() says so. */
+static void
+pauses(detect_engine *e, const char *run, uint64_t *st, double *t, uint64_t n,
+    double (*pause_at)(uint64_t))
+{
+	for (uint64_t k = 0; k < n; k++, (*st)++) {
+		double pause = *st > 0 ? pause_at(*st) : 0;
+
+		for (double c = *t; c < *t + pause; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		*t += pause + 10 * exp(0.03 * noise());
+		for (int r = 0; r < 2; r++)
+			feed(e, run, r, "step_time", *st, *t + r * 0.01, 9.9);
+	}
+}
+
+/* A checkpoint every 100 steps (30 s), a long evaluation every 700
+ * (320 s: over `pause`, a warning until learned). */
+static double
+rare_and_frequent(uint64_t st)
+{
+	return (st % 100 == 0 ? 30 : 0) + (st % 700 == 0 ? 320 : 0);
+}
+
+/* An evaluation every 300 steps (40 s); a first checkpoint of 240 s
+ * five steps after the one at step 900. */
+static double
+ckpt_after_eval(uint64_t st)
+{
+	return (st % 300 == 0 ? 40 : 0) + (st == 905 ? 240 : 0);
+}
+
+TEST(stall_learns_two_kinds_of_pause_alike_in_length)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+	size_t         mark;
+
+	REQUIRE(e != NULL);
+	/* Frequent checkpoints do not push a rare evaluation out: it is
+	 * learned after two and quiet after. */
+	pauses(e, "rare", &st, &t, 5000, rare_and_frequent);
+	for (size_t i = 0; i < S.n; i++)
+		if (S.v[i].severity >= DETECT_WARNING && S.v[i].step > 1500)
+			CHECK(S.v[i].step <= 1500);
+	/* A first checkpoint a few steps after a learned evaluation is not
+	 * judged against the evaluation's usual length. */
+	detect_engine_free(e);
+	e  = engine(NULL);
+	REQUIRE(e != NULL);
+	st = 0;
+	t  = 0;
+	pauses(e, "near", &st, &t, 1200, ckpt_after_eval);
+	if (max_sev("stall", 0) > DETECT_INFO)
+		dump();
+	CHECK(max_sev("stall", 0) <= DETECT_INFO);
+	detect_engine_free(e);
+	e  = engine(NULL);
+	REQUIRE(e != NULL);
+	st = 0;
+	t  = 0;
+	S.n = 0;
+	/* A checkpoint every 30 minutes falls between evaluations every
+	 * 250 steps: each is learned with its own rhythm, and when both
+	 * come at one step their lengths add up. */
+	eval_and_ckpt(e, &st, &t, 4000, &last, 150);
+	if (max_sev("stall", 0) > DETECT_INFO)
+		dump();
+	CHECK(max_sev("stall", 0) <= DETECT_INFO);
+	/* An evaluation that hangs for 6 times its length pages. */
+	mark = S.n;
+	eval_and_ckpt(e, &st, &t, 250, &last, 900);
+	CHECK(max_sev("stall", mark) == DETECT_CRITICAL);
+	detect_engine_free(e);
+}
+
+TEST(stall_samples_stamped_far_in_the_past)
+{
+	detect_engine *e = engine(NULL);
+	const int64_t  now0 = 1700000000000000000ll; /* the collector */
+	const int64_t  off  = 600000000000000000ll;  /* ~19 years behind */
+	int64_t        now  = now0;
+	uint64_t       st;
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	/* A trainer whose clock is far behind the collector's: its samples
+	 * arrive as they are made, stamped ~19 years ago. Not a stall. */
+	for (st = 0; st < 6000; st++) {
+		now += 200000000ll;
+		detect_tick(e, now, on_alert, &S);
+		for (int r = 0; r < 4; r++) {
+			detect_sample s = { 0 };
+
+			s.run     = "old";
+			s.runlen  = 3;
+			s.metric  = "step_time";
+			s.mlen    = 9;
+			s.rank    = r;
+			s.step    = st;
+			s.time_ns = now - off + r * 1000000;
+			s.value   = 0.2;
+			detect_feed(e, &s, on_alert, &S);
+		}
+	}
+	if (count("stall", -1) != 0)
+		dump();
+	CHECK(count("stall", -1) == 0);
+	/* It stops: a stall after the usual threshold (5 s), stamped on
+	 * the trainer's clock. */
+	for (int k = 0; k < 100; k++) {
+		now += 200000000ll;
+		detect_tick(e, now, on_alert, &S);
+	}
+	g = first("stall", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == -1);
+	CHECK(g->time_ns < now0);
+	detect_engine_free(e);
+}
+
+/* tokens_per_sec (rank 0) and step_time (4 ranks) of run "tp", steps a
+ * to b: step time st_lvl, tokens per step tok. */
+static void
+tp_steps(detect_engine *e, const char *run, uint64_t a, uint64_t b,
+    double st_lvl, double tok, int log_tps)
+{
+	for (uint64_t st = a; st < b; st++) {
+		double t  = 1000 + (double) st;
+		double dt = st_lvl * exp(0.01 * noise());
+
+		if (log_tps)
+			feed(e, run, 0, "tokens_per_sec", st, t,
+			    tok / st_lvl * exp(0.01 * noise()));
+		for (int r = 0; r < 4; r++)
+			feed(e, run, r, "step_time", st, t + r * 0.001, dt);
+	}
+}
+
+TEST(step_time_and_throughput_are_one_finding)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	/* A slow node: step time 10% up, throughput 10% down: one page. */
+	tp_steps(e, "slow", 0, 2000, 0.5, 1e5, 1);
+	tp_steps(e, "slow", 2000, 2400, 0.55, 1e5, 1);
+	if (count_sev("drop", DETECT_FIRING, DETECT_WARNING)
+	        + count_sev("rise", DETECT_FIRING, DETECT_WARNING)
+	    != 1)
+		dump();
+	CHECK(count_sev("drop", DETECT_FIRING, DETECT_WARNING)
+	        + count_sev("rise", DETECT_FIRING, DETECT_WARNING)
+	    == 1);
+	tp_steps(e, "slow", 2400, 2800, 0.5, 1e5, 1);
+	detect_flush(e, on_alert, &S);
+	/* One resolution for the one incident. */
+	CHECK(count("drop", DETECT_RESOLVED) + count("rise", DETECT_RESOLVED)
+	    == 1);
+
+	/* A longer sequence: step time 10% up and 10% more tokens per
+	 * step, throughput holds: not a slowdown (info). */
+	S.n = 0;
+	tp_steps(e, "seq", 0, 2000, 0.5, 1e5, 1);
+	tp_steps(e, "seq", 2000, 2400, 0.55, 1.1e5, 1);
+	g = first("rise", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->severity == DETECT_INFO);
+	CHECK(strstr(g->msg, "not a slowdown") != NULL);
+	CHECK(count("drop", -1) == 0);
+
+	/* Without a throughput metric, step time alone decides. */
+	S.n = 0;
+	tp_steps(e, "bare", 0, 2000, 0.5, 1e5, 0);
+	tp_steps(e, "bare", 2000, 2400, 0.55, 1e5, 0);
+	g = first("rise", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->severity == DETECT_WARNING);
+	detect_engine_free(e);
+}
+
 TEST(straggler_names_rank_and_host)
 {
 	detect_engine *e = engine(NULL);
@@ -1497,6 +1704,9 @@ main(void)
 	RUN(lagging_rank_catching_up_is_progress);
 	RUN(stall_quiet_with_periodic_checkpoints);
 	RUN(stall_learns_recurring_pauses);
+	RUN(stall_learns_two_kinds_of_pause_alike_in_length);
+	RUN(stall_samples_stamped_far_in_the_past);
+	RUN(step_time_and_throughput_are_one_finding);
 	RUN(straggler_names_rank_and_host);
 	RUN(threshold_entropy_collapse_relative);
 	RUN(flatline_stuck_grad_norm);
