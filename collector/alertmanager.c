@@ -9,8 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "collector/http_client.h"
+
 #define BACKOFF_MIN_MS 1000
-#define REPLY_MAX 300
 
 /* An alert as Alertmanager is told about it. */
 typedef struct am_alert {
@@ -25,7 +26,7 @@ typedef struct am_alert {
 /* One Alertmanager. pending: resolutions not yet delivered, oldest
  * first. */
 typedef struct target {
-	char         *url; /* .../api/v2/alerts */
+	char         *url;  /* .../api/v2/alerts */
 	CURL         *curl; /* the thread's */
 	json_object **pending;
 	size_t        npend;
@@ -110,8 +111,8 @@ alert_copy(const detect_alert *a)
 	c->step     = a->step;
 	c->value    = a->value;
 	c->baseline = a->baseline;
-	if (c->rule == NULL || c->kind == NULL || c->run == NULL ||
-	    c->host == NULL || c->metric == NULL || c->message == NULL) {
+	if (c->rule == NULL || c->kind == NULL || c->run == NULL
+	    || c->host == NULL || c->metric == NULL || c->message == NULL) {
 		alert_free(c);
 		return NULL;
 	}
@@ -122,13 +123,13 @@ alert_copy(const detect_alert *a)
 static int
 same(const am_alert *c, const detect_alert *a)
 {
-	return c->rank == a->rank && strcmp(c->rule, a->rule) == 0 &&
-	       strlen(c->run) == a->runlen &&
-	       memcmp(c->run, a->run, a->runlen) == 0 &&
-	       strlen(c->metric) == a->mlen &&
-	       memcmp(c->metric, a->metric, a->mlen) == 0 &&
-	       strlen(c->host) == a->hostlen &&
-	       memcmp(c->host, a->host, a->hostlen) == 0;
+	return c->rank == a->rank && strcmp(c->rule, a->rule) == 0
+	    && strlen(c->run) == a->runlen
+	    && memcmp(c->run, a->run, a->runlen) == 0
+	    && strlen(c->metric) == a->mlen
+	    && memcmp(c->metric, a->metric, a->mlen) == 0
+	    && strlen(c->host) == a->hostlen
+	    && memcmp(c->host, a->host, a->hostlen) == 0;
 }
 
 /* RFC 3339 in UTC with milliseconds. */
@@ -246,8 +247,8 @@ alertmgr_alert(alertmgr *am, const detect_alert *a)
 	for (i = 0; i < am->nfiring && !same(am->firing[i], a); i++)
 		;
 	if (a->state == DETECT_FIRING) {
-		if ((c = alert_copy(a)) == NULL ||
-		    (i == am->nfiring && i == ALERTMGR_FIRING_MAX)) {
+		if ((c = alert_copy(a)) == NULL
+		    || (i == am->nfiring && i == ALERTMGR_FIRING_MAX)) {
 			am->st.dropped++;
 			alert_free(c);
 			goto out;
@@ -259,8 +260,8 @@ alertmgr_alert(alertmgr *am, const detect_alert *a)
 		if (i < am->nfiring) {
 			am_alert *old = am->firing[i];
 
-			if (old->severity == c->severity &&
-			    strcmp(old->kind, c->kind) == 0)
+			if (old->severity == c->severity
+			    && strcmp(old->kind, c->kind) == 0)
 				c->starts_ns = old->starts_ns;
 			else
 				resolve(am, old, a->time_ns);
@@ -277,8 +278,8 @@ alertmgr_alert(alertmgr *am, const detect_alert *a)
 		c->starts_ns = a->time_ns;
 		if (i < am->nfiring) {
 			/* Labels as it fired (its severity, its kind). */
-			am->firing[i]->value   = c->value;
-			am->firing[i]->step    = c->step;
+			am->firing[i]->value = c->value;
+			am->firing[i]->step  = c->step;
 			free(am->firing[i]->message);
 			am->firing[i]->message = c->message;
 			c->message             = NULL;
@@ -309,55 +310,25 @@ alertmgr_get_stats(alertmgr *am, alertmgr_stats *out)
 	pthread_mutex_unlock(&am->mu);
 }
 
-typedef struct reply_buf {
-	char   s[REPLY_MAX + 1];
-	size_t n;
-} reply_buf;
-
-static size_t
-on_reply(char *p, size_t size, size_t nmemb, void *ctx)
-{
-	reply_buf *r = ctx;
-	size_t     n = size * nmemb, k = n;
-
-	if (k > REPLY_MAX - r->n)
-		k = REPLY_MAX - r->n;
-	memcpy(r->s + r->n, p, k);
-	r->n += k;
-	r->s[r->n] = 0;
-	return n;
-}
-
 /*
  * Post body to t. Returns the HTTP status, or 0 with the reason in why
  * (no connection, a timeout).
  */
 static long
-post(alertmgr *am, target *t, const char *body, reply_buf *r, char *why,
+post(alertmgr *am, target *t, const char *body, http_reply *r, char *why,
     size_t len)
 {
 	struct curl_slist *hdr = NULL;
-	CURLcode           rc;
-	long               code = 0;
+	http_post_req      q   = { 0 };
+	long               code;
 
-	r->n    = 0;
-	r->s[0] = 0;
-	hdr     = curl_slist_append(hdr, "Content-Type: application/json");
-	curl_easy_reset(t->curl);
-	curl_easy_setopt(t->curl, CURLOPT_URL, t->url);
-	curl_easy_setopt(t->curl, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(t->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(t->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(t->curl, CURLOPT_TIMEOUT_MS, (long) am->timeout_ms);
-	curl_easy_setopt(t->curl, CURLOPT_CONNECTTIMEOUT_MS,
-	    (long) am->timeout_ms);
-	curl_easy_setopt(t->curl, CURLOPT_WRITEFUNCTION, on_reply);
-	curl_easy_setopt(t->curl, CURLOPT_WRITEDATA, r);
-	rc = curl_easy_perform(t->curl);
-	if (rc != CURLE_OK)
-		snprintf(why, len, "%s", curl_easy_strerror(rc));
-	else
-		curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
+	hdr       = curl_slist_append(hdr, "Content-Type: application/json");
+	q.url     = t->url;
+	q.headers = hdr;
+	q.body    = body;
+	q.len     = strlen(body);
+	q.timeout_ms = (long) am->timeout_ms;
+	code         = http_post(t->curl, &q, r, why, len);
 	curl_slist_free_all(hdr);
 	return code;
 }
@@ -375,13 +346,13 @@ deliver(alertmgr *am, target *t)
 	int64_t      ends;
 	char        *body = NULL, why[CURL_ERROR_SIZE + 64];
 	const char  *s;
-	reply_buf    r;
+	http_reply   r;
 	long         code;
 
 	if (arr == NULL)
 		return;
-	ends = clock_ms(CLOCK_REALTIME) * 1000000 +
-	       (int64_t) 4 * am->resend_ms * 1000000;
+	ends = clock_ms(CLOCK_REALTIME) * 1000000
+	    + (int64_t) 4 * am->resend_ms * 1000000;
 	for (size_t i = 0; i < k; i++)
 		json_object_array_add(arr, json_object_get(t->pending[i]));
 	for (size_t i = 0; i < am->nfiring; i++) {
@@ -428,8 +399,8 @@ deliver(alertmgr *am, target *t)
 			    "vitalsd: alertmanager %s: %s; alerts kept, "
 			    "retrying (at most every %d ms)\n",
 			    t->url, why, am->resend_ms);
-		t->backoff_ms = t->backoff_ms == 0 ? BACKOFF_MIN_MS
-		                                   : 2 * t->backoff_ms;
+		t->backoff_ms
+		    = t->backoff_ms == 0 ? BACKOFF_MIN_MS : 2 * t->backoff_ms;
 		if (t->backoff_ms > am->resend_ms)
 			t->backoff_ms = am->resend_ms;
 		t->retry_at = now + t->backoff_ms;
@@ -438,8 +409,8 @@ deliver(alertmgr *am, target *t)
 	}
 	for (size_t i = 0; i < k; i++)
 		json_object_put(t->pending[i]);
-	memmove(t->pending, t->pending + k,
-	    (t->npend - k) * sizeof(*t->pending));
+	memmove(
+	    t->pending, t->pending + k, (t->npend - k) * sizeof(*t->pending));
 	t->npend -= k;
 	t->next_resend = now + am->resend_ms;
 }
@@ -456,16 +427,16 @@ run(void *arg)
 
 	pthread_mutex_lock(&am->mu);
 	for (;;) {
-		int64_t         now = clock_ms(CLOCK_MONOTONIC);
-		int64_t         wake = now + 60000, real;
+		int64_t         now    = clock_ms(CLOCK_MONOTONIC);
+		int64_t         wake   = now + 60000, real;
 		int             posted = 0, stopping = am->stop;
 		struct timespec ts;
 
 		for (size_t k = 0; k < am->nt && !posted; k++) {
 			target *t    = &am->t[k];
-			int     want = t->npend > 0 ||
-			           (am->nfiring > 0 &&
-			               (t->dirty || now >= t->next_resend));
+			int     want = t->npend > 0
+			    || (am->nfiring > 0
+			        && (t->dirty || now >= t->next_resend));
 
 			if (!want) {
 				if (am->nfiring > 0 && t->next_resend < wake)
@@ -506,37 +477,15 @@ run(void *arg)
 static char *
 alerts_url(const char *url, char *err, size_t errlen)
 {
-	CURLU    *u = curl_url();
-	CURLUcode rc;
-	char     *scheme = NULL, *host = NULL, *path = NULL, *full = NULL;
-	char      np[2048];
-	size_t    pl;
+	CURLU *u = http_url_parse(
+	    "--alertmanager", url, "http://HOST:PORT", err, errlen);
+	char  *path = NULL, *full = NULL;
+	char   np[2048];
+	size_t pl;
 
-	if (u == NULL) {
-		snprintf(err, errlen, "out of memory");
+	if (u == NULL)
 		return NULL;
-	}
-	if ((rc = curl_url_set(u, CURLUPART_URL, url, 0)) != CURLUE_OK) {
-		snprintf(err, errlen,
-		    "--alertmanager '%s': not a URL (%s); expected "
-		    "http://HOST:PORT",
-		    url, curl_url_strerror(rc));
-		goto out;
-	}
-	curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-	curl_url_get(u, CURLUPART_HOST, &host, 0);
 	curl_url_get(u, CURLUPART_PATH, &path, 0);
-	if (scheme == NULL ||
-	    (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
-		snprintf(err, errlen,
-		    "--alertmanager '%s': the scheme must be http or https",
-		    url);
-		goto out;
-	}
-	if (host == NULL || host[0] == 0) {
-		snprintf(err, errlen, "--alertmanager '%s': no host", url);
-		goto out;
-	}
 	pl = path ? strlen(path) : 0;
 	while (pl > 0 && path[pl - 1] == '/')
 		pl--;
@@ -545,14 +494,11 @@ alerts_url(const char *url, char *err, size_t errlen)
 	else
 		snprintf(np, sizeof(np), "%.*s/api/v2/alerts", (int) pl,
 		    path ? path : "");
-	if (curl_url_set(u, CURLUPART_PATH, np, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK) {
+	if (curl_url_set(u, CURLUPART_PATH, np, 0) != CURLUE_OK
+	    || curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK) {
 		snprintf(err, errlen, "--alertmanager '%s': bad path", url);
 		full = NULL;
 	}
-out:
-	curl_free(scheme);
-	curl_free(host);
 	curl_free(path);
 	curl_url_cleanup(u);
 	if (full != NULL) {
@@ -567,8 +513,7 @@ out:
 }
 
 int
-alertmgr_open(const alertmgr_opts *o, alertmgr **out, char *err,
-    size_t errlen)
+alertmgr_open(const alertmgr_opts *o, alertmgr **out, char *err, size_t errlen)
 {
 	alertmgr *am;
 
@@ -606,8 +551,9 @@ alertmgr_open(const alertmgr_opts *o, alertmgr **out, char *err,
 	}
 	am->started = 1;
 	for (size_t i = 0; i < am->nt; i++)
-		fprintf(stderr, "vitalsd: alerts to %s (firing ones re-sent "
-				"every %d ms)\n",
+		fprintf(stderr,
+		    "vitalsd: alerts to %s (firing ones re-sent "
+		    "every %d ms)\n",
 		    am->t[i].url, am->resend_ms);
 	*out = am;
 	return 0;

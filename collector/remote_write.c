@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "collector/http_client.h"
 #include "proto/remote_write.pb-c.h"
 #include "store/scan.h"
 #include "vitals.h"
@@ -16,7 +17,6 @@
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 30000
 #define SAVE_EVERY_MS 1000
-#define REPLY_MAX 300
 
 /* A sample as read from the store (time in ns, as stored). */
 typedef struct rw_sample {
@@ -529,74 +529,36 @@ static void check_lag(target *t);
 
 /* ---- requests -------------------------------------------------------- */
 
-typedef struct reply_buf {
-	char   s[REPLY_MAX + 1];
-	size_t n;
-} reply_buf;
-
-static size_t
-on_reply(char *p, size_t size, size_t nmemb, void *ctx)
-{
-	reply_buf *r = ctx;
-	size_t     n = size * nmemb, k = n;
-
-	if (k > REPLY_MAX - r->n)
-		k = REPLY_MAX - r->n;
-	memcpy(r->s + r->n, p, k);
-	r->n += k;
-	r->s[r->n] = 0;
-	return n;
-}
-
-/* Abandons a request in flight when vitalsd stops. */
 static int
-on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+stop_requested(void *ctx)
 {
-	(void) a;
-	(void) b;
-	(void) c;
-	(void) d;
 	return stopping(ctx);
 }
 
 /* POST body to t. Returns the HTTP status, or 0 with the reason in why. */
 static long
-post(target *t, const uint8_t *body, size_t len, reply_buf *r, char *why,
+post(target *t, const uint8_t *body, size_t len, http_reply *r, char *why,
     size_t whylen)
 {
 	struct curl_slist *hdr = NULL;
-	CURLcode           rc;
-	long               code = 0;
+	http_post_req      q   = { 0 };
+	long               code;
 
-	r->n    = 0;
-	r->s[0] = 0;
-	hdr     = curl_slist_append(hdr, "Content-Encoding: snappy");
+	hdr = curl_slist_append(hdr, "Content-Encoding: snappy");
 	hdr = curl_slist_append(hdr, "Content-Type: application/x-protobuf");
 	hdr = curl_slist_append(
 	    hdr, "X-Prometheus-Remote-Write-Version: 0.1.0");
 	hdr = curl_slist_append(hdr, "User-Agent: vitalsd/" VT_VERSION_STR);
 	/* No "Expect: 100-continue" round trip before each body. */
-	hdr = curl_slist_append(hdr, "Expect:");
-	curl_easy_setopt(t->curl, CURLOPT_URL, t->url);
-	curl_easy_setopt(t->curl, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(t->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(
-	    t->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
-	curl_easy_setopt(t->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(
-	    t->curl, CURLOPT_TIMEOUT_MS, (long) t->rw->timeout_ms);
-	curl_easy_setopt(
-	    t->curl, CURLOPT_CONNECTTIMEOUT_MS, (long) t->rw->timeout_ms);
-	curl_easy_setopt(t->curl, CURLOPT_WRITEFUNCTION, on_reply);
-	curl_easy_setopt(t->curl, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(t->curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(t->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(t->curl, CURLOPT_XFERINFODATA, t->rw);
-	rc = curl_easy_perform(t->curl);
-	if (rc != CURLE_OK)
-		snprintf(why, whylen, "%s", curl_easy_strerror(rc));
-	else
-		curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
+	hdr          = curl_slist_append(hdr, "Expect:");
+	q.url        = t->url;
+	q.headers    = hdr;
+	q.body       = body;
+	q.len        = len;
+	q.timeout_ms = (long) t->rw->timeout_ms;
+	q.stop       = stop_requested;
+	q.stop_ctx   = t->rw;
+	code         = http_post(t->curl, &q, r, why, whylen);
 	curl_slist_free_all(hdr);
 	return code;
 }
@@ -806,12 +768,12 @@ nap(rwrite *rw, int64_t ms)
 static int
 deliver(target *t, size_t nparts, size_t nsamples)
 {
-	rwrite   *rw      = t->rw;
-	size_t    len     = encode(t, nparts);
-	int64_t   backoff = 0;
-	reply_buf r;
-	char      why[CURL_ERROR_SIZE + 400];
-	long      code;
+	rwrite    *rw      = t->rw;
+	size_t     len     = encode(t, nparts);
+	int64_t    backoff = 0;
+	http_reply r;
+	char       why[CURL_ERROR_SIZE + 400];
+	long       code;
 
 	if (len == 0) {
 		fprintf(stderr,
@@ -1075,44 +1037,17 @@ run(void *arg)
 static char *
 parse_url(const char *url, char *err, size_t errlen)
 {
-	CURLU    *u = curl_url();
-	CURLUcode rc;
-	char     *scheme = NULL, *host = NULL, *full = NULL, *r = NULL;
+	CURLU *u    = http_url_parse("--remote-write", url,
+	       "http://HOST:PORT/PATH, e.g. http://127.0.0.1:8428/api/v1/write",
+	       err, errlen);
+	char  *full = NULL, *r = NULL;
 
-	if (u == NULL) {
-		snprintf(err, errlen, "out of memory");
+	if (u == NULL)
 		return NULL;
-	}
-	if ((rc = curl_url_set(u, CURLUPART_URL, url, 0)) != CURLUE_OK) {
-		snprintf(err, errlen,
-		    "--remote-write '%s': not a URL (%s); expected "
-		    "http://HOST:PORT/PATH, e.g. "
-		    "http://127.0.0.1:8428/api/v1/write",
-		    url, curl_url_strerror(rc));
-		goto out;
-	}
-	curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-	curl_url_get(u, CURLUPART_HOST, &host, 0);
-	if (scheme == NULL
-	    || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
-		snprintf(err, errlen,
-		    "--remote-write '%s': the scheme must be http or https",
-		    url);
-		goto out;
-	}
-	if (host == NULL || host[0] == 0) {
-		snprintf(err, errlen, "--remote-write '%s': no host", url);
-		goto out;
-	}
-	if (curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK) {
+	if (curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK)
 		snprintf(err, errlen, "--remote-write '%s': not a URL", url);
-		goto out;
-	}
-	if ((r = strdup(full)) == NULL)
+	else if ((r = strdup(full)) == NULL)
 		snprintf(err, errlen, "out of memory");
-out:
-	curl_free(scheme);
-	curl_free(host);
 	curl_free(full);
 	curl_url_cleanup(u);
 	return r;
