@@ -10,50 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "emitter/state_dir.h"
+
 #define STATE_MAGIC "vitals emit state 1"
 
-/* Seqs stay far below 2^63 (vt_opts.first_seq's bound): past this a
+/* Seqs stay far below 2^63 (vt_open_continue's bound): past this a
  * state starts a new incarnation rather than wrap. */
 #define SEQ_LIMIT ((uint64_t) 1 << 62)
-
-/* $XDG_STATE_HOME/vitals/emit, else ~/.local/state/vitals/emit. */
-static int
-state_dir(char *buf, size_t len)
-{
-	const char *e = getenv("XDG_STATE_HOME");
-	int         n;
-
-	if (e != NULL && *e != 0)
-		n = snprintf(buf, len, "%s/vitals/emit", e);
-	else if ((e = getenv("HOME")) != NULL && *e != 0)
-		n = snprintf(buf, len, "%s/.local/state/vitals/emit", e);
-	else
-		return -1;
-	return n < 0 || (size_t) n >= len ? -1 : 0;
-}
-
-/* mkdir -p, mode 0700 for what it creates. Returns 0 or -1 (errno). */
-static int
-mkdir_p(const char *dir)
-{
-	char   p[4096];
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(p)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(p, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (p[i] != '/' && p[i] != 0)
-			continue;
-		p[i] = 0;
-		if (mkdir(p, 0700) != 0 && errno != EEXIST)
-			return -1;
-		p[i] = i < n ? '/' : 0;
-	}
-	return 0;
-}
 
 /*
  * The file name of (run, rank): the run with every byte outside
@@ -192,7 +155,7 @@ emit_state_begin(emit_state *st, const char *run, int32_t rank,
 	st->fd          = -1;
 	st->incarnation = 0;
 	st->first_seq   = 1;
-	if (state_dir(dir, sizeof(dir)) != 0) {
+	if (vte_state_dir("emit", dir, sizeof(dir)) != 0) {
 		snprintf(err, errlen,
 		    "no state folder (set XDG_STATE_HOME or HOME)");
 		return -1;
@@ -203,7 +166,7 @@ emit_state_begin(emit_state *st, const char *run, int32_t rank,
 		snprintf(err, errlen, "state folder %s: name too long", dir);
 		return -1;
 	}
-	if (mkdir_p(dir) != 0) {
+	if (vte_mkdir_p(dir) != 0) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}

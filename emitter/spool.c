@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "emitter/state_dir.h"
+
 #define PATH_LEN 4096
 
 int
@@ -18,17 +20,11 @@ vte_spool_dir(char *buf, size_t len)
 	const char *e = getenv("VITALS_SPOOL_DIR");
 	int         n;
 
-	if (e != NULL && *e != 0) {
-		if (strcmp(e, "off") == 0)
-			return 1;
-		n = snprintf(buf, len, "%s", e);
-	} else if ((e = getenv("XDG_STATE_HOME")) != NULL && *e != 0) {
-		n = snprintf(buf, len, "%s/vitals/spool", e);
-	} else if ((e = getenv("HOME")) != NULL && *e != 0) {
-		n = snprintf(buf, len, "%s/.local/state/vitals/spool", e);
-	} else {
-		return -1;
-	}
+	if (e == NULL || *e == 0)
+		return vte_state_dir("spool", buf, len);
+	if (strcmp(e, "off") == 0)
+		return 1;
+	n = snprintf(buf, len, "%s", e);
 	return n < 0 || (size_t) n >= len ? -1 : 0;
 }
 
@@ -59,30 +55,6 @@ spool_max(void)
 	if (*end != 0 || x > (~0ull >> shift))
 		return VTE_SPOOL_MAX_DEFAULT;
 	return (uint64_t) x << shift;
-}
-
-/* mkdir -p with mode 0700 for what it creates. Returns 0 or -1 (errno
- * set). */
-static int
-mkdir_p(const char *dir)
-{
-	char   p[PATH_LEN];
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(p)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(p, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (p[i] != '/' && p[i] != 0)
-			continue;
-		p[i] = 0;
-		if (mkdir(p, 0700) != 0 && errno != EEXIST)
-			return -1;
-		p[i] = i < n ? '/' : 0;
-	}
-	return 0;
 }
 
 /* Bytes held by the spool files of dir (0 if it cannot be read). */
@@ -219,7 +191,7 @@ vte_spool_save(const wire_ident *id, const char *endpoint,
 		return -1;
 	}
 	max = spool_max();
-	if (mkdir_p(dir) != 0) {
+	if (vte_mkdir_p(dir) != 0) {
 		fprintf(stderr,
 		    "%s %s lost: cannot create the spool folder %s: %s%s\n",
 		    head, are, dir, strerror(errno), more);
