@@ -9,18 +9,28 @@ want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
 
 # vitalsd on tcp://127.0.0.1:$PORT with a descriptor limit of $1 (soft
 # and hard) and the options after it.
+# A port another process holds makes vitalsd exit at once: the next
+# port is tried then (up to 10).
 start_tcp() {
 	lim=$1
 	shift
 	PORT=$((20000 + ($$ + ${SECTION:-0}) % 20000))
-	EP=tcp://127.0.0.1:$PORT
-	export VITALS_ENDPOINT=$EP
-	(
-		ulimit -n "$lim"
-		exec "$BIN/vitalsd" --listen "$EP" --db "$DB" "$@"
-	) >>"$T/vitalsd.log" 2>&1 &
-	VPID=$!
-	sleep 0.5
+	tries=0
+	while :; do
+		EP=tcp://127.0.0.1:$PORT
+		export VITALS_ENDPOINT=$EP
+		(
+			ulimit -n "$lim"
+			exec "$BIN/vitalsd" --listen "$EP" --db "$DB" "$@"
+		) >>"$T/vitalsd.log" 2>&1 &
+		VPID=$!
+		sleep 0.5
+		tries=$((tries + 1))
+		kill -0 "$VPID" 2>/dev/null && break
+		[ $tries -ge 10 ] && break
+		echo "vitalsd could not start on port $PORT; trying the next"
+		PORT=$((PORT + 1))
+	done
 }
 
 # The collector's peak RSS (VmHWM) in KiB.
