@@ -16,6 +16,8 @@
 
 #include <string.h>
 
+#include "store/be.h"
+
 #define FORMAT_VERSION 1
 /* Bits of stream a block can hold after its header. */
 #define STREAM_BITS ((BLOCK_MAX_BYTES - BLOCK_HEADER_SIZE) * 8)
@@ -110,22 +112,6 @@ dec_tz(int64_t x)
 		n++;
 	}
 	return n;
-}
-
-static inline uint64_t
-load_be64(const uint8_t *p)
-{
-	return (uint64_t) p[0] << 56 | (uint64_t) p[1] << 48
-	    | (uint64_t) p[2] << 40 | (uint64_t) p[3] << 32
-	    | (uint64_t) p[4] << 24 | (uint64_t) p[5] << 16
-	    | (uint64_t) p[6] << 8 | (uint64_t) p[7];
-}
-
-static inline void
-store_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t) (v >> (56 - 8 * i));
 }
 
 static uint64_t
@@ -302,7 +288,7 @@ put_bits(block_enc *e, uint64_t v, unsigned n)
 
 	if (n == 0)
 		return;
-	store_be64(p, load_be64(p) | v << (64 - off - n));
+	be_put64(p, be_get64(p) | v << (64 - off - n));
 	e->bits += n;
 }
 
@@ -563,7 +549,7 @@ peek_at(const uint8_t *s, uint32_t nbytes, uint32_t pos)
 	uint64_t w    = 0;
 
 	if (byte + 8 <= nbytes) {
-		w = load_be64(s + byte);
+		w = be_get64(s + byte);
 	} else {
 		for (uint32_t i = byte; i < byte + 8; i++)
 			w = w << 8 | (i < nbytes ? s[i] : 0);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/be.h"
 #include "store/store_int.h"
 #include "store/write.h"
 #include "wire/le.h"
@@ -21,36 +22,6 @@
 #define REC_HEAD 24
 #define REC_GROUP 8
 #define SAMPLE_MAX 31 /* two 10-byte varints, a tag and a varint */
-
-static void
-put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t) v;
-}
-
-static uint64_t
-get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t
-get_be32(const uint8_t *p)
-{
-	return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16
-	    | (uint32_t) p[2] << 8 | p[3];
-}
-
-static uint64_t
-get_le64(const uint8_t *p)
-{
-	return (uint64_t) wire_get32(p) | (uint64_t) wire_get32(p + 4) << 32;
-}
 
 /* A record as read: its groups and samples, checked against its size. */
 typedef struct jrec {
@@ -196,7 +167,7 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 
 	if (k->mv_size != 8)
 		return corrupt(st, 0);
-	r->no = get_be64(k->mv_data);
+	r->no = be_get64(k->mv_data);
 	if (v->mv_size < REC_HEAD)
 		return corrupt(st, r->no);
 	r->p        = p;
@@ -247,8 +218,8 @@ grp_copy(store *st, const jrec *r, uint32_t g, store_sample **buf, size_t *len,
 		*buf = nb;
 		*cap = nc;
 	}
-	c.step  = get_le64(r->p + 8);
-	c.time  = (int64_t) get_le64(r->p + 16);
+	c.step  = wire_get64(r->p + 8);
+	c.time  = (int64_t) wire_get64(r->p + 16);
 	c.dtime = 0;
 	c.bits  = 0;
 	for (uint64_t i = 0; i < cnt; i++)
@@ -372,7 +343,7 @@ store_journal_put(
 		for (uint32_t j = 0; j < g[i].n; j++)
 			q = sample_put(q, &c, &s[at + j]);
 	}
-	put_be64(key, st->jnext);
+	be_put64(key, st->jnext);
 	k.mv_data = key;
 	k.mv_size = 8;
 	v.mv_data = st->jbuf;
@@ -413,11 +384,11 @@ journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
 
 		if (k.mv_size != 16 || memcmp(kp, key, 4) != 0)
 			break;
-		kno = get_be32(kp + 12);
+		kno = be_get32(kp + 12);
 		if (!have || kno >= no) {
 			have = 1;
 			no   = kno;
-			fs   = get_be64(kp + 4);
+			fs   = be_get64(kp + 4);
 			tv   = v;
 		}
 	}
@@ -523,7 +494,7 @@ journal_patch_series(store_txn *t, series_rec *r)
 		return 0;
 	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
 		return store_fail(st, rc, "reading the journal");
-	put_be64(key, r->jseen + 1);
+	be_put64(key, r->jseen + 1);
 	k.mv_data = key;
 	k.mv_size = 8;
 	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_NEXT) {
@@ -736,7 +707,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	for (size_t i = 0; i < npos; i++) {
 		uint8_t key[8];
 
-		put_be64(key, pos[i].r.no);
+		be_put64(key, pos[i].r.no);
 		k.mv_data = key;
 		k.mv_size = 8;
 		if ((rc = mdb_del(t->txn, st->journal, &k, NULL)) != 0) {

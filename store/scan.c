@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "store/be.h"
 #include "store/block.h"
 #include "store/store_int.h"
 #include "store/write.h"
@@ -45,8 +46,8 @@ scan_run_get(store *st, store_txn *txn, const char *run, run_rec *out)
 }
 
 int
-scan_refused_get(store *st, store_txn *txn, const char *run, size_t runlen,
-    uint64_t *out)
+scan_refused_get(
+    store *st, store_txn *txn, const char *run, size_t runlen, uint64_t *out)
 {
 	int rc;
 
@@ -99,15 +100,14 @@ ranks_cmp(const void *a, const void *b)
 }
 
 int
-scan_ranks(store *st, store_txn *txn, const char *run, scan_rank_fn fn,
-    void *ctx)
+scan_ranks(
+    store *st, store_txn *txn, const char *run, scan_rank_fn fn, void *ctx)
 {
 	ranks_ctx c = { NULL, NULL, 0, 0 };
 	int       rc;
 
 	rc = scan_emitters(st, txn, run, ranks_each, &c);
-	if (rc == 0 && c.n > 0 &&
-	    (c.by = malloc(c.n * sizeof(*c.by))) == NULL)
+	if (rc == 0 && c.n > 0 && (c.by = malloc(c.n * sizeof(*c.by))) == NULL)
 		rc = STORE_ENOMEM;
 	if (rc == 0) {
 		for (size_t i = 0; i < c.n; i++)
@@ -191,8 +191,10 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 
 		op = MDB_NEXT;
 		if (store_series_key_parse(k.mv_data, k.mv_size, &s.run,
-			&s.runlen, &s.metric, &s.mlen, &s.rank) != 0 ||
-		    store_series_decode(v.mv_data, v.mv_size, &s.rec) != 0) {
+		        &s.runlen, &s.metric, &s.mlen, &s.rank)
+		        != 0
+		    || store_series_decode(v.mv_data, v.mv_size, &s.rec)
+		        != 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: a series record does not parse", st->dir);
 			rc = STORE_ECORRUPT;
@@ -200,8 +202,8 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 		}
 		if (run != NULL && (s.runlen != rl || memcmp(s.run, run, rl)))
 			break;
-		if (metric != NULL &&
-		    (s.mlen != ml || memcmp(s.metric, metric, ml)))
+		if (metric != NULL
+		    && (s.mlen != ml || memcmp(s.metric, metric, ml)))
 			break;
 		/* The statistics of its samples still in the journal. */
 		if ((rc = journal_patch_series(txn, &s.rec)) != 0)
@@ -256,8 +258,8 @@ scan_emitters(
 		size_t         krl;
 
 		op = MDB_NEXT;
-		if (z == NULL ||
-		    store_emitter_decode(v.mv_data, v.mv_size, &r) != 0) {
+		if (z == NULL
+		    || store_emitter_decode(v.mv_data, v.mv_size, &r) != 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: an emitter record does not parse", st->dir);
 			rc = STORE_ECORRUPT;
@@ -310,9 +312,9 @@ merge_emit(store *st, merge *m, uint64_t limit, int drain, uint64_t from,
 		for (size_t i = 0; i < m->n; i++) {
 			merge_src *s = &m->src[i];
 
-			if (best == SIZE_MAX || s->step < m->src[best].step ||
-			    (s->step == m->src[best].step &&
-				s->order < m->src[best].order))
+			if (best == SIZE_MAX || s->step < m->src[best].step
+			    || (s->step == m->src[best].step
+			        && s->order < m->src[best].order))
 				best = i;
 		}
 		if (best == SIZE_MAX)
@@ -357,8 +359,8 @@ merge_add(store *st, merge *m, uint32_t sid, const void *data, size_t len,
 	}
 	s        = &m->src[m->n];
 	s->order = order;
-	if (block_dec_init(&s->dec, data, len) != BLOCK_OK ||
-	    merge_advance(s) != 1) {
+	if (block_dec_init(&s->dec, data, len) != BLOCK_OK
+	    || merge_advance(s) != 1) {
 		snprintf(st->err, sizeof(st->err),
 		    "%s: block of series %u is corrupt", st->dir, sid);
 		return STORE_ECORRUPT;
@@ -469,16 +471,6 @@ vblock_cmp(const void *a, const void *b)
 	return x->no < y->no ? -1 : x->no > y->no;
 }
 
-static uint64_t
-key_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /*
  * The samples of a series that has some in the journal: its stored
  * blocks and the blocks the fold would make of the journal samples, in
@@ -513,8 +505,8 @@ samples_with_journal(store *st, store_txn *txn, uint32_t sid,
 
 		if (k.mv_size != 16 || memcmp(kp, key, 4) != 0)
 			break;
-		rc = vlist_add(&l, key_be64(kp + 4),
-		    (uint32_t) (key_be64(kp + 8) & 0xffffffffu), v.mv_data,
+		rc = vlist_add(&l, be_get64(kp + 4),
+		    (uint32_t) (be_get64(kp + 8) & 0xffffffffu), v.mv_data,
 		    v.mv_size, 0);
 		if (rc != 0)
 			goto out;
@@ -524,7 +516,7 @@ samples_with_journal(store *st, store_txn *txn, uint32_t sid,
 		goto out;
 	}
 	l.stored = l.n;
-	rc = journal_fold_series(txn, sid, js, jn, enc, vlist_fold, &l);
+	rc       = journal_fold_series(txn, sid, js, jn, enc, vlist_fold, &l);
 	if (rc != 0)
 		goto out;
 	qsort(l.b, l.n, sizeof(*l.b), vblock_cmp);
@@ -541,8 +533,8 @@ samples_with_journal(store *st, store_txn *txn, uint32_t sid,
 	rc = merge_emit(st, &m, UINT64_MAX, 1, from, to, fn, ctx);
 out:
 	if (rc == STORE_ENOMEM)
-		snprintf(st->err, sizeof(st->err), "%s: out of memory",
-		    st->dir);
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
 	for (size_t i = 0; i < l.n; i++)
 		free(l.b[i].own);
 	free(l.b);
@@ -602,8 +594,8 @@ scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
 	rc = merge_emit(st, &m, UINT64_MAX, 1, from, to, fn, ctx);
 out:
 	if (rc == STORE_ENOMEM)
-		snprintf(st->err, sizeof(st->err), "%s: out of memory",
-		    st->dir);
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
 	free(m.src);
 	mdb_cursor_close(cur);
 	return rc;
@@ -612,8 +604,8 @@ out:
 int
 scan_usage_get(store *st, store_txn *txn, scan_usage *out)
 {
-	MDB_dbi     dbs[] = { st->meta, st->series, st->blocks, st->emitters,
-                st->runs };
+	MDB_dbi dbs[]
+	    = { st->meta, st->series, st->blocks, st->emitters, st->runs };
 	MDB_stat    ms;
 	MDB_envinfo info;
 	MDB_cursor *cur;
@@ -626,24 +618,24 @@ scan_usage_get(store *st, store_txn *txn, scan_usage *out)
 	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
 		if ((rc = mdb_stat(txn->txn, dbs[i], &ms)) != 0)
 			return store_fail(st, rc, "reading statistics");
-		out->used_bytes += (uint64_t) ms.ms_psize *
-		    (ms.ms_branch_pages + ms.ms_leaf_pages +
-			ms.ms_overflow_pages);
+		out->used_bytes += (uint64_t) ms.ms_psize
+		    * (ms.ms_branch_pages + ms.ms_leaf_pages
+		        + ms.ms_overflow_pages);
 		if (i == 2)
 			out->blocks = ms.ms_entries;
 	}
 	if (st->has_journal) {
 		if ((rc = mdb_stat(txn->txn, st->journal, &ms)) != 0)
 			return store_fail(st, rc, "reading statistics");
-		out->used_bytes += (uint64_t) ms.ms_psize *
-		    (ms.ms_branch_pages + ms.ms_leaf_pages +
-			ms.ms_overflow_pages);
+		out->used_bytes += (uint64_t) ms.ms_psize
+		    * (ms.ms_branch_pages + ms.ms_leaf_pages
+		        + ms.ms_overflow_pages);
 		out->journal_records = ms.ms_entries;
 	}
 	/* The main database holds the names of the others. */
 	if ((rc = mdb_stat(txn->txn, 0, &ms)) == 0)
-		out->used_bytes += (uint64_t) ms.ms_psize *
-		    (ms.ms_branch_pages + ms.ms_leaf_pages);
+		out->used_bytes += (uint64_t) ms.ms_psize
+		    * (ms.ms_branch_pages + ms.ms_leaf_pages);
 	(void) info;
 	snprintf(path, sizeof(path), "%s/data.mdb", st->dir);
 	if (stat(path, &sb) == 0)
@@ -699,7 +691,8 @@ scan_alerts(store *st, store_txn *txn, const char *run, uint64_t after_seq,
 		if (seq <= after_seq)
 			continue;
 		if ((rc = fn(ctx, (const char *) p, krl, seq, v.mv_data,
-			 v.mv_size)) != 0)
+		         v.mv_size))
+		    != 0)
 			break;
 	}
 	mdb_cursor_close(cur);

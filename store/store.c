@@ -5,11 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "store/be.h"
 #include "wire/le.h"
 
 /* The map starts small and doubles when full: a short run costs little
@@ -75,12 +76,10 @@ store_fail(store *st, int rc, const char *what)
 		    "%s: %s: disk full (%s); the transaction was not kept",
 		    st->dir, what, mdb_strerror(rc));
 	else
-		snprintf(st->err, sizeof(st->err), "%s: %s: %s", st->dir,
-		    what, mdb_strerror(rc));
+		snprintf(st->err, sizeof(st->err), "%s: %s: %s", st->dir, what,
+		    mdb_strerror(rc));
 	return code;
 }
-
-static void put_be32(uint8_t *p, uint32_t v);
 
 /*
  * Converting a format-1 store: the fold finds a series record by its id
@@ -104,7 +103,7 @@ index_sids(store *st, MDB_txn *txn)
 			rc = MDB_CORRUPTED;
 			break;
 		}
-		put_be32(sid, r.sid);
+		be_put32(sid, r.sid);
 		sk.mv_data = sid;
 		sk.mv_size = 4;
 		if ((rc = mdb_put(txn, st->sids, &sk, &k, 0)) != 0)
@@ -127,13 +126,13 @@ open_dbs(store *st, char *err, size_t errlen)
 	rc = mdb_txn_begin(st->env, NULL, tflags, &txn);
 	if (rc != 0)
 		goto fail;
-	if ((rc = mdb_dbi_open(txn, "meta", dbflags, &st->meta)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "series", dbflags, &st->series)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "blocks", dbflags, &st->blocks)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "emitters", dbflags, &st->emitters)) !=
-		0 ||
-	    (rc = mdb_dbi_open(txn, "runs", dbflags, &st->runs)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "alerts", dbflags, &st->alerts)) != 0) {
+	if ((rc = mdb_dbi_open(txn, "meta", dbflags, &st->meta)) != 0
+	    || (rc = mdb_dbi_open(txn, "series", dbflags, &st->series)) != 0
+	    || (rc = mdb_dbi_open(txn, "blocks", dbflags, &st->blocks)) != 0
+	    || (rc = mdb_dbi_open(txn, "emitters", dbflags, &st->emitters))
+	        != 0
+	    || (rc = mdb_dbi_open(txn, "runs", dbflags, &st->runs)) != 0
+	    || (rc = mdb_dbi_open(txn, "alerts", dbflags, &st->alerts)) != 0) {
 		mdb_txn_abort(txn);
 		goto fail;
 	}
@@ -153,9 +152,9 @@ open_dbs(store *st, char *err, size_t errlen)
 	k.mv_data = (void *) (uintptr_t) "format";
 	k.mv_size = 6;
 	rc        = mdb_get(txn, st->meta, &k, &v);
-	if (rc == 0 &&
-	    (v.mv_size != 4 || wire_get32(v.mv_data) < STORE_FORMAT_OLDEST ||
-		wire_get32(v.mv_data) > STORE_FORMAT)) {
+	if (rc == 0
+	    && (v.mv_size != 4 || wire_get32(v.mv_data) < STORE_FORMAT_OLDEST
+	        || wire_get32(v.mv_data) > STORE_FORMAT)) {
 		mdb_txn_abort(txn);
 		snprintf(err, errlen,
 		    "%s: database format %u, this vitals reads formats %d "
@@ -167,14 +166,14 @@ open_dbs(store *st, char *err, size_t errlen)
 	/* A writer converts format 1 (no journal) by creating the empty
 	 * journal above and writing the new number; nothing is rewritten.
 	 * Older readers then refuse the store with their format message. */
-	if (!(st->flags & STORE_RDONLY) && rc == 0 &&
-	    wire_get32(v.mv_data) == 1 && (rc = index_sids(st, txn)) != 0) {
+	if (!(st->flags & STORE_RDONLY) && rc == 0
+	    && wire_get32(v.mv_data) == 1 && (rc = index_sids(st, txn)) != 0) {
 		mdb_txn_abort(txn);
 		goto fail;
 	}
-	if (!(st->flags & STORE_RDONLY) &&
-	    (rc == MDB_NOTFOUND ||
-		(rc == 0 && wire_get32(v.mv_data) != STORE_FORMAT))) {
+	if (!(st->flags & STORE_RDONLY)
+	    && (rc == MDB_NOTFOUND
+	        || (rc == 0 && wire_get32(v.mv_data) != STORE_FORMAT))) {
 		wire_put32(fmt, STORE_FORMAT);
 		v.mv_data = fmt;
 		v.mv_size = 4;
@@ -243,8 +242,8 @@ lock_writer(store *st, char *err, size_t errlen)
 			close(fd);
 			return STORE_EIO;
 		}
-		n = pread(fd, pid, sizeof(pid) - 1, 0);
-		pid[n > 0 ? n : 0] = 0;
+		n                       = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0]      = 0;
 		pid[strcspn(pid, "\n")] = 0;
 		snprintf(err, errlen,
 		    "%s is in use by another writer (pid %s): one vitalsd per "
@@ -310,11 +309,11 @@ store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 				    "not read the database folder)",
 				    path);
 			else
-				snprintf(err, errlen, "%s: %s", path,
-				    strerror(e));
+				snprintf(
+				    err, errlen, "%s: %s", path, strerror(e));
 			free(st);
-			return e == ENOENT || e == ENOTDIR ? STORE_ENOTFOUND :
-							     STORE_EIO;
+			return e == ENOENT || e == ENOTDIR ? STORE_ENOTFOUND
+			                                   : STORE_EIO;
 		}
 		eflags |= MDB_RDONLY;
 	} else {
@@ -338,8 +337,8 @@ store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 		goto fail;
 	if ((rc = mdb_env_set_maxreaders(st->env, 512)) != 0)
 		goto fail;
-	if (!(flags & STORE_RDONLY) &&
-	    (rc = mdb_env_set_mapsize(st->env, STORE_MAP_INITIAL)) != 0)
+	if (!(flags & STORE_RDONLY)
+	    && (rc = mdb_env_set_mapsize(st->env, STORE_MAP_INITIAL)) != 0)
 		goto fail;
 	/* Database files are created 0600: metrics are the user's own. */
 	if ((rc = mdb_env_open(st->env, dir, eflags, 0600)) != 0)
@@ -410,8 +409,8 @@ store_read_begin(store *st, store_txn **out)
 
 	*out = NULL;
 	if (t == NULL) {
-		snprintf(st->err, sizeof(st->err), "%s: out of memory",
-		    st->dir);
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
 		return STORE_ENOMEM;
 	}
 	pthread_rwlock_rdlock(&st->remap);
@@ -462,8 +461,8 @@ store_map_size(const store *st)
 }
 
 int
-store_meta_get(store_txn *t, const char *key, size_t klen, size_t width,
-    uint64_t *out)
+store_meta_get(
+    store_txn *t, const char *key, size_t klen, size_t width, uint64_t *out)
 {
 	MDB_val k, v;
 	int     rc;
@@ -486,8 +485,8 @@ store_meta_get(store_txn *t, const char *key, size_t klen, size_t width,
 }
 
 int
-store_meta_put(store_txn *t, const char *key, size_t klen, size_t width,
-    uint64_t n)
+store_meta_put(
+    store_txn *t, const char *key, size_t klen, size_t width, uint64_t n)
 {
 	uint8_t buf[8];
 	MDB_val k, v;
@@ -574,26 +573,10 @@ store_series_key_parse(const uint8_t *key, size_t len, const char **run,
 	*runlen = (size_t) (z1 - key);
 	*metric = (const char *) z1 + 1;
 	*mlen   = (size_t) (z2 - z1 - 1);
-	bias    = ((uint32_t) z2[1] << 24) | ((uint32_t) z2[2] << 16) |
-	    ((uint32_t) z2[3] << 8) | z2[4];
+	bias    = ((uint32_t) z2[1] << 24) | ((uint32_t) z2[2] << 16)
+	    | ((uint32_t) z2[3] << 8) | z2[4];
 	*rank = (int32_t) (bias - 1u);
 	return 0;
-}
-
-static void
-put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t) (v >> 24);
-	p[1] = (uint8_t) (v >> 16);
-	p[2] = (uint8_t) (v >> 8);
-	p[3] = (uint8_t) v;
-}
-
-static void
-put_be64(uint8_t *p, uint64_t v)
-{
-	put_be32(p, (uint32_t) (v >> 32));
-	put_be32(p + 4, (uint32_t) v);
 }
 
 /*
@@ -602,12 +585,12 @@ put_be64(uint8_t *p, uint64_t v)
  * block at ingest lands at (or near) the end of its series' range.
  */
 void
-store_block_key(uint8_t buf[16], uint32_t sid, uint64_t first_step,
-    uint32_t no)
+store_block_key(
+    uint8_t buf[16], uint32_t sid, uint64_t first_step, uint32_t no)
 {
-	put_be32(buf, sid);
-	put_be64(buf + 4, first_step);
-	put_be32(buf + 12, no);
+	be_put32(buf, sid);
+	be_put64(buf + 4, first_step);
+	be_put32(buf + 12, no);
 }
 
 size_t
@@ -619,12 +602,12 @@ store_refused_key(uint8_t *buf, const char *run, size_t runlen)
 }
 
 size_t
-store_emitter_key(uint8_t *buf, const char *run, size_t runlen,
-    uint64_t incarnation)
+store_emitter_key(
+    uint8_t *buf, const char *run, size_t runlen, uint64_t incarnation)
 {
 	memcpy(buf, run, runlen);
 	buf[runlen] = 0;
-	put_be64(buf + runlen + 1, incarnation);
+	be_put64(buf + runlen + 1, incarnation);
 	return runlen + 9;
 }
 
@@ -690,7 +673,7 @@ store_series_decode(const void *buf, size_t len, series_rec *r)
 
 	if (len != SERIES_REC_SIZE && len != SERIES_REC_SIZE_V1)
 		return STORE_ECORRUPT;
-	r->jseen = len == SERIES_REC_SIZE ? wire_get64(p + 72) : 0;
+	r->jseen           = len == SERIES_REC_SIZE ? wire_get64(p + 72) : 0;
 	r->sid             = wire_get32(p);
 	r->nblocks         = wire_get32(p + 4);
 	r->samples         = wire_get64(p + 8);
