@@ -17,9 +17,18 @@
  * 1 GiB cap holds them all, so nothing is dropped even when the I/O
  * thread and the collector, sharing the CPUs with the producers, fall
  * behind; the dropped count is printed to show it.
+ *
+ * Last, the cost of an emitter at rest between steps: a trainer logging
+ * 8 metrics every 100 ms for 3 s. The I/O thread's CPU time and wakeups
+ * come from /proc/self/task/TID (schedstat, status) of the thread named
+ * vitals-io:
+ *
+ *	emitter at rest (8 samples every 100 ms): I/O thread 0.9 ms CPU
+ *	per s (0.09% of a core), 14 wakeups per s
  */
 #include "vitals.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -237,6 +246,93 @@ run(const char *ep, int nthreads, uint64_t calls, int phase)
 	return 0;
 }
 
+/* CPU ns and voluntary context switches of this process's vitals-io
+ * threads, from /proc/self/task. */
+static void
+io_thread_usage(uint64_t *cpu_ns, uint64_t *switches)
+{
+	DIR           *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	*cpu_ns = *switches = 0;
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char               path[300], line[128];
+		FILE              *f;
+		unsigned long long v;
+		int                io = 0;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(
+		    path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		if ((f = fopen(path, "r")) != NULL) {
+			io = fgets(line, sizeof(line), f) != NULL
+			    && strncmp(line, "vitals-io", 9) == 0;
+			fclose(f);
+		}
+		if (!io)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
+		    e->d_name);
+		if ((f = fopen(path, "r")) != NULL) {
+			if (fscanf(f, "%llu", &v) == 1)
+				*cpu_ns += v;
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+		    e->d_name);
+		if ((f = fopen(path, "r")) != NULL) {
+			while (fgets(line, sizeof(line), f) != NULL)
+				if (sscanf(line,
+				        "voluntary_ctxt_switches: %llu", &v)
+				    == 1)
+					*switches += v;
+			fclose(f);
+		}
+	}
+	closedir(d);
+}
+
+/* An emitter between steps: 8 samples every 100 ms for 3 s. */
+static int
+at_rest(const char *ep)
+{
+	vt_opts         o;
+	vt_emitter     *em;
+	uint64_t        cpu0, sw0, cpu1, sw1;
+	int64_t         t0, t1;
+	struct timespec pause = { 0, 100000000 };
+	int             rc;
+
+	vt_opts_init(&o);
+	o.endpoint = ep;
+	o.run      = "rest";
+	rc         = vt_open(&o, &em);
+	if (rc != 0) {
+		fprintf(stderr, "vt_open: %s\n", vt_strerror(rc));
+		return 1;
+	}
+	nanosleep(&pause, NULL);
+	io_thread_usage(&cpu0, &sw0);
+	t0 = mono_ns();
+	for (uint64_t step = 0; step < 30; step++) {
+		for (int i = 0; i < 8; i++)
+			vt_emit(em, names[i & 3], step, (double) step);
+		nanosleep(&pause, NULL);
+	}
+	t1 = mono_ns();
+	io_thread_usage(&cpu1, &sw1);
+	printf("emitter at rest (8 samples every 100 ms): I/O thread %.2f ms "
+	       "CPU per s (%.3f%% of a core), %.0f wakeups per s\n",
+	    (double) (cpu1 - cpu0) / 1e6 / ((double) (t1 - t0) / 1e9),
+	    (double) (cpu1 - cpu0) / (double) (t1 - t0) * 100.0,
+	    (double) (sw1 - sw0) / ((double) (t1 - t0) / 1e9));
+	vt_close(em);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -269,6 +365,8 @@ main(int argc, char **argv)
 	/* A phase marker: the same path plus a copy of its name. */
 	if (rc == 0)
 		rc = run(ep, 1, calls, 1);
+	if (rc == 0)
+		rc = at_rest(ep);
 	acker_stop(&a);
 	unlink(path);
 	rmdir(dir);

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -17,10 +16,16 @@
 #include "emitter/spool.h"
 #include "wire/wire.h"
 
-/* Poll timeouts: short while samples flow, longer when idle. Either way
- * the ring is looked at every few ms; producers never signal us. */
+/* Poll timeouts: short while samples flow, longer when idle; after two
+ * passes that moved no sample the thread dozes (the ring's doze flag: the next
+ * push wakes it), so an emitter between steps or at rest wakes a few times a
+ * step instead of every 4 ms. A doze ends on a push, an ACK, a connection
+ * event, a flush or stop, when staged samples are due to be sealed, and
+ * within POLL_DOZE_MS for the timers (the resend timeout is at least
+ * 1 s). */
 #define POLL_BUSY_MS 1
 #define POLL_IDLE_MS 4
+#define POLL_DOZE_MS 250
 
 /* The fallback resend timeout: four smoothed ack round trips, within
  * these bounds; each further resend of a batch doubles it, up to 32x. */
@@ -73,8 +78,9 @@ struct vte_io {
 	int64_t          flush_ns;
 	int              tsc;
 	pthread_t        thread;
-	int              efd;   /* wakes the thread: flush requests, stop */
-	vte_curve        curve; /* wiped once set on the socket */
+	int              efd; /* the ring's wake_fd: pushes into a dozing
+	                       * thread, flush requests, stop */
+	vte_curve curve;      /* wiped once set on the socket */
 
 	/* Startup handshake and flush waiters. */
 	pthread_mutex_t mu;
@@ -725,15 +731,48 @@ fail:
 	return VT_ETRANSPORT;
 }
 
+/* Whether the thread may doze: no goodbye, drop or refusal count to
+ * seal, no send waiting for a connection. Staged samples may wait: the
+ * doze then ends when they are due (doze_ms). */
+static int
+may_doze(const vte_io *io)
+{
+	return !io->want_pollout
+	    && io->final_sealed
+	    >= atomic_load_explicit(&io->final_req, memory_order_acquire)
+	    && vte_ring_dropped(io->ring) == io->last_drop
+	    && (io->plain
+	        || atomic_load_explicit(
+	               &io->names->refused, memory_order_relaxed)
+	            == io->last_refused);
+}
+
+/* How long a doze may last: POLL_DOZE_MS, or until the staged samples
+ * are due to be sealed. */
+static int
+doze_ms(const vte_io *io, int64_t now)
+{
+	int64_t left;
+
+	if (io->nstg == 0)
+		return POLL_DOZE_MS;
+	left = (io->stg_since + io->flush_ns - now + 999999) / 1000000;
+	if (left < POLL_IDLE_MS)
+		return POLL_IDLE_MS;
+	return left < POLL_DOZE_MS ? (int) left : POLL_DOZE_MS;
+}
+
 static void
 run(vte_io *io)
 {
 	int pollout_spun = 0;
+	int idle_passes  = 0;
 
 	while (!atomic_load_explicit(&io->stop, memory_order_acquire)) {
 		int64_t        now = vte_clock_mono_ns();
 		uint64_t       moved;
 		unsigned       acts;
+		int            timeout, dozing, rc;
 		zmq_pollitem_t items[3] = {
 			{ io->zsock, 0, ZMQ_POLLIN, 0 },
 			{ NULL, io->efd, ZMQ_POLLIN, 0 },
@@ -750,9 +789,18 @@ run(vte_io *io)
 		 * spin if ZeroMQ says writable and still refuses. */
 		if (io->want_pollout && !pollout_spun)
 			items[0].events |= ZMQ_POLLOUT;
-		if (zmq_poll(items, 3,
-		        moved > 0 || acts > 0 ? POLL_BUSY_MS : POLL_IDLE_MS)
-		    < 0) {
+		/* Producers are quiet after two passes that moved nothing
+		 * (ACKs and sends say nothing about them). */
+		idle_passes = moved > 0 ? 0 : idle_passes + 1;
+		timeout = moved > 0 || acts > 0 ? POLL_BUSY_MS : POLL_IDLE_MS;
+		dozing  = idle_passes >= 2 && may_doze(io)
+		    && vte_ring_doze(io->ring);
+		if (dozing)
+			timeout = doze_ms(io, now);
+		rc = zmq_poll(items, 3, timeout);
+		if (dozing)
+			vte_ring_wake_up(io->ring);
+		if (rc < 0) {
 			if (zmq_errno() == ETERM)
 				break;
 			continue;
@@ -870,8 +918,6 @@ io_free(vte_io *io)
 		if (b->buf != NULL)
 			bbuf_unref(b->buf);
 	}
-	if (io->efd >= 0)
-		close(io->efd);
 	vte_curve_wipe(&io->curve);
 	free(io->order);
 	free(io->stg);
@@ -896,7 +942,6 @@ vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
 	io   = calloc(1, sizeof(*io));
 	if (io == NULL)
 		goto fail;
-	io->efd      = -1;
 	io->ring     = p->ring;
 	io->names    = p->names;
 	io->ident    = p->ident;
@@ -914,12 +959,7 @@ vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
 	vte_phase_init(&io->ph, p->names);
 	if (io->endpoint == NULL || io->stg == NULL || io->order == NULL)
 		goto fail_io;
-	io->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (io->efd < 0) {
-		rc = VT_ETHREAD;
-		snprintf(err, errlen, "eventfd: %s", strerror(errno));
-		goto fail_io;
-	}
+	io->efd = p->ring->wake_fd;
 	atomic_init(&io->stop, 0);
 	atomic_init(&io->flush_pos, 0);
 	atomic_init(&io->flush_drop, 0);

@@ -15,9 +15,20 @@
  * rings below 2^31 slots), which keeps a slot at 32 bytes: two per cache
  * line.
  *
+ * A consumer with nothing to do may doze: it raises the ring's doze flag,
+ * checks once more that nothing was claimed, and waits on wake_fd (an
+ * eventfd) for long. The producer that finds the flag raised after its
+ * push clears it and writes wake_fd. The CAS that claims a position and
+ * the load of the flag, like the store of the flag and the load of the
+ * enqueue index, are sequentially consistent, so either the producer sees
+ * the flag or the consumer sees the claim: no sample waits out a doze.
+ * The flag has its own cache line and changes only when the consumer
+ * dozes or wakes, so a push pays one load that hits the cache.
+ *
  * Internal to libvitals. It owns the samples between a logging thread
- * and the I/O thread; a push must not block, allocate or make a system
- * call, and only the I/O thread pops.
+ * and the I/O thread; a push must not block or allocate, makes a system
+ * call only to wake a dozing consumer (once per burst after a quiet
+ * spell), and only the I/O thread pops.
  */
 #ifndef VTE_RING_H
 #define VTE_RING_H
@@ -25,6 +36,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #pragma GCC visibility push(hidden)
 
@@ -51,14 +63,17 @@ typedef struct vte_ring {
 	uint64_t       mask;
 	_Alignas(64) _Atomic uint64_t enq; /* positions claimed so far */
 	_Alignas(64) _Atomic uint64_t dropped;
-	_Alignas(64) uint64_t deq; /* consumer only */
+	_Alignas(64) uint64_t deq;            /* consumer only */
+	_Alignas(64) _Atomic uint32_t dozing; /* 1: the consumer waits long */
+	int wake_fd; /* eventfd: wakes the consumer, owned by the ring */
 } vte_ring;
 
 /* Bytes a ring of n slots occupies. */
 #define VTE_RING_BYTES(n) ((size_t) (n) * sizeof(vte_ring_slot))
 
 /* Allocate a ring of nslots (a power of 2 within the limits above) and
- * touch every page so that pushes never fault. Returns 0 or -1 (ENOMEM). */
+ * its wake_fd, and touch every page so that pushes never fault. Returns 0
+ * or -1 (errno: ENOMEM, or eventfd's). */
 int  vte_ring_init(vte_ring *r, size_t nslots);
 void vte_ring_free(vte_ring *r);
 
@@ -81,8 +96,10 @@ vte_ring_push(
 		seq = atomic_load_explicit(&s->seq, memory_order_acquire);
 		dif = (int32_t) (seq - (uint32_t) pos);
 		if (dif == 0) {
+			/* seq_cst: ordered before the load of dozing below
+			 * (on x86 any CAS is a full barrier: no cost). */
 			if (atomic_compare_exchange_weak_explicit(&r->enq,
-			        &pos, pos + 1, memory_order_relaxed,
+			        &pos, pos + 1, memory_order_seq_cst,
 			        memory_order_relaxed))
 				break;
 		} else if (dif < 0) {
@@ -100,6 +117,15 @@ vte_ring_push(
 	s->value = value;
 	atomic_store_explicit(
 	    &s->seq, (uint32_t) (pos + 1), memory_order_release);
+	if (__builtin_expect(
+	        atomic_load_explicit(&r->dozing, memory_order_seq_cst), 0)
+	    && atomic_exchange_explicit(&r->dozing, 0, memory_order_seq_cst)) {
+		uint64_t one = 1;
+
+		/* Fails only if the counter is full: it is readable then. */
+		if (write(r->wake_fd, &one, sizeof(one)) < 0)
+			return 0;
+	}
 	return 0;
 }
 
@@ -124,6 +150,28 @@ vte_ring_pop(vte_ring *r, vte_ring_slot *out)
 	    &s->seq, (uint32_t) (r->deq + r->mask + 1), memory_order_release);
 	r->deq++;
 	return 1;
+}
+
+/*
+ * Consumer: raise the doze flag if nothing is claimed and not popped.
+ * Returns 1 if the consumer may now wait on wake_fd (and must call
+ * vte_ring_wake_up() when it wakes), 0 if a sample came (flag lowered).
+ */
+static inline int
+vte_ring_doze(vte_ring *r)
+{
+	atomic_store_explicit(&r->dozing, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&r->enq, memory_order_seq_cst) == r->deq)
+		return 1;
+	atomic_store_explicit(&r->dozing, 0, memory_order_relaxed);
+	return 0;
+}
+
+/* Consumer: lower the doze flag after a wait. */
+static inline void
+vte_ring_wake_up(vte_ring *r)
+{
+	atomic_store_explicit(&r->dozing, 0, memory_order_relaxed);
 }
 
 /* Samples accepted so far (positions claimed). */

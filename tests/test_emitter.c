@@ -11,6 +11,7 @@
  */
 #include "vitals.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -1297,6 +1298,80 @@ TEST(slow_collector_gets_few_duplicates)
 	rx_free(&r);
 }
 
+/* Voluntary context switches (wakeups) of this process's vitals-io
+ * threads so far, from /proc/self/task/TID/status. */
+static uint64_t
+io_wakeups(void)
+{
+	DIR           *d = opendir("/proc/self/task");
+	struct dirent *e;
+	uint64_t       n = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		char               path[300], line[128];
+		FILE              *f;
+		unsigned long long v;
+		int                io = 0;
+
+		snprintf(
+		    path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		if (e->d_name[0] == '.' || (f = fopen(path, "r")) == NULL)
+			continue;
+		io = fgets(line, sizeof(line), f) != NULL
+		    && strncmp(line, "vitals-io", 9) == 0;
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+		    e->d_name);
+		if (!io || (f = fopen(path, "r")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "voluntary_ctxt_switches: %llu", &v)
+			    == 1)
+				n += v;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* A trainer between steps or at rest must not pay for a thread that polls
+ * every few ms: at rest the I/O thread dozes until a push, an ACK or a
+ * flush wakes it, and a push after a long rest is delivered. (A machine
+ * that is slow only makes waits longer and wakeups fewer.) */
+TEST(emitter_at_rest_dozes_and_wakes_on_push)
+{
+	char        ep[128];
+	static rx   r;
+	static mock m;
+	vt_emitter *em;
+	uint64_t    w0, w1;
+
+	rx_init(&r);
+	endpoint(ep, sizeof(ep), "rest.sock");
+	REQUIRE(mock_start(&m, &r, ep, MOCK_STORE) == 0);
+	em = open_to(ep, 1000);
+	REQUIRE(em != NULL);
+	CHECK_EQ_INT(vt_emit(em, "rest", 1, 1.0), 0);
+	CHECK_EQ_INT(vt_flush(em, 10000), 0);
+	sleep_ms(300);
+	w0 = io_wakeups();
+	sleep_ms(2000);
+	w1 = io_wakeups();
+	printf("  I/O thread woke %llu times in 2 s at rest\n",
+	    (unsigned long long) (w1 - w0));
+	/* Polling every 4 ms would be 500; a doze of 250 ms is 8. */
+	CHECK(w1 - w0 <= 40);
+	/* No flush: the push alone must wake it. */
+	CHECK_EQ_INT(vt_emit(em, "rest", 2, 2.0), 0);
+	CHECK(wait_samples(&r, 2, 10000));
+	CHECK(rx_find(&r, "rest", 2) >= 0);
+	vt_close(em);
+	mock_stop(&m);
+	rx_free(&r);
+}
+
 TEST(timestamps_within_1ms_of_clock_gettime)
 {
 	char        ep[128];
@@ -1683,6 +1758,7 @@ main(void)
 	RUN(timestamps_within_1ms_of_clock_gettime);
 	RUN(clock_converts_old_ticks_within_1ms);
 	RUN(too_many_names);
+	RUN(emitter_at_rest_dozes_and_wakes_on_push);
 	RUN(default_emitter_created_once_and_shutdown);
 	RUN(fork_child_gets_new_default_emitter);
 	RUN(phase_markers_and_phase_times);
