@@ -66,9 +66,9 @@ typedef struct vte_io_params {
 	const vte_ident *ident;    /* borrowed until vte_io_stop() */
 	size_t           budget;   /* bytes for staged + unacked batches */
 	unsigned         flush_interval_ms;
-	int              tsc;   /* ring times are TSC ticks */
-	const vte_curve *curve; /* copied; NULL or off: plain text */
-	uint64_t first_seq; /* number of the first batch, >= 1 */
+	int              tsc;       /* ring times are TSC ticks */
+	const vte_curve *curve;     /* copied; NULL or off: plain text */
+	uint64_t         first_seq; /* number of the first batch, >= 1 */
 } vte_io_params;
 
 /*

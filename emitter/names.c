@@ -40,7 +40,7 @@ vte_names_init(vte_names *n)
 	memset(n->chunks, 0, sizeof(n->chunks));
 	n->count = 0;
 	atomic_init(&n->refused, 0);
-	t        = tab_new(INITIAL_SLOTS);
+	t = tab_new(INITIAL_SLOTS);
 	if (t == NULL)
 		goto fail;
 	if (pthread_mutex_init(&n->mu, NULL) != 0)

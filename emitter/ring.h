@@ -17,18 +17,21 @@
  *
  * A consumer with nothing to do may doze: it raises the ring's doze flag,
  * checks once more that nothing was claimed, and waits on wake_fd (an
- * eventfd) for long. The producer that finds the flag raised after its
- * push clears it and writes wake_fd. The CAS that claims a position and
- * the load of the flag, like the store of the flag and the load of the
- * enqueue index, are sequentially consistent, so either the producer sees
- * the flag or the consumer sees the claim: no sample waits out a doze.
- * The flag has its own cache line and changes only when the consumer
- * dozes or wakes, so a push pays one load that hits the cache.
+ * eventfd) for a bounded time. Samples pushed meanwhile wait for the end
+ * of the doze, with one exception that keeps the ring from overflowing
+ * while it sleeps: the push that claims a position on a half-ring
+ * boundary looks at the flag, and if it is raised, clears it and writes
+ * wake_fd. So a dozing consumer is woken before the ring is more than
+ * half full, and every other push costs one bit test. The CAS that
+ * claims a position and that load of the flag, like the store of the
+ * flag and the consumer's load of the enqueue index, are sequentially
+ * consistent, so either the producer sees the flag or the consumer sees
+ * the claim.
  *
  * Internal to libvitals. It owns the samples between a logging thread
  * and the I/O thread; a push must not block or allocate, makes a system
- * call only to wake a dozing consumer (once per burst after a quiet
- * spell), and only the I/O thread pops.
+ * call only to keep a dozing consumer from letting the ring overflow, and
+ * only the I/O thread pops.
  */
 #ifndef VTE_RING_H
 #define VTE_RING_H
@@ -117,8 +120,8 @@ vte_ring_push(
 	s->value = value;
 	atomic_store_explicit(
 	    &s->seq, (uint32_t) (pos + 1), memory_order_release);
-	if (__builtin_expect(
-	        atomic_load_explicit(&r->dozing, memory_order_seq_cst), 0)
+	if (__builtin_expect(((pos + 1) & (r->mask >> 1)) == 0, 0)
+	    && atomic_load_explicit(&r->dozing, memory_order_seq_cst)
 	    && atomic_exchange_explicit(&r->dozing, 0, memory_order_seq_cst)) {
 		uint64_t one = 1;
 
