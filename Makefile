@@ -147,7 +147,7 @@ fuzz:
 	@$(MAKE) --no-print-directory $(patsubst %,$(FZ)/fuzz_%,$(FUZZ_TARGETS))
 	@FZ=$(FZ) FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh $(FUZZ_TARGETS)
 
-.PHONY: all deps test test-ci test-build fuzz bench bench-detect bench-peers demo asan ubsan clean format
+.PHONY: all deps test test-ci test-build fuzz bench bench-detect bench-peers bench-peers-wide demo asan ubsan clean format
 
 # Installs what building and testing need, when run as root on Debian.
 deps:
@@ -183,6 +183,10 @@ bench-detect: deps
 bench-peers: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)
 	@B=$(B) sh bench/peers.sh
+
+bench-peers-wide: deps
+	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@B=$(B) sh bench/peers.sh --wide
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -6,9 +6,21 @@
 # VictoriaMetrics takes its JSON line bulk import (/api/v1/import) and
 # answers before its data is on disk; vitals is timed until every sample
 # is acknowledged, which it does only after the LMDB commit.
+#
+# --wide (make bench-peers-wide): a wide run instead, 8 ranks x 6,250
+# per-layer series x 20 steps (1,000,000 samples in 50,000 series, the
+# shape of issue 11's measurement); PEERS_RANKS, PEERS_STEPS and
+# PEERS_METRICS (series per rank) change either shape.
 B=${B:-build}
-RANKS=${PEERS_RANKS:-4}
-STEPS=${PEERS_STEPS:-100000}
+if [ "$1" = --wide ]; then
+	RANKS=${PEERS_RANKS:-8}
+	STEPS=${PEERS_STEPS:-20}
+	METRICS=${PEERS_METRICS:-6250}
+else
+	RANKS=${PEERS_RANKS:-4}
+	STEPS=${PEERS_STEPS:-100000}
+	METRICS=${PEERS_METRICS:-6}
+fi
 T=$(mktemp -d /tmp/vitals-peers.XXXXXX)
 VMPORT=18428
 trap 'kill $VMPID $VPID 2>/dev/null; rm -rf "$T"' EXIT
@@ -24,11 +36,12 @@ command -v victoria-metrics >/dev/null || {
 	exit 1
 }
 
-N=$((RANKS * STEPS * 6))
-# Times end now: VictoriaMetrics keeps only its retention period.
-T0=$(( $(date +%s%3N) - STEPS * 505 ))
-"$B/bench/bench_peers" vm $RANKS $STEPS $T0 >"$T/import.jsonl"
-echo "samples: $N ($RANKS ranks x 6 metrics x $STEPS steps), import file $(du -h "$T/import.jsonl" | cut -f1)"
+N=$((RANKS * STEPS * METRICS))
+# Times end a minute ago: VictoriaMetrics keeps only its retention period,
+# and its queries leave out the last 30 s (-search.latencyOffset).
+T0=$(( $(date +%s%3N) - STEPS * 505 - 60000 ))
+"$B/bench/bench_peers" vm $RANKS $STEPS $T0 $METRICS >"$T/import.jsonl"
+echo "samples: $N ($RANKS ranks x $METRICS metrics x $STEPS steps), import file $(du -h "$T/import.jsonl" | cut -f1)"
 
 victoria-metrics -storageDataPath "$T/vm" -httpListenAddr 127.0.0.1:$VMPORT \
 	-retentionPeriod 100y >"$T/vm.log" 2>&1 &
@@ -54,7 +67,7 @@ EP=ipc://$T/collector.sock
 "$B/vitalsd" --listen "$EP" --db "$T/vitals" --quiet >"$T/alerts.jsonl" 2>"$T/vitalsd.log" &
 VPID=$!
 sleep 0.3
-rate=$(VITALS_ENDPOINT=$EP "$B/bench/bench_peers" emit $RANKS $STEPS $T0) || echo "vitals: not every sample acknowledged"
+rate=$(VITALS_ENDPOINT=$EP "$B/bench/bench_peers" emit $RANKS $STEPS $T0 $METRICS) || echo "vitals: not every sample acknowledged"
 kill -TERM $VPID; wait $VPID; VPID=
 stored=$("$B/vitals" runs --db "$T/vitals" | awk -F, '$1 == "peers" { print $6 }')
 vbytes=$(du -sb "$T/vitals" | cut -f1)
