@@ -160,6 +160,11 @@ cmd_emit(const cli_args *a)
 	o.endpoint         = a->endpoint;
 	o.close_timeout_ms = 100;
 	o.rank             = rank_of(a);
+	/* A call sends a few samples: the smallest buffer (its ring of
+	 * 4,096 slots holds 2,048 samples twice over) spares each call the
+	 * 64 MiB default's 8 MiB ring, written whole at open. */
+	if (a->npos <= 2048)
+		o.max_buffer_bytes = (size_t) 1 << 20;
 	/* Each sample is in one batch, and a batch holds at least one
 	 * sample, a new drop count or the goodbye: 4 per sample and some
 	 * to spare bound what this call can number. Unused numbers cost
