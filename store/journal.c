@@ -285,16 +285,116 @@ store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples)
 	return rc;
 }
 
+/* A series whose commit brings at least this many samples, and which
+ * has none in the journal, is appended to its blocks by the commit
+ * itself (direct_put): a narrow run's samples are then coded and
+ * written once, and the journal keeps the sparse ones, whose
+ * per-series work (finding, resuming and rewriting a tail) it
+ * amortises over many commits. At 256 samples that work (one tail
+ * page and a share of a series record's leaf) costs about what
+ * journalling them would. */
+#define DIRECT_MIN 256
+
+static int series_of_sid(
+    store_txn *t, uint32_t sid, uint8_t *key, size_t *klen, series_rec *r);
+static int put_block(
+    void *vctx, uint64_t first_step, uint32_t no, block_enc *enc);
+
+/* Where fold stores the blocks of one series. */
+typedef struct fold_ctx {
+	store_txn *t;
+	uint32_t   sid;
+} fold_ctx;
+
+/*
+ * Clear direct[i] for each candidate group whose series has samples in
+ * a journal record (its new samples must follow those, so they go to
+ * the journal too). Returns 0 or a store_err.
+ */
+static int
+pending_in_journal(
+    store_txn *t, const store_group *g, size_t ng, uint8_t *direct)
+{
+	store      *st = t->st;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	int         rc, own = 0;
+
+	if (st->jrecords == 0)
+		return 0;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		jrec     r;
+		uint32_t lo = 0;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
+			own = 1;
+			break;
+		}
+		/* Candidates ascend by sid: each search starts where the
+		 * last one ended. */
+		for (size_t i = 0; i < ng && lo < r.ngroups; i++) {
+			uint32_t hi = r.ngroups;
+
+			if (!direct[i])
+				continue;
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (grp_sid(&r, mid) < g[i].sid)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < r.ngroups && grp_sid(&r, lo) == g[i].sid)
+				direct[i] = 0;
+		}
+	}
+	mdb_cursor_close(cur);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	return own ? rc : store_fail(st, rc, "reading the journal");
+}
+
+/*
+ * Append the n samples of series sid (none of it in the journal) to its
+ * blocks, as a fold would, and count them in its record. Its jseen
+ * moves to the last record written so far: none of them holds a sample
+ * of it, so readers need not look it up there. Returns 0 or a
+ * store_err.
+ */
+static int
+direct_put(store_txn *t, uint32_t sid, const store_sample *s, size_t n,
+    block_enc *enc)
+{
+	fold_ctx   c = { t, sid };
+	series_rec rec;
+	uint8_t    skey[STORE_KEY_MAX];
+	size_t     sklen = 0;
+	int        rc;
+
+	if ((rc = series_of_sid(t, sid, skey, &sklen, &rec)) != 0)
+		return rc;
+	if ((rc = journal_fold_series(t, sid, s, n, enc, put_block, &c)) != 0)
+		return rc;
+	store_series_add(&rec, s, n);
+	if (rec.jseen < t->st->jnext - 1)
+		rec.jseen = t->st->jnext - 1;
+	return store_put_series(t, skey, sklen, &rec);
+}
+
 int
 store_journal_put(
     store_txn *t, const store_group *g, size_t ng, const store_sample *s)
 {
-	store   *st = t->st;
-	uint64_t ns = 0;
-	uint8_t  key[8], *p, *pay, *q;
-	size_t   need;
-	MDB_val  k, v;
-	int      rc;
+	store              *st = t->st;
+	uint64_t            ns = 0;
+	uint8_t             key[8], *p, *pay, *q, *direct = NULL;
+	size_t              need, nj = 0, ndirect = 0;
+	const store_sample *first = NULL;
+	MDB_val             k, v;
+	int                 rc;
 
 	if (ng == 0)
 		return 0;
@@ -304,44 +404,77 @@ store_journal_put(
 			    "%s: journal groups out of order", st->dir);
 			return STORE_ECORRUPT;
 		}
-		ns += g[i].n;
-	}
-	if (ng > UINT32_MAX / REC_GROUP || ns > UINT32_MAX / SAMPLE_MAX) {
-		snprintf(st->err, sizeof(st->err),
-		    "%s: a journal record of %llu samples is too large",
-		    st->dir, (unsigned long long) ns);
-		return STORE_ECORRUPT;
+		ndirect += g[i].n >= DIRECT_MIN;
 	}
 	if ((rc = load(t)) != 0)
 		return rc;
-	need = REC_HEAD + ng * REC_GROUP + ng * 10 + ns * SAMPLE_MAX;
+	if (ndirect > 0) {
+		block_enc *enc;
+
+		if ((direct = malloc(ng)) == NULL)
+			goto nomem;
+		for (size_t i = 0; i < ng; i++)
+			direct[i] = g[i].n >= DIRECT_MIN;
+		if ((rc = pending_in_journal(t, g, ng, direct)) != 0)
+			goto out;
+		if ((enc = malloc(sizeof(*enc))) == NULL)
+			goto nomem;
+		for (size_t i = 0, at = 0; i < ng; at += g[i].n, i++) {
+			if (!direct[i])
+				continue;
+			rc = direct_put(t, g[i].sid, s + at, g[i].n, enc);
+			if (rc != 0)
+				break;
+		}
+		free(enc);
+		if (rc != 0)
+			goto out;
+	}
+	for (size_t i = 0, at = 0; i < ng; at += g[i].n, i++) {
+		if (direct != NULL && direct[i])
+			continue;
+		if (first == NULL)
+			first = s + at;
+		nj++;
+		ns += g[i].n;
+	}
+	if (nj == 0)
+		goto out;
+	if (nj > UINT32_MAX / REC_GROUP || ns > UINT32_MAX / SAMPLE_MAX) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: a journal record of %llu samples is too large",
+		    st->dir, (unsigned long long) ns);
+		rc = STORE_ECORRUPT;
+		goto out;
+	}
+	need = REC_HEAD + nj * REC_GROUP + nj * 10 + ns * SAMPLE_MAX;
 	if (need > st->jcap) {
 		uint8_t *nb = realloc(st->jbuf, need);
 
-		if (nb == NULL) {
-			snprintf(st->err, sizeof(st->err), "%s: out of memory",
-			    st->dir);
-			return STORE_ENOMEM;
-		}
+		if (nb == NULL)
+			goto nomem;
 		st->jbuf = nb;
 		st->jcap = need;
 	}
 	p = st->jbuf;
-	wire_put32(p, (uint32_t) ng);
+	wire_put32(p, (uint32_t) nj);
 	wire_put32(p + 4, (uint32_t) ns);
-	wire_put64(p + 8, s[0].step);
-	wire_put64(p + 16, (uint64_t) s[0].time_ns);
-	pay = p + REC_HEAD + ng * REC_GROUP;
+	wire_put64(p + 8, first->step);
+	wire_put64(p + 16, (uint64_t) first->time_ns);
+	pay = p + REC_HEAD + nj * REC_GROUP;
 	q   = pay;
-	for (size_t i = 0, at = 0; i < ng; at += g[i].n, i++) {
-		jcoder c = { s[0].step, 0, s[0].time_ns, 0 };
+	for (size_t i = 0, at = 0, j = 0; i < ng; at += g[i].n, i++) {
+		jcoder c = { first->step, 0, first->time_ns, 0 };
 
-		wire_put32(p + REC_HEAD + i * REC_GROUP, g[i].sid);
+		if (direct != NULL && direct[i])
+			continue;
+		wire_put32(p + REC_HEAD + j * REC_GROUP, g[i].sid);
 		wire_put32(
-		    p + REC_HEAD + i * REC_GROUP + 4, (uint32_t) (q - pay));
+		    p + REC_HEAD + j * REC_GROUP + 4, (uint32_t) (q - pay));
+		j++;
 		q = put_var(q, g[i].n);
-		for (uint32_t j = 0; j < g[i].n; j++)
-			q = sample_put(q, &c, &s[at + j]);
+		for (uint32_t m = 0; m < g[i].n; m++)
+			q = sample_put(q, &c, &s[at + m]);
 	}
 	be_put64(key, st->jnext);
 	k.mv_data = key;
@@ -349,12 +482,20 @@ store_journal_put(
 	v.mv_data = st->jbuf;
 	v.mv_size = (size_t) (q - st->jbuf);
 	rc        = mdb_put(t->txn, st->journal, &k, &v, MDB_APPEND);
-	if (rc != 0)
-		return store_fail(st, rc, "writing the journal");
+	if (rc != 0) {
+		rc = store_fail(st, rc, "writing the journal");
+		goto out;
+	}
 	st->jnext++;
 	st->jrecords++;
 	st->jsamples += ns;
-	return 0;
+	goto out;
+nomem:
+	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	rc = STORE_ENOMEM;
+out:
+	free(direct);
+	return rc;
 }
 
 /* ---- appending to blocks ---------------------------------------------- */
@@ -541,12 +682,6 @@ typedef struct jpos {
 	jrec     r;
 	uint32_t g; /* next group */
 } jpos;
-
-/* Where fold stores the blocks of one series. */
-typedef struct fold_ctx {
-	store_txn *t;
-	uint32_t   sid;
-} fold_ctx;
 
 /* The key (copied into key, STORE_KEY_MAX bytes) and record of series
  * sid. Returns 0 or a store_err. */
