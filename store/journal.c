@@ -295,15 +295,31 @@ store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples)
  * journalling them would. */
 #define DIRECT_MIN 256
 
-static int series_of_sid(
-    store_txn *t, uint32_t sid, uint8_t *key, size_t *klen, series_rec *r);
-static int put_block(
-    void *vctx, uint64_t first_step, uint32_t no, block_enc *enc);
+/*
+ * The cursors a fold (or a commit's direct appends) keeps open across
+ * its series: they go in ascending sid order, so the sid index and the
+ * blocks are read and written near where the last series left the
+ * cursor, which LMDB finds without descending from the root; the
+ * series record is rewritten where it was read.
+ */
+typedef struct fold_cur {
+	MDB_cursor *sids, *series, *blocks;
+} fold_cur;
+
+static int  fold_cur_open(store_txn *t, fold_cur *fc);
+static void fold_cur_close(fold_cur *fc);
+static int  series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid,
+     uint8_t *key, size_t *klen, series_rec *r);
+static int  series_put(store_txn *t, fold_cur *fc, const uint8_t *key,
+     size_t klen, const series_rec *r);
+static int  put_block(
+     void *vctx, uint64_t first_step, uint32_t no, block_enc *enc);
 
 /* Where fold stores the blocks of one series. */
 typedef struct fold_ctx {
-	store_txn *t;
-	uint32_t   sid;
+	store_txn  *t;
+	MDB_cursor *blocks;
+	uint32_t    sid;
 } fold_ctx;
 
 /*
@@ -365,23 +381,24 @@ pending_in_journal(
  * store_err.
  */
 static int
-direct_put(store_txn *t, uint32_t sid, const store_sample *s, size_t n,
-    block_enc *enc)
+direct_put(store_txn *t, fold_cur *fc, uint32_t sid, const store_sample *s,
+    size_t n, block_enc *enc)
 {
-	fold_ctx   c = { t, sid };
+	fold_ctx   c = { t, fc->blocks, sid };
 	series_rec rec;
 	uint8_t    skey[STORE_KEY_MAX];
 	size_t     sklen = 0;
 	int        rc;
 
-	if ((rc = series_of_sid(t, sid, skey, &sklen, &rec)) != 0)
+	if ((rc = series_of_sid(t, fc, sid, skey, &sklen, &rec)) != 0)
 		return rc;
-	if ((rc = journal_fold_series(t, sid, s, n, enc, put_block, &c)) != 0)
+	rc = journal_fold_series(t, fc->blocks, sid, s, n, enc, put_block, &c);
+	if (rc != 0)
 		return rc;
 	store_series_add(&rec, s, n);
 	if (rec.jseen < t->st->jnext - 1)
 		rec.jseen = t->st->jnext - 1;
-	return store_put_series(t, skey, sklen, &rec);
+	return series_put(t, fc, skey, sklen, &rec);
 }
 
 int
@@ -410,6 +427,7 @@ store_journal_put(
 		return rc;
 	if (ndirect > 0) {
 		block_enc *enc;
+		fold_cur   fc;
 
 		if ((direct = malloc(ng)) == NULL)
 			goto nomem;
@@ -419,13 +437,18 @@ store_journal_put(
 			goto out;
 		if ((enc = malloc(sizeof(*enc))) == NULL)
 			goto nomem;
+		if ((rc = fold_cur_open(t, &fc)) != 0) {
+			free(enc);
+			goto out;
+		}
 		for (size_t i = 0, at = 0; i < ng; at += g[i].n, i++) {
 			if (!direct[i])
 				continue;
-			rc = direct_put(t, g[i].sid, s + at, g[i].n, enc);
+			rc = direct_put(t, &fc, g[i].sid, s + at, g[i].n, enc);
 			if (rc != 0)
 				break;
 		}
+		fold_cur_close(&fc);
 		free(enc);
 		if (rc != 0)
 			goto out;
@@ -501,18 +524,20 @@ out:
 /* ---- appending to blocks ---------------------------------------------- */
 
 int
-journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
-    size_t n, block_enc *enc, journal_emit_fn emit, void *ctx)
+journal_fold_series(store_txn *t, MDB_cursor *bcur, uint32_t sid,
+    const store_sample *s, size_t n, block_enc *enc, journal_emit_fn emit,
+    void *ctx)
 {
-	store      *st = t->st;
-	MDB_cursor *cur;
+	store      *st  = t->st;
+	MDB_cursor *cur = bcur;
 	MDB_val     k, v, tv = { 0, NULL };
 	uint8_t     key[16];
 	uint64_t    fs = 0;
 	uint32_t    no = 0, next = 0;
 	int         rc, have     = 0;
 
-	if ((rc = mdb_cursor_open(t->txn, st->blocks, &cur)) != 0)
+	if (cur == NULL
+	    && (rc = mdb_cursor_open(t->txn, st->blocks, &cur)) != 0)
 		return store_fail(st, rc, "reading blocks");
 	store_block_key(key, sid, 0, 0);
 	k.mv_data = key;
@@ -533,7 +558,8 @@ journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
 			tv   = v;
 		}
 	}
-	mdb_cursor_close(cur);
+	if (bcur == NULL)
+		mdb_cursor_close(cur);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return store_fail(st, rc, "reading blocks");
 	block_enc_init(enc);
@@ -683,11 +709,40 @@ typedef struct jpos {
 	uint32_t g; /* next group */
 } jpos;
 
-/* The key (copied into key, STORE_KEY_MAX bytes) and record of series
- * sid. Returns 0 or a store_err. */
 static int
-series_of_sid(
-    store_txn *t, uint32_t sid, uint8_t *key, size_t *klen, series_rec *r)
+fold_cur_open(store_txn *t, fold_cur *fc)
+{
+	store *st = t->st;
+	int    rc;
+
+	memset(fc, 0, sizeof(*fc));
+	if ((rc = mdb_cursor_open(t->txn, st->sids, &fc->sids)) != 0
+	    || (rc = mdb_cursor_open(t->txn, st->series, &fc->series)) != 0
+	    || (rc = mdb_cursor_open(t->txn, st->blocks, &fc->blocks)) != 0) {
+		fold_cur_close(fc);
+		return store_fail(st, rc, "opening cursors");
+	}
+	return 0;
+}
+
+static void
+fold_cur_close(fold_cur *fc)
+{
+	if (fc->sids != NULL)
+		mdb_cursor_close(fc->sids);
+	if (fc->series != NULL)
+		mdb_cursor_close(fc->series);
+	if (fc->blocks != NULL)
+		mdb_cursor_close(fc->blocks);
+	memset(fc, 0, sizeof(*fc));
+}
+
+/* The key (copied into key, STORE_KEY_MAX bytes) and record of series
+ * sid, leaving fc->series on the record (for series_put). Returns 0 or
+ * a store_err. */
+static int
+series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, uint8_t *key,
+    size_t *klen, series_rec *r)
 {
 	store  *st    = t->st;
 	uint8_t sk[4] = { (uint8_t) (sid >> 24), (uint8_t) (sid >> 16),
@@ -695,7 +750,7 @@ series_of_sid(
 	MDB_val k     = { 4, sk }, v;
 	int     rc;
 
-	if ((rc = mdb_get(t->txn, st->sids, &k, &v)) != 0
+	if ((rc = mdb_cursor_get(fc->sids, &k, &v, MDB_SET_KEY)) != 0
 	    || v.mv_size > STORE_KEY_MAX) {
 		if (rc == MDB_NOTFOUND || rc == 0) {
 			snprintf(st->err, sizeof(st->err),
@@ -707,8 +762,41 @@ series_of_sid(
 		return store_fail(st, rc, "reading a series id");
 	}
 	memcpy(key, v.mv_data, v.mv_size);
-	*klen = v.mv_size;
-	return store_get_series(t, key, *klen, r);
+	*klen     = v.mv_size;
+	k.mv_data = key;
+	k.mv_size = *klen;
+	if ((rc = mdb_cursor_get(fc->series, &k, &v, MDB_SET_KEY)) != 0) {
+		if (rc == MDB_NOTFOUND) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: series %u is indexed and has no record",
+			    st->dir, sid);
+			return STORE_ECORRUPT;
+		}
+		return store_fail(st, rc, "reading a series");
+	}
+	if (store_series_decode(v.mv_data, v.mv_size, r) != 0) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: a series record does not parse", st->dir);
+		return STORE_ECORRUPT;
+	}
+	return 0;
+}
+
+/* Rewrite the record series_of_sid left fc->series on (only blocks were
+ * written since, in another database). Returns 0 or a store_err. */
+static int
+series_put(store_txn *t, fold_cur *fc, const uint8_t *key, size_t klen,
+    const series_rec *r)
+{
+	uint8_t buf[SERIES_REC_SIZE];
+	MDB_val k = { klen, (void *) (uintptr_t) key },
+	        v = { sizeof(buf), buf };
+	int rc;
+
+	store_series_encode(buf, r);
+	if ((rc = mdb_cursor_put(fc->series, &k, &v, MDB_CURRENT)) != 0)
+		return store_fail(t->st, rc, "writing a series");
+	return 0;
 }
 
 static int
@@ -725,7 +813,10 @@ put_block(void *vctx, uint64_t first_step, uint32_t no, block_enc *enc)
 	k.mv_size = sizeof(key);
 	v.mv_data = (void *) (uintptr_t) block_enc_data(enc, &len);
 	v.mv_size = len;
-	if ((rc = mdb_put(c->t->txn, c->t->st->blocks, &k, &v, 0)) != 0)
+	rc        = c->blocks != NULL
+	           ? mdb_cursor_put(c->blocks, &k, &v, 0)
+	           : mdb_put(c->t->txn, c->t->st->blocks, &k, &v, 0);
+	if (rc != 0)
 		return store_fail(c->t->st, rc, "writing a block");
 	return 0;
 }
@@ -758,6 +849,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	size_t        npos = 0, cap = 0, len = 0, scap = 0;
 	store_sample *buf   = NULL;
 	block_enc    *enc   = NULL;
+	fold_cur      fc    = { NULL, NULL, NULL };
 	uint64_t      total = 0;
 	int           rc;
 
@@ -796,20 +888,23 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 		goto out;
 	if ((enc = malloc(sizeof(*enc))) == NULL)
 		goto nomem;
+	if ((rc = fold_cur_open(t, &fc)) != 0)
+		goto out;
 	/*
 	 * Series by series in sid order (each record is sorted by sid, so
 	 * this is a merge), each series' samples in record order: the
 	 * order they arrived in.
 	 */
 	for (long b; (b = lowest(pos, npos)) >= 0;) {
-		fold_ctx   c = { t, grp_sid(&pos[b].r, pos[b].g) };
+		fold_ctx   c = { t, fc.blocks, grp_sid(&pos[b].r, pos[b].g) };
 		series_rec rec;
 		uint8_t    skey[STORE_KEY_MAX];
 		size_t     sklen = 0;
 
 		/* The series record counts these samples from now on: the
 		 * records holding them are deleted below. */
-		if ((rc = series_of_sid(t, c.sid, skey, &sklen, &rec)) != 0)
+		if ((rc = series_of_sid(t, &fc, c.sid, skey, &sklen, &rec))
+		    != 0)
 			goto out;
 		len = 0;
 		for (size_t i = (size_t) b; i < npos; i++) {
@@ -828,12 +923,12 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			pos[i].g++;
 		}
 		rc = journal_fold_series(
-		    t, c.sid, buf, len, enc, put_block, &c);
+		    t, fc.blocks, c.sid, buf, len, enc, put_block, &c);
 		if (rc != 0)
 			goto out;
 		if (rec.jseen < pos[npos - 1].r.no)
 			rec.jseen = pos[npos - 1].r.no;
-		if ((rc = store_put_series(t, skey, sklen, &rec)) != 0)
+		if ((rc = series_put(t, &fc, skey, sklen, &rec)) != 0)
 			goto out;
 	}
 	/* The records go in the same transaction as their blocks. */
@@ -865,6 +960,7 @@ out:
 		mdb_cursor_close(cur);
 	free(pos);
 	free(buf);
+	fold_cur_close(&fc);
 	free(enc);
 	return rc;
 }

@@ -111,7 +111,9 @@ int journal_of_series(
  * with the highest number) is found from the blocks' keys. emit gets
  * each block that is (re)written, in order, the tail first: the fold
  * stores them, a reader merges them. enc is the caller's scratch
- * encoder. Returns 0, emit's non-zero value, or a store_err.
+ * encoder; blocks, if not NULL, a cursor on the blocks database to use
+ * (left open; the fold's emit writes through it). Returns 0, emit's
+ * non-zero value, or a store_err.
  */
 /*
  * Add to r's statistics the samples of r->sid in the journal records
@@ -125,7 +127,8 @@ void store_series_add(series_rec *r, const store_sample *s, size_t n);
 
 typedef int (*journal_emit_fn)(
     void *ctx, uint64_t first_step, uint32_t no, block_enc *enc);
-int journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
-    size_t n, block_enc *enc, journal_emit_fn emit, void *ctx);
+int journal_fold_series(store_txn *t, MDB_cursor *blocks, uint32_t sid,
+    const store_sample *s, size_t n, block_enc *enc, journal_emit_fn emit,
+    void *ctx);
 
 #endif /* STORE_STORE_INT_H */
