@@ -22,8 +22,12 @@
  * Printed per width: ingest rate, bytes passed to write(2) per sample
  * (wchar of /proc/self/io: what LMDB writes, independent of the page
  * cache) and bytes the kernel accounted to storage (write_bytes), CPU
- * (user + system) per sample, peak RSS, and CPU and bytes as ratios to
- * the 10-series case. Figures only; the machine may be shared.
+ * (user + system) per sample, peak RSS (VmHWM: it includes the pages of
+ * data.mdb the process mapped), CPU and bytes as ratios to the
+ * 10-series case, the part of CPU and wchar per sample spent in the
+ * final fold, and the largest anonymous RSS seen after a commit or the
+ * fold (the heap: caches, the commit's samples, LMDB's dirty pages).
+ * Figures only; the machine may be shared.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +47,8 @@
 
 typedef struct result {
 	double series, samples, commits, wall, cpu, wchar, wbytes, rss_mib;
+	double fold_cpu, fold_wchar; /* of which the final fold */
+	double anon_mib;             /* largest RssAnon seen */
 	int    ok;
 } result;
 
@@ -83,6 +89,24 @@ proc_io(double *wchar, double *wbytes)
 			*wbytes = (double) v;
 	}
 	fclose(f);
+}
+
+/* RssAnon of this process in MiB (0 where unreadable): the heap,
+ * without the pages of data.mdb the process has mapped. */
+static double
+rss_anon_mib(void)
+{
+	FILE              *f = fopen("/proc/self/status", "r");
+	char               line[128];
+	unsigned long long v = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "RssAnon: %llu", &v) == 1)
+			break;
+	fclose(f);
+	return (double) v / 1024.0;
 }
 
 /* Build rank r's batch for step s: M names, one sample each. */
@@ -136,7 +160,7 @@ run_width(const char *base, long series, result *res)
 	store        *st;
 	ingest       *in;
 	ingest_opts   io;
-	double        w0 = 0, c0 = 0, x0 = 0, b0 = 0, x1, b1;
+	double        w0 = 0, c0 = 0, x0 = 0, b0 = 0, x1, b1, xf, bf, cf;
 	struct rusage ru;
 
 	memset(res, 0, sizeof(*res));
@@ -200,6 +224,8 @@ run_width(const char *base, long series, result *res)
 		}
 		if ((rc = ingest_commit(in)) != 0)
 			goto fail;
+		if (rss_anon_mib() > res->anon_mib)
+			res->anon_mib = rss_anon_mib();
 		/* Commit 0's samples are folded before the measure starts;
 		 * the measured ones are folded within it (below). */
 		if (c == 0 && (rc = ingest_fold(in, 1)) != 0)
@@ -211,18 +237,24 @@ run_width(const char *base, long series, result *res)
 		return;
 	}
 	/* The cost of a sample includes its fold into blocks. */
+	proc_io(&xf, &bf);
+	cf = cpu_s();
 	if (ingest_fold(in, 1) != 0) {
 		fprintf(stderr, "bench_wide: %s\n", store_errmsg(st));
 		return;
 	}
+	if (rss_anon_mib() > res->anon_mib)
+		res->anon_mib = rss_anon_mib();
 	proc_io(&x1, &b1);
-	res->wall    = now_s() - w0;
-	res->cpu     = cpu_s() - c0;
-	res->wchar   = x1 - x0;
-	res->wbytes  = b1 - b0;
-	res->series  = (double) series;
-	res->commits = (double) commits;
-	res->samples = (double) commits * (double) spc * (double) series;
+	res->fold_cpu   = cpu_s() - cf;
+	res->fold_wchar = x1 - xf;
+	res->wall       = now_s() - w0;
+	res->cpu        = cpu_s() - c0;
+	res->wchar      = x1 - x0;
+	res->wbytes     = b1 - b0;
+	res->series     = (double) series;
+	res->commits    = (double) commits;
+	res->samples    = (double) commits * (double) spc * (double) series;
 	getrusage(RUSAGE_SELF, &ru);
 	res->rss_mib = (double) ru.ru_maxrss / 1024.0;
 	res->ok      = 1;
@@ -242,9 +274,11 @@ main(int argc, char **argv)
 	long        widths[] = { 10, 1000, 10000, 100000, 1000000 };
 	result      r0       = { 0 };
 
-	printf("%9s %9s %7s %9s %10s %10s %9s %8s %6s %6s\n", "series",
-	    "samples", "commits", "M/s", "wchar B/s", "disk B/s", "CPU us/s",
-	    "RSS MiB", "xCPU", "xwchar");
+	printf("%9s %9s %7s %9s %10s %10s %9s %8s %6s %6s %10s %11s "
+	       "%8s\n",
+	    "series", "samples", "commits", "M/s", "wchar B/s", "disk B/s",
+	    "CPU us/s", "RSS MiB", "xCPU", "xwchar", "fold us/s", "fold wchar",
+	    "anon MiB");
 	for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
 		int    fd[2], status;
 		pid_t  pid;
@@ -278,13 +312,15 @@ main(int argc, char **argv)
 		if (widths[i] == 10)
 			r0 = r;
 		printf("%9.0f %9.0f %7.0f %9.3f %10.1f %10.1f %9.3f %8.0f "
-		       "%6.2f %6.2f\n",
+		       "%6.2f %6.2f %10.3f %11.1f %8.0f\n",
 		    r.series, r.samples, r.commits, r.samples / r.wall / 1e6,
 		    r.wchar / r.samples, r.wbytes / r.samples,
 		    r.cpu / r.samples * 1e6, r.rss_mib,
 		    r0.ok ? (r.cpu / r.samples) / (r0.cpu / r0.samples) : 0,
 		    r0.ok ? (r.wchar / r.samples) / (r0.wchar / r0.samples)
-		          : 0);
+		          : 0,
+		    r.fold_cpu / r.samples * 1e6, r.fold_wchar / r.samples,
+		    r.anon_mib);
 	}
 	{
 		char cmd[1200];
