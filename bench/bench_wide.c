@@ -12,9 +12,11 @@
  *
  * A commit holds one step, or as many steps as make 10,000 samples when
  * a step brings fewer (a narrow run's batches arrive faster than the
- * commit interval, so vitalsd groups them). The first commit, which
- * creates the series, is not measured; then about 1,000,000 samples
- * (at least 3 commits) are, and then folded from the journal into
+ * commit interval, so vitalsd groups them), or, when a step brings more
+ * than 262,144 samples (vitalsd's bound on a commit), the batches of as
+ * many ranks as fit. The first step, which creates the series, is not
+ * measured; then about 1,000,000 samples (at least 3 steps) are, and
+ * then folded from the journal into
  * blocks (ingest_fold), within the measure: the figures are the whole
  * cost of a sample. Each width runs in its own child process so
  * its peak RSS is its own.
@@ -44,6 +46,7 @@
 
 #define TARGET 1000000u      /* samples measured per width */
 #define MIN_PER_COMMIT 10000 /* samples a narrow commit groups */
+#define COMMIT_MAX 262144    /* vitalsd's bound on a commit's samples */
 
 typedef struct result {
 	double series, samples, commits, wall, cpu, wchar, wbytes, rss_mib;
@@ -148,13 +151,15 @@ static void
 run_width(const char *base, long series, result *res)
 {
 	char          dir[1100], err[1400], cmd[2300], why[200];
-	int           metrics = series < 1000 ? (int) series : 1000;
-	int           ranks   = (int) (series / metrics);
-	uint64_t      spc     = series >= MIN_PER_COMMIT
-	             ? 1
-	             : (uint64_t) (MIN_PER_COMMIT / series);
-	uint64_t      commits = TARGET / ((uint64_t) series * spc);
-	uint64_t      step    = 0, *seq;
+	int           metrics  = series < 1000 ? (int) series : 1000;
+	int           ranks    = (int) (series / metrics);
+	uint64_t      spc      = series >= MIN_PER_COMMIT
+	              ? 1
+	              : (uint64_t) (MIN_PER_COMMIT / series);
+	uint64_t      commits  = TARGET / ((uint64_t) series * spc);
+	int           rpc      = (int) (COMMIT_MAX / metrics); /* ranks */
+	uint64_t      ncommits = 0;
+	uint64_t      step     = 0, *seq;
 	real_gen     *gens;
 	uint8_t      *msg;
 	store        *st;
@@ -189,7 +194,8 @@ run_width(const char *base, long series, result *res)
 			return;
 	for (int r = 0; r < ranks; r++)
 		real_init(&gens[r], r, 1000000, 1700000000000000000ll);
-	/* Commit 0 creates the series and is not measured. */
+	/* Round 0 (one step, or one commit's worth of steps) creates the
+	 * series and is not measured. */
 	for (uint64_t c = 0; c <= commits; c++) {
 		int rc = 0;
 
@@ -198,35 +204,44 @@ run_width(const char *base, long series, result *res)
 			c0 = cpu_s();
 			proc_io(&x0, &b0);
 		}
-		if ((rc = ingest_begin(in)) != 0)
-			goto fail;
-		for (uint64_t k = 0; k < spc; k++, step++) {
-			for (int r = 0; r < ranks; r++) {
-				wire_batch b;
-				int64_t    t = real_step(&gens[r]);
-				size_t     n;
-				int        is_new;
+		/* A step wider than vitalsd's commit bound is committed in
+		 * parts of whole ranks, as vitalsd would. */
+		for (int r0 = 0; r0 < ranks; r0 += rpc) {
+			int r1 = r0 + rpc < ranks ? r0 + rpc : ranks;
 
-				n = build(msg, r, ranks, metrics, ++seq[r],
-				    step, t, &gens[r]);
-				if (wire_batch_decode(
-				        msg, n, &b, why, sizeof(why))
-				    != 0) {
-					fprintf(
-					    stderr, "bench_wide: %s\n", why);
-					goto fail;
+			if ((rc = ingest_begin(in)) != 0)
+				goto fail;
+			for (uint64_t k = 0; k < spc; k++) {
+				for (int r = r0; r < r1; r++) {
+					wire_batch b;
+					int64_t    t = real_step(&gens[r]);
+					size_t     n;
+					int        is_new;
+
+					n = build(msg, r, ranks, metrics,
+					    ++seq[r], step + k, t, &gens[r]);
+					if (wire_batch_decode(
+					        msg, n, &b, why, sizeof(why))
+					    != 0) {
+						fprintf(stderr,
+						    "bench_wide: %s\n", why);
+						goto fail;
+					}
+					rc = ingest_batch(in, &b, 0, &is_new,
+					    why, sizeof(why));
+					if (rc < 0)
+						goto fail;
 				}
-				rc = ingest_batch(
-				    in, &b, 0, &is_new, why, sizeof(why));
-				if (rc < 0)
-					goto fail;
 			}
+			if ((rc = ingest_commit(in)) != 0)
+				goto fail;
+			if (c > 0)
+				ncommits++;
+			if (rss_anon_mib() > res->anon_mib)
+				res->anon_mib = rss_anon_mib();
 		}
-		if ((rc = ingest_commit(in)) != 0)
-			goto fail;
-		if (rss_anon_mib() > res->anon_mib)
-			res->anon_mib = rss_anon_mib();
-		/* Commit 0's samples are folded before the measure starts;
+		step += spc;
+		/* Round 0's samples are folded before the measure starts;
 		 * the measured ones are folded within it (below). */
 		if (c == 0 && (rc = ingest_fold(in, 1)) != 0)
 			goto fail;
@@ -253,7 +268,7 @@ run_width(const char *base, long series, result *res)
 	res->wchar      = x1 - x0;
 	res->wbytes     = b1 - b0;
 	res->series     = (double) series;
-	res->commits    = (double) commits;
+	res->commits    = (double) ncommits;
 	res->samples    = (double) commits * (double) spc * (double) series;
 	getrusage(RUSAGE_SELF, &ru);
 	res->rss_mib = (double) ru.ru_maxrss / 1024.0;
