@@ -315,12 +315,34 @@ static int  series_put(store_txn *t, fold_cur *fc, const uint8_t *key,
 static int  put_block(
      void *vctx, uint64_t first_step, uint32_t no, block_enc *enc);
 
-/* Where fold stores the blocks of one series. */
+/* Where fold stores the blocks of one series, and the key of the last
+ * block it stored (the tail). */
 typedef struct fold_ctx {
 	store_txn  *t;
 	MDB_cursor *blocks;
 	uint32_t    sid;
+	uint32_t    last_no;
+	uint64_t    last_fs;
 } fold_ctx;
+
+/*
+ * The tail a direct append left, with its encoder: a narrow run's next
+ * commit appends to the same tail, and copying the encoder costs less
+ * than decoding the tail (up to 4 KB of samples) again. Slot sid %
+ * TAIL_SLOTS (about 1.1 MB in all). Used only when the stored tail has
+ * its key and bytes, so a slot left by an aborted transaction, or by a
+ * tail a fold has moved on since, is never used; an encoder resumed
+ * from a block's bytes is the one that wrote them (the codec's model is
+ * a function of the samples).
+ */
+#define TAIL_SLOTS 256
+
+struct journal_tail {
+	uint32_t  sid, no;
+	uint64_t  fs;
+	int       used;
+	block_enc enc;
+};
 
 /*
  * Clear direct[i] for each candidate group whose series has samples in
@@ -384,17 +406,34 @@ static int
 direct_put(store_txn *t, fold_cur *fc, uint32_t sid, const store_sample *s,
     size_t n, block_enc *enc)
 {
-	fold_ctx   c = { t, fc->blocks, sid };
-	series_rec rec;
-	uint8_t    skey[STORE_KEY_MAX];
-	size_t     sklen = 0;
-	int        rc;
+	store               *st = t->st;
+	fold_ctx             c  = { t, fc->blocks, sid, 0, 0 };
+	series_rec           rec;
+	uint8_t              skey[STORE_KEY_MAX];
+	size_t               sklen = 0;
+	struct journal_tail *slot;
+	int                  rc;
 
+	if (st->jtails == NULL
+	    && (st->jtails = calloc(TAIL_SLOTS, sizeof(*st->jtails)))
+	        == NULL) {
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
+		return STORE_ENOMEM;
+	}
+	slot = &st->jtails[sid % TAIL_SLOTS];
 	if ((rc = series_of_sid(t, fc, sid, skey, &sklen, &rec)) != 0)
 		return rc;
-	rc = journal_fold_series(t, fc->blocks, sid, s, n, enc, put_block, &c);
+	rc = journal_fold_series(
+	    t, fc->blocks, slot, sid, s, n, enc, put_block, &c);
+	slot->used = 0;
 	if (rc != 0)
 		return rc;
+	slot->sid = sid;
+	slot->no  = c.last_no;
+	slot->fs  = c.last_fs;
+	memcpy(&slot->enc, enc, sizeof(*enc));
+	slot->used = 1;
 	store_series_add(&rec, s, n);
 	if (rec.jseen < t->st->jnext - 1)
 		rec.jseen = t->st->jnext - 1;
@@ -523,10 +562,26 @@ out:
 
 /* ---- appending to blocks ---------------------------------------------- */
 
+/* Whether hint holds the encoder of series sid's tail (key first step
+ * fs, number no, bytes tv). */
+static int
+hint_is_tail(struct journal_tail *hint, uint32_t sid, uint64_t fs, uint32_t no,
+    const MDB_val *tv)
+{
+	const uint8_t *hd;
+	size_t         hl;
+
+	if (hint == NULL || !hint->used || hint->sid != sid || hint->no != no
+	    || hint->fs != fs)
+		return 0;
+	hd = block_enc_data(&hint->enc, &hl);
+	return hl == tv->mv_size && memcmp(hd, tv->mv_data, hl) == 0;
+}
+
 int
-journal_fold_series(store_txn *t, MDB_cursor *bcur, uint32_t sid,
-    const store_sample *s, size_t n, block_enc *enc, journal_emit_fn emit,
-    void *ctx)
+journal_fold_series(store_txn *t, MDB_cursor *bcur, struct journal_tail *hint,
+    uint32_t sid, const store_sample *s, size_t n, block_enc *enc,
+    journal_emit_fn emit, void *ctx)
 {
 	store      *st  = t->st;
 	MDB_cursor *cur = bcur;
@@ -563,16 +618,16 @@ journal_fold_series(store_txn *t, MDB_cursor *bcur, uint32_t sid,
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return store_fail(st, rc, "reading blocks");
 	block_enc_init(enc);
-	if (have) {
-		if (block_enc_resume(enc, tv.mv_data, tv.mv_size)
-		    != BLOCK_OK) {
-			snprintf(st->err, sizeof(st->err),
-			    "%s: tail block of series %u is corrupt", st->dir,
-			    sid);
-			return STORE_ECORRUPT;
-		}
-		next = no + 1;
+	if (have && hint_is_tail(hint, sid, fs, no, &tv)) {
+		memcpy(enc, &hint->enc, sizeof(*enc));
+	} else if (have
+	    && block_enc_resume(enc, tv.mv_data, tv.mv_size) != BLOCK_OK) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: tail block of series %u is corrupt", st->dir, sid);
+		return STORE_ECORRUPT;
 	}
+	if (have)
+		next = no + 1;
 	for (size_t i = 0; i < n; i++) {
 		rc = enc->count ? block_enc_append(
 		         enc, s[i].step, s[i].time_ns, s[i].value)
@@ -808,6 +863,8 @@ put_block(void *vctx, uint64_t first_step, uint32_t no, block_enc *enc)
 	MDB_val   k, v;
 	int       rc;
 
+	c->last_fs = first_step;
+	c->last_no = no;
 	store_block_key(key, c->sid, first_step, no);
 	k.mv_data = key;
 	k.mv_size = sizeof(key);
@@ -896,7 +953,8 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	 * order they arrived in.
 	 */
 	for (long b; (b = lowest(pos, npos)) >= 0;) {
-		fold_ctx   c = { t, fc.blocks, grp_sid(&pos[b].r, pos[b].g) };
+		fold_ctx c
+		    = { t, fc.blocks, grp_sid(&pos[b].r, pos[b].g), 0, 0 };
 		series_rec rec;
 		uint8_t    skey[STORE_KEY_MAX];
 		size_t     sklen = 0;
@@ -923,7 +981,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			pos[i].g++;
 		}
 		rc = journal_fold_series(
-		    t, fc.blocks, c.sid, buf, len, enc, put_block, &c);
+		    t, fc.blocks, NULL, c.sid, buf, len, enc, put_block, &c);
 		if (rc != 0)
 			goto out;
 		if (rec.jseen < pos[npos - 1].r.no)
