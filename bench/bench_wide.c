@@ -12,9 +12,11 @@
  *
  * A commit holds one step, or as many steps as make 10,000 samples when
  * a step brings fewer (a narrow run's batches arrive faster than the
- * commit interval, so vitalsd groups them). The first commit, which
- * creates the series, is not measured; then about 1,000,000 samples
- * (at least 3 commits) are, and then folded from the journal into
+ * commit interval, so vitalsd groups them), or, when a step brings more
+ * than 262,144 samples (vitalsd's bound on a commit), the batches of as
+ * many ranks as fit. The first step, which creates the series, is not
+ * measured; then about 1,000,000 samples (at least 3 steps) are, and
+ * then folded from the journal into
  * blocks (ingest_fold), within the measure: the figures are the whole
  * cost of a sample. Each width runs in its own child process so
  * its peak RSS is its own.
@@ -22,8 +24,12 @@
  * Printed per width: ingest rate, bytes passed to write(2) per sample
  * (wchar of /proc/self/io: what LMDB writes, independent of the page
  * cache) and bytes the kernel accounted to storage (write_bytes), CPU
- * (user + system) per sample, peak RSS, and CPU and bytes as ratios to
- * the 10-series case. Figures only; the machine may be shared.
+ * (user + system) per sample, peak RSS (VmHWM: it includes the pages of
+ * data.mdb the process mapped), CPU and bytes as ratios to the
+ * 10-series case, the part of CPU and wchar per sample spent in the
+ * final fold, and the largest anonymous RSS seen after a commit or the
+ * fold (the heap: caches, the commit's samples, LMDB's dirty pages).
+ * Figures only; the machine may be shared.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +46,12 @@
 
 #define TARGET 1000000u      /* samples measured per width */
 #define MIN_PER_COMMIT 10000 /* samples a narrow commit groups */
+#define COMMIT_MAX 262144    /* vitalsd's bound on a commit's samples */
 
 typedef struct result {
 	double series, samples, commits, wall, cpu, wchar, wbytes, rss_mib;
+	double fold_cpu, fold_wchar; /* of which the final fold */
+	double anon_mib;             /* largest RssAnon seen */
 	int    ok;
 } result;
 
@@ -85,6 +94,24 @@ proc_io(double *wchar, double *wbytes)
 	fclose(f);
 }
 
+/* RssAnon of this process in MiB (0 where unreadable): the heap,
+ * without the pages of data.mdb the process has mapped. */
+static double
+rss_anon_mib(void)
+{
+	FILE              *f = fopen("/proc/self/status", "r");
+	char               line[128];
+	unsigned long long v = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "RssAnon: %llu", &v) == 1)
+			break;
+	fclose(f);
+	return (double) v / 1024.0;
+}
+
 /* Build rank r's batch for step s: M names, one sample each. */
 static size_t
 build(uint8_t *msg, int rank, int ranks, int metrics, uint64_t seq, uint64_t s,
@@ -124,19 +151,21 @@ static void
 run_width(const char *base, long series, result *res)
 {
 	char          dir[1100], err[1400], cmd[2300], why[200];
-	int           metrics = series < 1000 ? (int) series : 1000;
-	int           ranks   = (int) (series / metrics);
-	uint64_t      spc     = series >= MIN_PER_COMMIT
-	             ? 1
-	             : (uint64_t) (MIN_PER_COMMIT / series);
-	uint64_t      commits = TARGET / ((uint64_t) series * spc);
-	uint64_t      step    = 0, *seq;
+	int           metrics  = series < 1000 ? (int) series : 1000;
+	int           ranks    = (int) (series / metrics);
+	uint64_t      spc      = series >= MIN_PER_COMMIT
+	              ? 1
+	              : (uint64_t) (MIN_PER_COMMIT / series);
+	uint64_t      commits  = TARGET / ((uint64_t) series * spc);
+	int           rpc      = (int) (COMMIT_MAX / metrics); /* ranks */
+	uint64_t      ncommits = 0;
+	uint64_t      step     = 0, *seq;
 	real_gen     *gens;
 	uint8_t      *msg;
 	store        *st;
 	ingest       *in;
 	ingest_opts   io;
-	double        w0 = 0, c0 = 0, x0 = 0, b0 = 0, x1, b1;
+	double        w0 = 0, c0 = 0, x0 = 0, b0 = 0, x1, b1, xf, bf, cf;
 	struct rusage ru;
 
 	memset(res, 0, sizeof(*res));
@@ -165,7 +194,8 @@ run_width(const char *base, long series, result *res)
 			return;
 	for (int r = 0; r < ranks; r++)
 		real_init(&gens[r], r, 1000000, 1700000000000000000ll);
-	/* Commit 0 creates the series and is not measured. */
+	/* Round 0 (one step, or one commit's worth of steps) creates the
+	 * series and is not measured. */
 	for (uint64_t c = 0; c <= commits; c++) {
 		int rc = 0;
 
@@ -174,33 +204,44 @@ run_width(const char *base, long series, result *res)
 			c0 = cpu_s();
 			proc_io(&x0, &b0);
 		}
-		if ((rc = ingest_begin(in)) != 0)
-			goto fail;
-		for (uint64_t k = 0; k < spc; k++, step++) {
-			for (int r = 0; r < ranks; r++) {
-				wire_batch b;
-				int64_t    t = real_step(&gens[r]);
-				size_t     n;
-				int        is_new;
+		/* A step wider than vitalsd's commit bound is committed in
+		 * parts of whole ranks, as vitalsd would. */
+		for (int r0 = 0; r0 < ranks; r0 += rpc) {
+			int r1 = r0 + rpc < ranks ? r0 + rpc : ranks;
 
-				n = build(msg, r, ranks, metrics, ++seq[r],
-				    step, t, &gens[r]);
-				if (wire_batch_decode(
-				        msg, n, &b, why, sizeof(why))
-				    != 0) {
-					fprintf(
-					    stderr, "bench_wide: %s\n", why);
-					goto fail;
+			if ((rc = ingest_begin(in)) != 0)
+				goto fail;
+			for (uint64_t k = 0; k < spc; k++) {
+				for (int r = r0; r < r1; r++) {
+					wire_batch b;
+					int64_t    t = real_step(&gens[r]);
+					size_t     n;
+					int        is_new;
+
+					n = build(msg, r, ranks, metrics,
+					    ++seq[r], step + k, t, &gens[r]);
+					if (wire_batch_decode(
+					        msg, n, &b, why, sizeof(why))
+					    != 0) {
+						fprintf(stderr,
+						    "bench_wide: %s\n", why);
+						goto fail;
+					}
+					rc = ingest_batch(in, &b, 0, &is_new,
+					    why, sizeof(why));
+					if (rc < 0)
+						goto fail;
 				}
-				rc = ingest_batch(
-				    in, &b, 0, &is_new, why, sizeof(why));
-				if (rc < 0)
-					goto fail;
 			}
+			if ((rc = ingest_commit(in)) != 0)
+				goto fail;
+			if (c > 0)
+				ncommits++;
+			if (rss_anon_mib() > res->anon_mib)
+				res->anon_mib = rss_anon_mib();
 		}
-		if ((rc = ingest_commit(in)) != 0)
-			goto fail;
-		/* Commit 0's samples are folded before the measure starts;
+		step += spc;
+		/* Round 0's samples are folded before the measure starts;
 		 * the measured ones are folded within it (below). */
 		if (c == 0 && (rc = ingest_fold(in, 1)) != 0)
 			goto fail;
@@ -211,18 +252,24 @@ run_width(const char *base, long series, result *res)
 		return;
 	}
 	/* The cost of a sample includes its fold into blocks. */
+	proc_io(&xf, &bf);
+	cf = cpu_s();
 	if (ingest_fold(in, 1) != 0) {
 		fprintf(stderr, "bench_wide: %s\n", store_errmsg(st));
 		return;
 	}
+	if (rss_anon_mib() > res->anon_mib)
+		res->anon_mib = rss_anon_mib();
 	proc_io(&x1, &b1);
-	res->wall    = now_s() - w0;
-	res->cpu     = cpu_s() - c0;
-	res->wchar   = x1 - x0;
-	res->wbytes  = b1 - b0;
-	res->series  = (double) series;
-	res->commits = (double) commits;
-	res->samples = (double) commits * (double) spc * (double) series;
+	res->fold_cpu   = cpu_s() - cf;
+	res->fold_wchar = x1 - xf;
+	res->wall       = now_s() - w0;
+	res->cpu        = cpu_s() - c0;
+	res->wchar      = x1 - x0;
+	res->wbytes     = b1 - b0;
+	res->series     = (double) series;
+	res->commits    = (double) ncommits;
+	res->samples    = (double) commits * (double) spc * (double) series;
 	getrusage(RUSAGE_SELF, &ru);
 	res->rss_mib = (double) ru.ru_maxrss / 1024.0;
 	res->ok      = 1;
@@ -242,9 +289,11 @@ main(int argc, char **argv)
 	long        widths[] = { 10, 1000, 10000, 100000, 1000000 };
 	result      r0       = { 0 };
 
-	printf("%9s %9s %7s %9s %10s %10s %9s %8s %6s %6s\n", "series",
-	    "samples", "commits", "M/s", "wchar B/s", "disk B/s", "CPU us/s",
-	    "RSS MiB", "xCPU", "xwchar");
+	printf("%9s %9s %7s %9s %10s %10s %9s %8s %6s %6s %10s %11s "
+	       "%8s\n",
+	    "series", "samples", "commits", "M/s", "wchar B/s", "disk B/s",
+	    "CPU us/s", "RSS MiB", "xCPU", "xwchar", "fold us/s", "fold wchar",
+	    "anon MiB");
 	for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
 		int    fd[2], status;
 		pid_t  pid;
@@ -278,13 +327,15 @@ main(int argc, char **argv)
 		if (widths[i] == 10)
 			r0 = r;
 		printf("%9.0f %9.0f %7.0f %9.3f %10.1f %10.1f %9.3f %8.0f "
-		       "%6.2f %6.2f\n",
+		       "%6.2f %6.2f %10.3f %11.1f %8.0f\n",
 		    r.series, r.samples, r.commits, r.samples / r.wall / 1e6,
 		    r.wchar / r.samples, r.wbytes / r.samples,
 		    r.cpu / r.samples * 1e6, r.rss_mib,
 		    r0.ok ? (r.cpu / r.samples) / (r0.cpu / r0.samples) : 0,
 		    r0.ok ? (r.wchar / r.samples) / (r0.wchar / r0.samples)
-		          : 0);
+		          : 0,
+		    r.fold_cpu / r.samples * 1e6, r.fold_wchar / r.samples,
+		    r.anon_mib);
 	}
 	{
 		char cmd[1200];

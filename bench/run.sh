@@ -54,7 +54,7 @@ echo
 echo "== vitalsd --http: a /metrics scrape of 100,000 series while batches are published"
 "$B/bench/bench_scrape"
 echo "== wide runs: cost per sample against series per step (write path in-process, fsync per commit)"
-"$B/bench/bench_wide" "$T/wide"
+"$B/bench/bench_wide" "$T/wide" 1000000
 
 echo
 echo "== rules: parse time per rule as the file grows (linear: flat per rule)"

@@ -594,10 +594,10 @@ flush_dirty(ingest *in)
 {
 	int rc;
 
-	if ((rc = put_journal(in)) != 0)
-		return rc;
 	/* Only new series: the others' records are the fold's to write,
-	 * so a commit does not touch one page per series it brings. */
+	 * so a commit does not touch one page per series it brings. New
+	 * ones first: store_journal_put may append a series' samples to
+	 * its blocks and count them in its record. */
 	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty) {
 		if (!s->isnew)
 			continue;
@@ -606,6 +606,8 @@ flush_dirty(ingest *in)
 		if (rc != 0)
 			return rc;
 	}
+	if ((rc = put_journal(in)) != 0)
+		return rc;
 	for (emi *e = in->dirty_emitters; e != NULL; e = e->next_dirty) {
 		rc = store_put_emitter(in->txn, e->key, e->keylen, &e->rec);
 		if (rc != 0)

@@ -285,16 +285,172 @@ store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples)
 	return rc;
 }
 
+/* A series whose commit brings at least this many samples, and which
+ * has none in the journal, is appended to its blocks by the commit
+ * itself (direct_put): a narrow run's samples are then coded and
+ * written once, and the journal keeps the sparse ones, whose
+ * per-series work (finding, resuming and rewriting a tail) it
+ * amortises over many commits. At 256 samples that work (one tail
+ * page and a share of a series record's leaf) costs about what
+ * journalling them would. */
+#define DIRECT_MIN 256
+
+/*
+ * The cursors a fold (or a commit's direct appends) keeps open across
+ * its series: they go in ascending sid order, so the sid index and the
+ * blocks are read and written near where the last series left the
+ * cursor, which LMDB finds without descending from the root; the
+ * series record is rewritten where it was read.
+ */
+typedef struct fold_cur {
+	MDB_cursor *sids, *series, *blocks;
+} fold_cur;
+
+static int  fold_cur_open(store_txn *t, fold_cur *fc);
+static void fold_cur_close(fold_cur *fc);
+static int  series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid,
+     uint8_t *key, size_t *klen, series_rec *r);
+static int  series_put(store_txn *t, fold_cur *fc, const uint8_t *key,
+     size_t klen, const series_rec *r);
+static int  put_block(
+     void *vctx, uint64_t first_step, uint32_t no, block_enc *enc);
+
+/* Where fold stores the blocks of one series, and the key of the last
+ * block it stored (the tail). */
+typedef struct fold_ctx {
+	store_txn  *t;
+	MDB_cursor *blocks;
+	uint32_t    sid;
+	uint32_t    last_no;
+	uint64_t    last_fs;
+} fold_ctx;
+
+/*
+ * The tail a direct append left, with its encoder: a narrow run's next
+ * commit appends to the same tail, and copying the encoder costs less
+ * than decoding the tail (up to 4 KB of samples) again. Slot sid %
+ * TAIL_SLOTS (about 1.1 MB in all). Used only when the stored tail has
+ * its key and bytes, so a slot left by an aborted transaction, or by a
+ * tail a fold has moved on since, is never used; an encoder resumed
+ * from a block's bytes is the one that wrote them (the codec's model is
+ * a function of the samples).
+ */
+#define TAIL_SLOTS 256
+
+struct journal_tail {
+	uint32_t  sid, no;
+	uint64_t  fs;
+	int       used;
+	block_enc enc;
+};
+
+/*
+ * Clear direct[i] for each candidate group whose series has samples in
+ * a journal record (its new samples must follow those, so they go to
+ * the journal too). Returns 0 or a store_err.
+ */
+static int
+pending_in_journal(
+    store_txn *t, const store_group *g, size_t ng, uint8_t *direct)
+{
+	store      *st = t->st;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	int         rc, own = 0;
+
+	if (st->jrecords == 0)
+		return 0;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		jrec     r;
+		uint32_t lo = 0;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
+			own = 1;
+			break;
+		}
+		/* Candidates ascend by sid: each search starts where the
+		 * last one ended. */
+		for (size_t i = 0; i < ng && lo < r.ngroups; i++) {
+			uint32_t hi = r.ngroups;
+
+			if (!direct[i])
+				continue;
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (grp_sid(&r, mid) < g[i].sid)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < r.ngroups && grp_sid(&r, lo) == g[i].sid)
+				direct[i] = 0;
+		}
+	}
+	mdb_cursor_close(cur);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	return own ? rc : store_fail(st, rc, "reading the journal");
+}
+
+/*
+ * Append the n samples of series sid (none of it in the journal) to its
+ * blocks, as a fold would, and count them in its record. Its jseen
+ * moves to the last record written so far: none of them holds a sample
+ * of it, so readers need not look it up there. Returns 0 or a
+ * store_err.
+ */
+static int
+direct_put(store_txn *t, fold_cur *fc, uint32_t sid, const store_sample *s,
+    size_t n, block_enc *enc)
+{
+	store               *st = t->st;
+	fold_ctx             c  = { t, fc->blocks, sid, 0, 0 };
+	series_rec           rec;
+	uint8_t              skey[STORE_KEY_MAX];
+	size_t               sklen = 0;
+	struct journal_tail *slot;
+	int                  rc;
+
+	if (st->jtails == NULL
+	    && (st->jtails = calloc(TAIL_SLOTS, sizeof(*st->jtails)))
+	        == NULL) {
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
+		return STORE_ENOMEM;
+	}
+	slot = &st->jtails[sid % TAIL_SLOTS];
+	if ((rc = series_of_sid(t, fc, sid, skey, &sklen, &rec)) != 0)
+		return rc;
+	rc = journal_fold_series(
+	    t, fc->blocks, slot, sid, s, n, enc, put_block, &c);
+	slot->used = 0;
+	if (rc != 0)
+		return rc;
+	slot->sid = sid;
+	slot->no  = c.last_no;
+	slot->fs  = c.last_fs;
+	memcpy(&slot->enc, enc, sizeof(*enc));
+	slot->used = 1;
+	store_series_add(&rec, s, n);
+	if (rec.jseen < t->st->jnext - 1)
+		rec.jseen = t->st->jnext - 1;
+	return series_put(t, fc, skey, sklen, &rec);
+}
+
 int
 store_journal_put(
     store_txn *t, const store_group *g, size_t ng, const store_sample *s)
 {
-	store   *st = t->st;
-	uint64_t ns = 0;
-	uint8_t  key[8], *p, *pay, *q;
-	size_t   need;
-	MDB_val  k, v;
-	int      rc;
+	store              *st = t->st;
+	uint64_t            ns = 0;
+	uint8_t             key[8], *p, *pay, *q, *direct = NULL;
+	size_t              need, nj = 0, ndirect = 0;
+	const store_sample *first = NULL;
+	MDB_val             k, v;
+	int                 rc;
 
 	if (ng == 0)
 		return 0;
@@ -304,44 +460,83 @@ store_journal_put(
 			    "%s: journal groups out of order", st->dir);
 			return STORE_ECORRUPT;
 		}
-		ns += g[i].n;
-	}
-	if (ng > UINT32_MAX / REC_GROUP || ns > UINT32_MAX / SAMPLE_MAX) {
-		snprintf(st->err, sizeof(st->err),
-		    "%s: a journal record of %llu samples is too large",
-		    st->dir, (unsigned long long) ns);
-		return STORE_ECORRUPT;
+		ndirect += g[i].n >= DIRECT_MIN;
 	}
 	if ((rc = load(t)) != 0)
 		return rc;
-	need = REC_HEAD + ng * REC_GROUP + ng * 10 + ns * SAMPLE_MAX;
+	if (ndirect > 0) {
+		block_enc *enc;
+		fold_cur   fc;
+
+		if ((direct = malloc(ng)) == NULL)
+			goto nomem;
+		for (size_t i = 0; i < ng; i++)
+			direct[i] = g[i].n >= DIRECT_MIN;
+		if ((rc = pending_in_journal(t, g, ng, direct)) != 0)
+			goto out;
+		if ((enc = malloc(sizeof(*enc))) == NULL)
+			goto nomem;
+		if ((rc = fold_cur_open(t, &fc)) != 0) {
+			free(enc);
+			goto out;
+		}
+		for (size_t i = 0, at = 0; i < ng; at += g[i].n, i++) {
+			if (!direct[i])
+				continue;
+			rc = direct_put(t, &fc, g[i].sid, s + at, g[i].n, enc);
+			if (rc != 0)
+				break;
+		}
+		fold_cur_close(&fc);
+		free(enc);
+		if (rc != 0)
+			goto out;
+	}
+	for (size_t i = 0, at = 0; i < ng; at += g[i].n, i++) {
+		if (direct != NULL && direct[i])
+			continue;
+		if (first == NULL)
+			first = s + at;
+		nj++;
+		ns += g[i].n;
+	}
+	if (nj == 0)
+		goto out;
+	if (nj > UINT32_MAX / REC_GROUP || ns > UINT32_MAX / SAMPLE_MAX) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: a journal record of %llu samples is too large",
+		    st->dir, (unsigned long long) ns);
+		rc = STORE_ECORRUPT;
+		goto out;
+	}
+	need = REC_HEAD + nj * REC_GROUP + nj * 10 + ns * SAMPLE_MAX;
 	if (need > st->jcap) {
 		uint8_t *nb = realloc(st->jbuf, need);
 
-		if (nb == NULL) {
-			snprintf(st->err, sizeof(st->err), "%s: out of memory",
-			    st->dir);
-			return STORE_ENOMEM;
-		}
+		if (nb == NULL)
+			goto nomem;
 		st->jbuf = nb;
 		st->jcap = need;
 	}
 	p = st->jbuf;
-	wire_put32(p, (uint32_t) ng);
+	wire_put32(p, (uint32_t) nj);
 	wire_put32(p + 4, (uint32_t) ns);
-	wire_put64(p + 8, s[0].step);
-	wire_put64(p + 16, (uint64_t) s[0].time_ns);
-	pay = p + REC_HEAD + ng * REC_GROUP;
+	wire_put64(p + 8, first->step);
+	wire_put64(p + 16, (uint64_t) first->time_ns);
+	pay = p + REC_HEAD + nj * REC_GROUP;
 	q   = pay;
-	for (size_t i = 0, at = 0; i < ng; at += g[i].n, i++) {
-		jcoder c = { s[0].step, 0, s[0].time_ns, 0 };
+	for (size_t i = 0, at = 0, j = 0; i < ng; at += g[i].n, i++) {
+		jcoder c = { first->step, 0, first->time_ns, 0 };
 
-		wire_put32(p + REC_HEAD + i * REC_GROUP, g[i].sid);
+		if (direct != NULL && direct[i])
+			continue;
+		wire_put32(p + REC_HEAD + j * REC_GROUP, g[i].sid);
 		wire_put32(
-		    p + REC_HEAD + i * REC_GROUP + 4, (uint32_t) (q - pay));
+		    p + REC_HEAD + j * REC_GROUP + 4, (uint32_t) (q - pay));
+		j++;
 		q = put_var(q, g[i].n);
-		for (uint32_t j = 0; j < g[i].n; j++)
-			q = sample_put(q, &c, &s[at + j]);
+		for (uint32_t m = 0; m < g[i].n; m++)
+			q = sample_put(q, &c, &s[at + m]);
 	}
 	be_put64(key, st->jnext);
 	k.mv_data = key;
@@ -349,29 +544,55 @@ store_journal_put(
 	v.mv_data = st->jbuf;
 	v.mv_size = (size_t) (q - st->jbuf);
 	rc        = mdb_put(t->txn, st->journal, &k, &v, MDB_APPEND);
-	if (rc != 0)
-		return store_fail(st, rc, "writing the journal");
+	if (rc != 0) {
+		rc = store_fail(st, rc, "writing the journal");
+		goto out;
+	}
 	st->jnext++;
 	st->jrecords++;
 	st->jsamples += ns;
-	return 0;
+	goto out;
+nomem:
+	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	rc = STORE_ENOMEM;
+out:
+	free(direct);
+	return rc;
 }
 
 /* ---- appending to blocks ---------------------------------------------- */
 
-int
-journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
-    size_t n, block_enc *enc, journal_emit_fn emit, void *ctx)
+/* Whether hint holds the encoder of series sid's tail (key first step
+ * fs, number no, bytes tv). */
+static int
+hint_is_tail(struct journal_tail *hint, uint32_t sid, uint64_t fs, uint32_t no,
+    const MDB_val *tv)
 {
-	store      *st = t->st;
-	MDB_cursor *cur;
+	const uint8_t *hd;
+	size_t         hl;
+
+	if (hint == NULL || !hint->used || hint->sid != sid || hint->no != no
+	    || hint->fs != fs)
+		return 0;
+	hd = block_enc_data(&hint->enc, &hl);
+	return hl == tv->mv_size && memcmp(hd, tv->mv_data, hl) == 0;
+}
+
+int
+journal_fold_series(store_txn *t, MDB_cursor *bcur, struct journal_tail *hint,
+    uint32_t sid, const store_sample *s, size_t n, block_enc *enc,
+    journal_emit_fn emit, void *ctx)
+{
+	store      *st  = t->st;
+	MDB_cursor *cur = bcur;
 	MDB_val     k, v, tv = { 0, NULL };
 	uint8_t     key[16];
 	uint64_t    fs = 0;
 	uint32_t    no = 0, next = 0;
 	int         rc, have     = 0;
 
-	if ((rc = mdb_cursor_open(t->txn, st->blocks, &cur)) != 0)
+	if (cur == NULL
+	    && (rc = mdb_cursor_open(t->txn, st->blocks, &cur)) != 0)
 		return store_fail(st, rc, "reading blocks");
 	store_block_key(key, sid, 0, 0);
 	k.mv_data = key;
@@ -392,20 +613,21 @@ journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
 			tv   = v;
 		}
 	}
-	mdb_cursor_close(cur);
+	if (bcur == NULL)
+		mdb_cursor_close(cur);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return store_fail(st, rc, "reading blocks");
 	block_enc_init(enc);
-	if (have) {
-		if (block_enc_resume(enc, tv.mv_data, tv.mv_size)
-		    != BLOCK_OK) {
-			snprintf(st->err, sizeof(st->err),
-			    "%s: tail block of series %u is corrupt", st->dir,
-			    sid);
-			return STORE_ECORRUPT;
-		}
-		next = no + 1;
+	if (have && hint_is_tail(hint, sid, fs, no, &tv)) {
+		memcpy(enc, &hint->enc, sizeof(*enc));
+	} else if (have
+	    && block_enc_resume(enc, tv.mv_data, tv.mv_size) != BLOCK_OK) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: tail block of series %u is corrupt", st->dir, sid);
+		return STORE_ECORRUPT;
 	}
+	if (have)
+		next = no + 1;
 	for (size_t i = 0; i < n; i++) {
 		rc = enc->count ? block_enc_append(
 		         enc, s[i].step, s[i].time_ns, s[i].value)
@@ -542,17 +764,40 @@ typedef struct jpos {
 	uint32_t g; /* next group */
 } jpos;
 
-/* Where fold stores the blocks of one series. */
-typedef struct fold_ctx {
-	store_txn *t;
-	uint32_t   sid;
-} fold_ctx;
+static int
+fold_cur_open(store_txn *t, fold_cur *fc)
+{
+	store *st = t->st;
+	int    rc;
+
+	memset(fc, 0, sizeof(*fc));
+	if ((rc = mdb_cursor_open(t->txn, st->sids, &fc->sids)) != 0
+	    || (rc = mdb_cursor_open(t->txn, st->series, &fc->series)) != 0
+	    || (rc = mdb_cursor_open(t->txn, st->blocks, &fc->blocks)) != 0) {
+		fold_cur_close(fc);
+		return store_fail(st, rc, "opening cursors");
+	}
+	return 0;
+}
+
+static void
+fold_cur_close(fold_cur *fc)
+{
+	if (fc->sids != NULL)
+		mdb_cursor_close(fc->sids);
+	if (fc->series != NULL)
+		mdb_cursor_close(fc->series);
+	if (fc->blocks != NULL)
+		mdb_cursor_close(fc->blocks);
+	memset(fc, 0, sizeof(*fc));
+}
 
 /* The key (copied into key, STORE_KEY_MAX bytes) and record of series
- * sid. Returns 0 or a store_err. */
+ * sid, leaving fc->series on the record (for series_put). Returns 0 or
+ * a store_err. */
 static int
-series_of_sid(
-    store_txn *t, uint32_t sid, uint8_t *key, size_t *klen, series_rec *r)
+series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, uint8_t *key,
+    size_t *klen, series_rec *r)
 {
 	store  *st    = t->st;
 	uint8_t sk[4] = { (uint8_t) (sid >> 24), (uint8_t) (sid >> 16),
@@ -560,7 +805,7 @@ series_of_sid(
 	MDB_val k     = { 4, sk }, v;
 	int     rc;
 
-	if ((rc = mdb_get(t->txn, st->sids, &k, &v)) != 0
+	if ((rc = mdb_cursor_get(fc->sids, &k, &v, MDB_SET_KEY)) != 0
 	    || v.mv_size > STORE_KEY_MAX) {
 		if (rc == MDB_NOTFOUND || rc == 0) {
 			snprintf(st->err, sizeof(st->err),
@@ -572,8 +817,41 @@ series_of_sid(
 		return store_fail(st, rc, "reading a series id");
 	}
 	memcpy(key, v.mv_data, v.mv_size);
-	*klen = v.mv_size;
-	return store_get_series(t, key, *klen, r);
+	*klen     = v.mv_size;
+	k.mv_data = key;
+	k.mv_size = *klen;
+	if ((rc = mdb_cursor_get(fc->series, &k, &v, MDB_SET_KEY)) != 0) {
+		if (rc == MDB_NOTFOUND) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: series %u is indexed and has no record",
+			    st->dir, sid);
+			return STORE_ECORRUPT;
+		}
+		return store_fail(st, rc, "reading a series");
+	}
+	if (store_series_decode(v.mv_data, v.mv_size, r) != 0) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: a series record does not parse", st->dir);
+		return STORE_ECORRUPT;
+	}
+	return 0;
+}
+
+/* Rewrite the record series_of_sid left fc->series on (only blocks were
+ * written since, in another database). Returns 0 or a store_err. */
+static int
+series_put(store_txn *t, fold_cur *fc, const uint8_t *key, size_t klen,
+    const series_rec *r)
+{
+	uint8_t buf[SERIES_REC_SIZE];
+	MDB_val k = { klen, (void *) (uintptr_t) key },
+	        v = { sizeof(buf), buf };
+	int rc;
+
+	store_series_encode(buf, r);
+	if ((rc = mdb_cursor_put(fc->series, &k, &v, MDB_CURRENT)) != 0)
+		return store_fail(t->st, rc, "writing a series");
+	return 0;
 }
 
 static int
@@ -585,12 +863,17 @@ put_block(void *vctx, uint64_t first_step, uint32_t no, block_enc *enc)
 	MDB_val   k, v;
 	int       rc;
 
+	c->last_fs = first_step;
+	c->last_no = no;
 	store_block_key(key, c->sid, first_step, no);
 	k.mv_data = key;
 	k.mv_size = sizeof(key);
 	v.mv_data = (void *) (uintptr_t) block_enc_data(enc, &len);
 	v.mv_size = len;
-	if ((rc = mdb_put(c->t->txn, c->t->st->blocks, &k, &v, 0)) != 0)
+	rc        = c->blocks != NULL
+	           ? mdb_cursor_put(c->blocks, &k, &v, 0)
+	           : mdb_put(c->t->txn, c->t->st->blocks, &k, &v, 0);
+	if (rc != 0)
 		return store_fail(c->t->st, rc, "writing a block");
 	return 0;
 }
@@ -623,6 +906,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	size_t        npos = 0, cap = 0, len = 0, scap = 0;
 	store_sample *buf   = NULL;
 	block_enc    *enc   = NULL;
+	fold_cur      fc    = { NULL, NULL, NULL };
 	uint64_t      total = 0;
 	int           rc;
 
@@ -661,20 +945,24 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 		goto out;
 	if ((enc = malloc(sizeof(*enc))) == NULL)
 		goto nomem;
+	if ((rc = fold_cur_open(t, &fc)) != 0)
+		goto out;
 	/*
 	 * Series by series in sid order (each record is sorted by sid, so
 	 * this is a merge), each series' samples in record order: the
 	 * order they arrived in.
 	 */
 	for (long b; (b = lowest(pos, npos)) >= 0;) {
-		fold_ctx   c = { t, grp_sid(&pos[b].r, pos[b].g) };
+		fold_ctx c
+		    = { t, fc.blocks, grp_sid(&pos[b].r, pos[b].g), 0, 0 };
 		series_rec rec;
 		uint8_t    skey[STORE_KEY_MAX];
 		size_t     sklen = 0;
 
 		/* The series record counts these samples from now on: the
 		 * records holding them are deleted below. */
-		if ((rc = series_of_sid(t, c.sid, skey, &sklen, &rec)) != 0)
+		if ((rc = series_of_sid(t, &fc, c.sid, skey, &sklen, &rec))
+		    != 0)
 			goto out;
 		len = 0;
 		for (size_t i = (size_t) b; i < npos; i++) {
@@ -693,12 +981,12 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			pos[i].g++;
 		}
 		rc = journal_fold_series(
-		    t, c.sid, buf, len, enc, put_block, &c);
+		    t, fc.blocks, NULL, c.sid, buf, len, enc, put_block, &c);
 		if (rc != 0)
 			goto out;
 		if (rec.jseen < pos[npos - 1].r.no)
 			rec.jseen = pos[npos - 1].r.no;
-		if ((rc = store_put_series(t, skey, sklen, &rec)) != 0)
+		if ((rc = series_put(t, &fc, skey, sklen, &rec)) != 0)
 			goto out;
 	}
 	/* The records go in the same transaction as their blocks. */
@@ -730,6 +1018,7 @@ out:
 		mdb_cursor_close(cur);
 	free(pos);
 	free(buf);
+	fold_cur_close(&fc);
 	free(enc);
 	return rc;
 }

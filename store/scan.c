@@ -516,7 +516,8 @@ samples_with_journal(store *st, store_txn *txn, uint32_t sid,
 		goto out;
 	}
 	l.stored = l.n;
-	rc       = journal_fold_series(txn, sid, js, jn, enc, vlist_fold, &l);
+	rc       = journal_fold_series(
+	          txn, NULL, NULL, sid, js, jn, enc, vlist_fold, &l);
 	if (rc != 0)
 		goto out;
 	qsort(l.b, l.n, sizeof(*l.b), vblock_cmp);

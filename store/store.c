@@ -381,6 +381,7 @@ store_close(store *st)
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* releases the writer lock */
 	free(st->jbuf);
+	free(st->jtails);
 	pthread_rwlock_destroy(&st->remap);
 	free(st);
 }

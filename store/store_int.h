@@ -54,6 +54,11 @@ struct store {
 	uint64_t jnext, jrecords, jsamples;
 	uint8_t *jbuf; /* a record being coded (writer) */
 	size_t   jcap;
+	/* Writer only: the encoders the last direct appends left on their
+	 * series' tails (store/journal.c), so that the next one need not
+	 * decode the tail again; each is checked against the stored tail
+	 * before it is used. NULL until the first direct append. */
+	struct journal_tail *jtails;
 	char     dir[1024];
 	char     err[1400];
 };
@@ -111,7 +116,11 @@ int journal_of_series(
  * with the highest number) is found from the blocks' keys. emit gets
  * each block that is (re)written, in order, the tail first: the fold
  * stores them, a reader merges them. enc is the caller's scratch
- * encoder. Returns 0, emit's non-zero value, or a store_err.
+ * encoder; blocks, if not NULL, a cursor on the blocks database to use
+ * (left open; the fold's emit writes through it); hint, if not NULL, an
+ * encoder that may hold the tail already (used instead of decoding the
+ * tail when its key and bytes are the tail's). Returns 0, emit's
+ * non-zero value, or a store_err.
  */
 /*
  * Add to r's statistics the samples of r->sid in the journal records
@@ -125,7 +134,8 @@ void store_series_add(series_rec *r, const store_sample *s, size_t n);
 
 typedef int (*journal_emit_fn)(
     void *ctx, uint64_t first_step, uint32_t no, block_enc *enc);
-int journal_fold_series(store_txn *t, uint32_t sid, const store_sample *s,
-    size_t n, block_enc *enc, journal_emit_fn emit, void *ctx);
+int journal_fold_series(store_txn *t, MDB_cursor *blocks,
+    struct journal_tail *hint, uint32_t sid, const store_sample *s, size_t n,
+    block_enc *enc, journal_emit_fn emit, void *ctx);
 
 #endif /* STORE_STORE_INT_H */

@@ -1137,6 +1137,93 @@ TEST(journal_records_bounded)
 	CHECK_EQ_INT(g.n, 300);
 }
 
+/* The journal's records and the blocks of the store in dir, as a
+ * reader sees them now. */
+static void
+usage_now(store *st, scan_usage *u)
+{
+	store_txn *txn;
+
+	memset(u, 0, sizeof(*u));
+	if (store_read_begin(st, &txn) != 0)
+		return;
+	scan_usage_get(st, txn, u);
+	store_read_end(txn);
+}
+
+/*
+ * A commit that brings many samples of a series with none in the
+ * journal (a narrow run) appends them to its blocks itself: nothing is
+ * journalled, so they are coded and written once. One that brings a
+ * few goes to the journal, and while the series has samples there its
+ * next samples follow them into the journal, whatever their number, so
+ * reads stay in arrival order. Listing and samples are right at each
+ * moment.
+ */
+TEST(narrow_commit_writes_blocks_directly)
+{
+	store     *st;
+	ingest    *in;
+	scan_usage u;
+	got        g;
+	find_ctx   f = { "loss", 0, 0, { 0 } };
+	store_txn *txn;
+	spec       s = { "nd", 3, 1, 1, 0, 0, "loss", 0, 1000, val_lin };
+	int        ordered = 1;
+
+	fresh_dir();
+	open_both(&st, &in);
+	REQUIRE(apply(in, &s) == WIRE_ACK_STORED);
+	usage_now(st, &u);
+	CHECK_EQ_INT(u.journal_records, 0);
+	CHECK(u.blocks > 0);
+	CHECK(read_series("nd", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 1000);
+
+	/* A few samples: journalled. */
+	s.seq = s.floor = 2;
+	s.step0 = 1000;
+	s.n     = 3;
+	REQUIRE(apply(in, &s) == WIRE_ACK_STORED);
+	usage_now(st, &u);
+	CHECK_EQ_INT(u.journal_records, 1);
+
+	/* Many again, but the series has samples in the journal. */
+	s.seq = s.floor = 3;
+	s.step0 = 1003;
+	s.n     = 1000;
+	REQUIRE(apply(in, &s) == WIRE_ACK_STORED);
+	usage_now(st, &u);
+	CHECK_EQ_INT(u.journal_records, 2);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1)
+			REQUIRE(ingest_fold(in, 1) == 0);
+		CHECK(read_series("nd", "loss", 0, 0, UINT64_MAX, &g) == 0);
+		CHECK_EQ_INT(g.n, 2003);
+		for (uint64_t i = 0; i < g.n && i < 4096; i++)
+			ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
+		CHECK(ordered);
+		REQUIRE(store_read_begin(st, &txn) == 0);
+		scan_series_of(st, txn, "nd", find_series, &f);
+		store_read_end(txn);
+		CHECK_EQ_INT(f.rec.samples, 2003);
+		CHECK(f.rec.first_step == 0 && f.rec.last_step == 2002);
+	}
+	/* Folded, the series takes many samples directly again. */
+	s.seq = s.floor = 4;
+	s.step0 = 2003;
+	REQUIRE(apply(in, &s) == WIRE_ACK_STORED);
+	usage_now(st, &u);
+	CHECK_EQ_INT(u.journal_records, 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("nd", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 3003);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(ordered);
+}
+
 TEST(format1_store_read_and_converted)
 {
 	store  *st;
@@ -1247,6 +1334,7 @@ main(void)
 	RUN(journal_reads_equal_folded_reference);
 	RUN(journal_keeps_extreme_samples);
 	RUN(journal_records_bounded);
+	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
