@@ -811,6 +811,36 @@ max_sev(const char *rule, size_t from)
 	return m;
 }
 
+TEST(stall_short_in_a_fast_run_is_noted)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+	double         t  = 0;
+	uint64_t       st = 0;
+
+	REQUIRE(e != NULL);
+	/* 0.1 s steps on 2 ranks; then the run stops for 3 s (30 steps),
+	 * ticked as vitalsd would, and goes on. */
+	for (; st < 3000; st++, t += 0.1 * exp(0.03 * noise()))
+		for (int r = 0; r < 2; r++)
+			feed(e, "fast", r, "step_time", st, t + r * 0.001, 0.1);
+	CHECK(S.n == 0);
+	for (double c = t; c < t + 3; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	t += 3;
+	for (uint64_t k = 0; k < 100; k++, st++, t += 0.1)
+		for (int r = 0; r < 2; r++)
+			feed(e, "fast", r, "step_time", st, t + r * 0.001, 0.1);
+	detect_flush(e, on_alert, &S);
+	/* Noted (info), not paged: 30 steps is a hiccup worth a look. */
+	g = first("stall", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == -1 && g->severity == DETECT_INFO);
+	CHECK(max_sev("stall", 0) == DETECT_INFO);
+	CHECK(count("stall", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
 /* 2 ranks, 10 s steps, a pause of `len` s after step st when
  * every_steps divides it, or when every_s seconds passed since the last
  * pause began. Ticks every 0.2 s during pauses. */
@@ -1703,6 +1733,7 @@ main(void)
 	RUN(finished_run_is_not_a_stall);
 	RUN(lagging_rank_catching_up_is_progress);
 	RUN(stall_quiet_with_periodic_checkpoints);
+	RUN(stall_short_in_a_fast_run_is_noted);
 	RUN(stall_learns_recurring_pauses);
 	RUN(stall_learns_two_kinds_of_pause_alike_in_length);
 	RUN(stall_samples_stamped_far_in_the_past);
