@@ -105,6 +105,7 @@ typedef struct st_group {
 	int64_t  seen;                /* the engine's clock at the latest */
 	double   thr, usual;          /* run-wide: the largest of the ranks' */
 	double   pause;               /* the largest due pause of the ranks */
+	uint8_t  sure;                /* one of them due for sure (no info) */
 	int64_t  refreshed;
 	uint8_t  silent, progress; /* alert levels 0..2 */
 	uint8_t  ended;            /* every rank ended: the run finished */
@@ -158,8 +159,8 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u)
 	double esc = detect_p(r, SL_ESCALATE) * thr;
 	double P   = detect_p(r, SL_PAUSE) + (isnan(u) ? 0 : u);
 
-	if (pause > 0) {
-		if (lv <= 2)
+	if (pause > 0 && lv >= 2) {
+		if (lv == 2)
 			return fmax(thr, 1.5 * pause);
 		return fmax(fmax(esc, 2.5 * pause), P);
 	}
@@ -171,11 +172,11 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u)
 }
 
 static int
-level_for(
-    const detect_rule *r, double elapsed, double thr, double pause, double u)
+level_for(const detect_rule *r, double elapsed, double thr, double pause,
+    int sure, double u)
 {
 	for (int lv = 3; lv >= 1; lv--) {
-		if (lv == 1 && (detect_p(r, SL_EARLY) < 0 || pause > 0))
+		if (lv == 1 && (detect_p(r, SL_EARLY) < 0 || sure))
 			break;
 		if (elapsed > level_at(r, lv, thr, pause, u))
 			return lv;
@@ -213,13 +214,15 @@ secs(int64_t ns)
  * by steps only: the other pauses between them move it in time. Its
  * usual length is the longest kept. */
 static double
-due_kind(const st_slot *sl, const st_kind *k, int *by_time)
+due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 {
 	uint32_t n = k->n;
 	double   d = 0, tol, P, moved = 0;
 	int      by_steps = 0; /* three pauses the same steps apart */
+	int      regular  = 0; /* its pauses so far the same steps apart */
 
 	*by_time = 0;
+	*maybe   = 0;
 	if (n < 2)
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
@@ -236,6 +239,7 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time)
 			return d;
 		by_steps = n >= 3 && k->s[n - 2] + 1 >= k->s[n - 3] + period
 		    && k->s[n - 2] <= k->s[n - 3] + period + 1;
+		regular  = n < 3;
 	}
 	/* Regular in steps, not in time: not a timer. */
 	if (by_steps && moved > tol)
@@ -250,8 +254,13 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time)
 		if (moved > 0.25 * P)
 			return 0;
 		*by_time = 1;
-		if (P > d && (off <= tol || P - off <= tol))
+		if (P > d && (off <= tol || P - off <= tol)) {
+			/* A kind regular in steps so far, due here by time
+			 * only: a timer, or a stall a few steps before its
+			 * step (the window spans several steps). */
+			*maybe = regular;
 			return d;
+		}
 	}
 	return 0;
 }
@@ -260,14 +269,17 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time)
  * evaluation) due after the slot's current step, or 0. Kinds due at the
  * same step add up: an evaluation and then a checkpoint. */
 static double
-due_pause(const st_slot *sl)
+due_pause(const st_slot *sl, int *sure)
 {
 	double d = 0;
 
+	*sure = 0;
 	for (uint32_t i = 0; i < NKIND; i++) {
-		int by_time;
+		int    by_time, maybe;
+		double k = due_kind(sl, &sl->kind[i], &by_time, &maybe);
 
-		d += due_kind(sl, &sl->kind[i], &by_time);
+		d += k;
+		*sure |= k > 0 && !maybe;
 	}
 	return d;
 }
@@ -314,10 +326,10 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 
 	for (uint32_t i = 0; i < NKIND; i++) {
 		st_kind *c = &sl->kind[i];
-		int      by_time;
+		int      by_time, maybe;
 		double   score;
 
-		due[i] = due_kind(sl, c, &by_time);
+		due[i] = due_kind(sl, c, &by_time, &maybe);
 		ndue += due[i] > 0;
 		if (c->n == 0 || !alike(iv, c->iv[c->n - 1]))
 			continue;
@@ -397,17 +409,22 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 {
 	gs->thr       = 0;
 	gs->pause     = 0;
+	gs->sure      = 0;
 	gs->usual     = NAN;
 	gs->refreshed = now;
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		const st_slot *sl = detect_slot(g, i);
+		int            sure;
+		double         d;
 
 		if (!sl->has)
 			continue;
 		if (eff_thr(r, sl) > gs->thr)
 			gs->thr = eff_thr(r, sl);
-		if (due_pause(sl) > gs->pause)
-			gs->pause = due_pause(sl);
+		d = due_pause(sl, &sure);
+		if (d > gs->pause)
+			gs->pause = d;
+		gs->sure |= (uint8_t) sure;
 		if (!isnan(sl->usual) && !(sl->usual <= gs->usual))
 			gs->usual = sl->usual;
 	}
@@ -570,7 +587,8 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		gs->adv_time = t;
 	} else if (detect_p(r, SL_PROGRESS) != 0
 	    && (lv = level_for(
-	            r, secs(t - gs->adv_time), gs->thr, gs->pause, gs->usual))
+	            r, secs(t - gs->adv_time), gs->thr, gs->pause, gs->sure,
+	            gs->usual))
 	        > gs->progress) {
 		gs->progress = (uint8_t) lv;
 		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
@@ -632,7 +650,8 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	}
 	/* Silences are measured on the engine's clock from when the last
 	 * sample arrived, and stamped on the run's clock. */
-	lv = level_for(r, secs(now - gs->seen), gs->thr, gs->pause, gs->usual);
+	lv = level_for(r, secs(now - gs->seen), gs->thr, gs->pause, gs->sure,
+	    gs->usual);
 	if (lv > gs->silent) {
 		double at = level_at(r, lv, gs->thr, gs->pause, gs->usual);
 
@@ -662,14 +681,16 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	 * ahead of it in the same step). */
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		st_slot *sl = detect_slot(g, i);
-		double   at;
+		double   at, due;
+		int      sure;
 
 		if (!sl->has || sl->ended || sl->nadv < MINLEARN
 		    || gs->adv_n < sl->run_adv_at + 2)
 			continue;
-		lv = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl),
-		    due_pause(sl), sl->usual);
-		at = level_at(r, lv, eff_thr(r, sl), due_pause(sl), sl->usual);
+		due = due_pause(sl, &sure);
+		lv  = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl), due,
+		     sure, sl->usual);
+		at  = level_at(r, lv, eff_thr(r, sl), due, sl->usual);
 		if (lv <= sl->stalled)
 			continue;
 		sl->stalled = (uint8_t) lv;
@@ -682,7 +703,7 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		    (int) o.rank, o.hostlen ? o.host : "unknown",
 		    (unsigned long long) sl->max_step, detect_fmt(at).s,
 		    (unsigned long long) gs->max_step,
-		    usual(sl->usual, due_pause(sl)).s);
+		    usual(sl->usual, due).s);
 	}
 }
 

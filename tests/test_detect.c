@@ -911,6 +911,36 @@ TEST(stall_learns_recurring_pauses)
 	detect_engine_free(e);
 }
 
+TEST(stall_just_before_a_learned_pause_is_noted)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+	size_t         mark;
+	int            noted = 0;
+
+	REQUIRE(e != NULL);
+	/* A checkpoint every 200 steps lasting 120 s: two seen, so it is
+	 * due at step 600, or by the clock about 4 steps either side. */
+	paused_steps(e, "ck", &st, &t, 596, 200, 0, &last, 120);
+	/* The run stops for 60 s four steps before the checkpoint's step:
+	 * it has gone by the clock's window, not by its step; two pauses
+	 * cannot tell a timer from a step period, so it is noted. */
+	mark = S.n;
+	for (double c = t; c < t + 60; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	t += 60;
+	paused_steps(e, "ck", &st, &t, 10, 200, 0, &last, 120);
+	for (size_t i = mark; i < S.n; i++)
+		noted += S.v[i].state == DETECT_FIRING && S.v[i].step == 595
+		    && strcmp(S.v[i].kind, "stall") == 0;
+	if (noted != 1 || max_sev("stall", mark) != DETECT_INFO)
+		dump();
+	CHECK(noted == 1);
+	CHECK(max_sev("stall", mark) == DETECT_INFO);
+	detect_engine_free(e);
+}
+
 /* 2 ranks, 10 s steps; an evaluation every 250 steps and a checkpoint
  * every 30 minutes of wall clock (looked at once a step), both 150 s. */
 static void
@@ -1735,6 +1765,7 @@ main(void)
 	RUN(stall_quiet_with_periodic_checkpoints);
 	RUN(stall_short_in_a_fast_run_is_noted);
 	RUN(stall_learns_recurring_pauses);
+	RUN(stall_just_before_a_learned_pause_is_noted);
 	RUN(stall_learns_two_kinds_of_pause_alike_in_length);
 	RUN(stall_samples_stamped_far_in_the_past);
 	RUN(step_time_and_throughput_are_one_finding);
