@@ -239,7 +239,7 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 			return d;
 		by_steps = n >= 3 && k->s[n - 2] + 1 >= k->s[n - 3] + period
 		    && k->s[n - 2] <= k->s[n - 3] + period + 1;
-		regular  = n < 3;
+		regular = n < 3;
 	}
 	/* Regular in steps, not in time: not a timer. */
 	if (by_steps && moved > tol)
@@ -586,9 +586,8 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		}
 		gs->adv_time = t;
 	} else if (detect_p(r, SL_PROGRESS) != 0
-	    && (lv = level_for(
-	            r, secs(t - gs->adv_time), gs->thr, gs->pause, gs->sure,
-	            gs->usual))
+	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr, gs->pause,
+	            gs->sure, gs->usual))
 	        > gs->progress) {
 		gs->progress = (uint8_t) lv;
 		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
@@ -650,8 +649,8 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	}
 	/* Silences are measured on the engine's clock from when the last
 	 * sample arrived, and stamped on the run's clock. */
-	lv = level_for(r, secs(now - gs->seen), gs->thr, gs->pause, gs->sure,
-	    gs->usual);
+	lv = level_for(
+	    r, secs(now - gs->seen), gs->thr, gs->pause, gs->sure, gs->usual);
 	if (lv > gs->silent) {
 		double at = level_at(r, lv, gs->thr, gs->pause, gs->usual);
 
@@ -688,8 +687,8 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		    || gs->adv_n < sl->run_adv_at + 2)
 			continue;
 		due = due_pause(sl, &sure);
-		lv  = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl), due,
-		     sure, sl->usual);
+		lv  = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl),
+		     due, sure, sl->usual);
 		at  = level_at(r, lv, eff_thr(r, sl), due, sl->usual);
 		if (lv <= sl->stalled)
 			continue;

@@ -586,6 +586,35 @@ TEST(drop_sustained_not_periodic)
 	detect_engine_free(e);
 }
 
+/* tokens_per_sec of run "noisy", steps a to b, at level with 5% noise. */
+static void
+noisy_tps(detect_engine *e, uint64_t a, uint64_t b, double level)
+{
+	for (uint64_t st = a; st < b; st++)
+		feed(e, "noisy", 0, "tokens_per_sec", st, 2.0 * (double) st,
+		    level * exp(0.05 * noise()));
+}
+
+TEST(drop_recovery_does_not_teach_noise)
+{
+	detect_engine *e = engine(NULL);
+
+	REQUIRE(e != NULL);
+	/* A noisy series (its threshold follows its noise) drops by 25%,
+	 * comes back, and later drops by 12%: the return of the level is
+	 * no noise, so the second drop is seen too. */
+	noisy_tps(e, 0, 2000, 1e5);
+	noisy_tps(e, 2000, 2500, 0.75e5);
+	noisy_tps(e, 2500, 3500, 1e5);
+	CHECK(count("drop", DETECT_FIRING) == 1);
+	CHECK(count("drop", DETECT_RESOLVED) == 1);
+	noisy_tps(e, 3500, 4000, 0.88e5);
+	if (count("drop", DETECT_FIRING) != 2)
+		dump();
+	CHECK(count("drop", DETECT_FIRING) == 2);
+	detect_engine_free(e);
+}
+
 TEST(level_gradual_drift_quiet_abrupt_shift_fires)
 {
 	detect_engine *e = engine(NULL);
@@ -823,14 +852,16 @@ TEST(stall_short_in_a_fast_run_is_noted)
 	 * ticked as vitalsd would, and goes on. */
 	for (; st < 3000; st++, t += 0.1 * exp(0.03 * noise()))
 		for (int r = 0; r < 2; r++)
-			feed(e, "fast", r, "step_time", st, t + r * 0.001, 0.1);
+			feed(
+			    e, "fast", r, "step_time", st, t + r * 0.001, 0.1);
 	CHECK(S.n == 0);
 	for (double c = t; c < t + 3; c += 0.2)
 		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
 	t += 3;
 	for (uint64_t k = 0; k < 100; k++, st++, t += 0.1)
 		for (int r = 0; r < 2; r++)
-			feed(e, "fast", r, "step_time", st, t + r * 0.001, 0.1);
+			feed(
+			    e, "fast", r, "step_time", st, t + r * 0.001, 0.1);
 	detect_flush(e, on_alert, &S);
 	/* Noted (info), not paged: 30 steps is a hiccup worth a look. */
 	g = first("stall", DETECT_FIRING);
@@ -1137,6 +1168,20 @@ TEST(step_time_and_throughput_are_one_finding)
 	CHECK(g->severity == DETECT_INFO);
 	CHECK(strstr(g->msg, "not a slowdown") != NULL);
 	CHECK(count("drop", -1) == 0);
+
+	/* A slow node that recovers while the sequence length grew by as
+	 * much: throughput is back, step time stays up (more work per
+	 * step). The slowdown is over, and the next one pages again. */
+	S.n = 0;
+	tp_steps(e, "ramp", 0, 2000, 0.5, 1e5, 1);
+	tp_steps(e, "ramp", 2000, 2400, 0.55, 1e5, 1);
+	tp_steps(e, "ramp", 2400, 3000, 0.55, 1.1e5, 1);
+	CHECK(count("drop", DETECT_RESOLVED) + count("rise", DETECT_RESOLVED)
+	    == 1);
+	tp_steps(e, "ramp", 3000, 3400, 0.605, 1.1e5, 1);
+	if (count_sev("drop", DETECT_FIRING, DETECT_WARNING) != 2)
+		dump();
+	CHECK(count_sev("drop", DETECT_FIRING, DETECT_WARNING) == 2);
 
 	/* Without a throughput metric, step time alone decides. */
 	S.n = 0;
@@ -1758,6 +1803,7 @@ main(void)
 	RUN(slow_divergence_fires_before_nan);
 	RUN(restart_is_one_event_and_not_a_spike);
 	RUN(drop_sustained_not_periodic);
+	RUN(drop_recovery_does_not_teach_noise);
 	RUN(level_gradual_drift_quiet_abrupt_shift_fires);
 	RUN(stall_of_run_rank_and_progress);
 	RUN(finished_run_is_not_a_stall);
