@@ -235,11 +235,13 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 		uint64_t period = k->s[n - 1] - k->s[n - 2];
 		uint64_t off    = (sl->max_step - k->s[n - 1]) % period;
 
-		if (off <= 1 || off + 1 >= period)
+		/* Not the step right after its last: that is another. */
+		if ((off <= 1 || off + 1 >= period)
+		    && sl->max_step + 1 >= k->s[n - 1] + period)
 			return d;
 		by_steps = n >= 3 && k->s[n - 2] + 1 >= k->s[n - 3] + period
 		    && k->s[n - 2] <= k->s[n - 3] + period + 1;
-		regular = n < 3;
+		regular = n < 3 || by_steps;
 	}
 	/* Regular in steps, not in time: not a timer. */
 	if (by_steps && moved > tol)
@@ -254,10 +256,11 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 		if (moved > 0.25 * P)
 			return 0;
 		*by_time = 1;
-		if (P > d && (off <= tol || P - off <= tol)) {
+		if (P > d && (off <= tol || P - off <= tol)
+		    && secs(sl->adv_time - k->t[n - 1]) >= P - tol) {
 			/* A kind regular in steps so far, due here by time
-			 * only: a timer, or a stall a few steps before its
-			 * step (the window spans several steps). */
+			 * only: a timer whose steps drift, or not due at all
+			 * (the window spans several steps). */
 			*maybe = regular;
 			return d;
 		}
@@ -279,7 +282,9 @@ due_pause(const st_slot *sl, int *sure)
 		double k = due_kind(sl, &sl->kind[i], &by_time, &maybe);
 
 		d += k;
-		*sure |= k > 0 && !maybe;
+		/* Two pauses cannot tell a timer from a step period: the
+		 * info level is not held back by the clock's window alone. */
+		*sure |= k > 0 && !(maybe && sl->kind[i].n < 3);
 	}
 	return d;
 }
@@ -322,20 +327,23 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 {
 	st_kind *k = NULL, *learning = NULL;
 	double   kd = 0, best = 0, due[NKIND];
-	int      ndue = 0;
+	int      ndue = 0, loose[NKIND];
 
 	for (uint32_t i = 0; i < NKIND; i++) {
 		st_kind *c = &sl->kind[i];
 		int      by_time, maybe;
 		double   score;
 
-		due[i] = due_kind(sl, c, &by_time, &maybe);
-		ndue += due[i] > 0;
+		due[i]   = due_kind(sl, c, &by_time, &maybe);
+		loose[i] = due[i] > 0 && maybe;
+		ndue += due[i] > 0 && !maybe;
 		if (c->n == 0 || !alike(iv, c->iv[c->n - 1]))
 			continue;
-		/* Due at this very step says more than due about now. */
-		score
-		    = fabs(log(iv / fmax(due[i], 1e-9))) + (by_time ? 10 : 0);
+		/* Due at this very step says more than due about now, and a
+		 * timer about now more than a kind regular in steps that is
+		 * not at its step. */
+		score = fabs(log(iv / fmax(due[i], 1e-9))) + (by_time ? 10 : 0)
+		    + (maybe ? 5 : 0);
 		if (due[i] > 0 && (k == NULL || score < best)) {
 			k    = c;
 			kd   = due[i];
@@ -343,8 +351,9 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 		} else if (due[i] == 0 && c->n < 2 && learning == NULL)
 			learning = c;
 	}
+	/* Kinds regular in steps and not at their step took no turn. */
 	for (uint32_t i = 0; i < NKIND; i++)
-		if (due[i] > 0 && &sl->kind[i] != k)
+		if (due[i] > 0 && !loose[i] && &sl->kind[i] != k)
 			push_pause(
 			    sl, &sl->kind[i], due[i], prev, sl->adv_time);
 	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd))
