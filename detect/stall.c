@@ -26,6 +26,9 @@
  *                         the run advanced at least twice since it did;
  *   progress_stall (-1)   samples still arrive (heartbeats) but the run's
  *                         step has not advanced for that threshold.
+ * A rank that declares its phases (vitals/phase/NAME markers) learns how
+ * long each phase that pauses lasts; a silence inside one seen before is
+ * judged against that phase's usual length, as a learned pause due now.
  * A rank whose emitter closed normally (detect_end) is not waited for;
  * when every rank has, the run is finished and raises nothing more.
  * Stalls are stamped with the deadline that was missed, not the tick that
@@ -38,6 +41,7 @@
 
 #include "detect/baseline.h"
 #include "detect/detector.h"
+#include "detect/table.h"
 
 enum {
 	SL_K,
@@ -68,6 +72,10 @@ static const detect_param sl_params[] = {
 #define LONGWIN 1024 /* advances per window of the longest interval */
 #define MINLEARN 3
 #define REFRESH 200000000ll /* ns */
+#define NPHASE 4            /* declared phases learned per rank */
+#define PHNAME 32           /* a phase's name kept for messages */
+#define MARKER "vitals/phase/"
+#define MARKER_LEN 13
 
 /* One kind of pause: intervals longer than the threshold that are alike
  * (within 2x), oldest first: the step before each, its length, when it
@@ -79,6 +87,14 @@ typedef struct st_kind {
 	uint32_t n;
 	uint32_t used; /* the slot's advance count at its latest pause */
 } st_kind;
+
+/* A phase the rank declared (vitals/phase/NAME markers): how long its
+ * last occurrences lasted, from entering it to the rank's next marker. */
+typedef struct st_phase {
+	uint64_t h; /* hash of its name; 0: free */
+	double   len[NOCC];
+	uint32_t n, used;
+} st_phase;
 
 typedef struct st_slot {
 	uint64_t max_step;
@@ -94,6 +110,11 @@ typedef struct st_slot {
 	uint64_t   run_adv_at; /* the run's advance count at our last */
 	uint8_t    has, warm, stalled; /* stalled: alert level 0..2 */
 	uint8_t    ended;              /* closed normally (detect_end) */
+	uint8_t    in_ph;              /* in a declared phase */
+	uint64_t   ph_h;               /* its name's hash */
+	int64_t    ph_since;           /* when it entered it */
+	char       ph_name[PHNAME];
+	st_phase   ph[NPHASE];
 	detect_win w;
 	double     buf[2 * NIV];
 } st_slot;
@@ -106,6 +127,7 @@ typedef struct st_group {
 	double   thr, usual;          /* run-wide: the largest of the ranks' */
 	double   pause;               /* the largest due pause of the ranks */
 	uint8_t  sure;                /* one of them due for sure (no info) */
+	char     phase[PHNAME];       /* the declared phase it is in, or "" */
 	int64_t  refreshed;
 	uint8_t  silent, progress; /* alert levels 0..2 */
 	uint8_t  ended;            /* every rank ended: the run finished */
@@ -268,15 +290,42 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 	return 0;
 }
 
+/* The learned phase the rank is in, or NULL: one it declared with a
+ * marker (vitals/phase/NAME), seen before and usually longer than the
+ * rank's threshold (a checkpoint, an evaluation: a pause, not a part of
+ * a step). */
+static const st_phase *
+in_phase(const st_slot *sl, double *len)
+{
+	*len = 0;
+	if (!sl->in_ph)
+		return NULL;
+	for (uint32_t i = 0; i < NPHASE; i++) {
+		const st_phase *p = &sl->ph[i];
+
+		if (p->n == 0 || p->h != sl->ph_h)
+			continue;
+		for (uint32_t j = 0; j < p->n; j++)
+			*len = fmax(*len, p->len[j]);
+		return *len > sl->thr ? p : NULL;
+	}
+	return NULL;
+}
+
 /* The usual length of the learned recurring pauses (checkpoint,
  * evaluation) due after the slot's current step, or 0. Kinds due at the
- * same step add up: an evaluation and then a checkpoint. */
+ * same step add up: an evaluation and then a checkpoint. Inside a
+ * declared phase that has a history, that phase's own usual length. */
 static double
 due_pause(const st_slot *sl, int *sure)
 {
 	double d = 0;
 
 	*sure = 0;
+	if (in_phase(sl, &d) != NULL) {
+		*sure = 1;
+		return d;
+	}
 	for (uint32_t i = 0; i < NKIND; i++) {
 		int    by_time, maybe;
 		double k = due_kind(sl, &sl->kind[i], &by_time, &maybe);
@@ -419,6 +468,7 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 	gs->thr       = 0;
 	gs->pause     = 0;
 	gs->sure      = 0;
+	gs->phase[0]  = '\0';
 	gs->usual     = NAN;
 	gs->refreshed = now;
 	for (uint32_t i = 0; i < g->nslots; i++) {
@@ -431,8 +481,13 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 		if (eff_thr(r, sl) > gs->thr)
 			gs->thr = eff_thr(r, sl);
 		d = due_pause(sl, &sure);
-		if (d > gs->pause)
+		if (d > gs->pause) {
+			double len;
+
 			gs->pause = d;
+			snprintf(gs->phase, sizeof(gs->phase), "%s",
+			    in_phase(sl, &len) != NULL ? sl->ph_name : "");
+		}
 		gs->sure |= (uint8_t) sure;
 		if (!isnan(sl->usual) && !(sl->usual <= gs->usual))
 			gs->usual = sl->usual;
@@ -440,13 +495,14 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 }
 
 typedef struct usual_txt {
-	char s[128];
+	char s[160];
 } usual_txt;
 
 /* "1.2 s", and the learned pause due now: "in a recurring pause
- * (checkpoint, evaluation) that usually lasts 180 s". */
+ * (checkpoint, evaluation) that usually lasts 180 s", or the declared
+ * phase it is in: "in phase checkpoint, which usually lasts 180 s". */
 static usual_txt
-usual(double u, double pause)
+usual(double u, double pause, const char *phase)
 {
 	usual_txt t;
 	int       n;
@@ -455,7 +511,11 @@ usual(double u, double pause)
 		n = snprintf(t.s, sizeof(t.s), "not learned yet");
 	else
 		n = snprintf(t.s, sizeof(t.s), "%s s", detect_fmt(u).s);
-	if (pause > 0 && n > 0 && (size_t) n < sizeof(t.s))
+	if (pause > 0 && n > 0 && (size_t) n < sizeof(t.s) && phase[0])
+		snprintf(t.s + n, sizeof(t.s) - (size_t) n,
+		    "; in phase %s, which usually lasts %s s", phase,
+		    detect_fmt(pause).s);
+	else if (pause > 0 && n > 0 && (size_t) n < sizeof(t.s))
 		snprintf(t.s + n, sizeof(t.s) - (size_t) n,
 		    "; in a recurring pause (checkpoint, evaluation) that "
 		    "usually lasts %s s",
@@ -492,6 +552,59 @@ rank_advanced(detect_ctx *c, st_slot *sl, const detect_sample *s)
 	    "rank %d advanced again to step %llu after %s s", (int) s->rank,
 	    (unsigned long long) s->step, detect_fmt(dt).s);
 	sl->stalled = 0;
+}
+
+/* A phase marker of the rank: the phase it was in ends, and its length
+ * is learned (unless it lasted beyond the page level of its usual one:
+ * a hung checkpoint must not teach that hangs are usual); value 1
+ * enters the named phase. */
+static void
+phase_marker(st_slot *sl, const detect_sample *s)
+{
+	const char *name = s->metric + MARKER_LEN;
+	size_t      n    = s->mlen - MARKER_LEN;
+
+	if (sl->in_ph) {
+		double    len = silence(s->time_ns, sl->ph_since), d;
+		st_phase *p   = NULL;
+
+		for (uint32_t i = 0; i < NPHASE && p == NULL; i++)
+			if (sl->ph[i].n > 0 && sl->ph[i].h == sl->ph_h)
+				p = &sl->ph[i];
+		/* Only phases that pause (longer than the threshold) are
+		 * kept: the parts of every step would push them out. */
+		if ((p != NULL || len > sl->thr)
+		    && (in_phase(sl, &d) == NULL || len <= 2.5 * d)) {
+			for (uint32_t i = 0; i < NPHASE && p == NULL; i++)
+				if (sl->ph[i].n == 0)
+					p = &sl->ph[i];
+			if (p == NULL) {
+				p = &sl->ph[0];
+				for (uint32_t i = 1; i < NPHASE; i++)
+					if (sl->ph[i].used < p->used)
+						p = &sl->ph[i];
+				memset(p, 0, sizeof(*p));
+			}
+			if (p->n == NOCC) {
+				memmove(p->len, p->len + 1,
+				    (NOCC - 1) * sizeof(p->len[0]));
+				p->n--;
+			}
+			p->h           = sl->ph_h;
+			p->len[p->n++] = len;
+			p->used        = sl->nadv;
+		}
+		sl->in_ph = 0;
+	}
+	if (s->value != 0) {
+		sl->in_ph    = 1;
+		sl->ph_h     = detect_hash(0, name, n);
+		sl->ph_since = s->time_ns;
+		if (n >= PHNAME)
+			n = PHNAME - 1;
+		memcpy(sl->ph_name, name, n);
+		sl->ph_name[n] = '\0';
+	}
 }
 
 static void
@@ -558,6 +671,8 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 			adv          = 1;
 		}
 	}
+	if (s->mlen > MARKER_LEN && memcmp(s->metric, MARKER, MARKER_LEN) == 0)
+		phase_marker(sl, s);
 	detect_origin_run(&o, g->run);
 	if (gs->silent) {
 		double dt = silence(t, gs->last_time);
@@ -608,7 +723,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
 		    detect_fmt(secs(t - gs->adv_time)).s,
 		    (unsigned long long) gs->max_step,
-		    usual(gs->usual, gs->pause).s);
+		    usual(gs->usual, gs->pause, gs->phase).s);
 	}
 	if (s->step >= sl->max_step)
 		sl->run_adv_at = gs->adv_n;
@@ -678,7 +793,7 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		    "no sample from run %s for %s s (usual step interval %s); "
 		    "last step %llu%s",
 		    detect_name_of(o.run, o.runlen).s, detect_fmt(at).s,
-		    usual(gs->usual, gs->pause).s,
+		    usual(gs->usual, gs->pause, gs->phase).s,
 		    (unsigned long long) gs->max_step, who);
 	}
 	if (!fresh || detect_p(r, SL_RANKS) == 0 || g->nslots < 2
@@ -689,7 +804,7 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	 * ahead of it in the same step). */
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		st_slot *sl = detect_slot(g, i);
-		double   at, due;
+		double   at, due, len;
 		int      sure;
 
 		if (!sl->has || sl->ended || sl->nadv < MINLEARN
@@ -711,7 +826,9 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		    (int) o.rank, o.hostlen ? o.host : "unknown",
 		    (unsigned long long) sl->max_step, detect_fmt(at).s,
 		    (unsigned long long) gs->max_step,
-		    usual(sl->usual, due).s);
+		    usual(sl->usual, due,
+		        in_phase(sl, &len) != NULL ? sl->ph_name : "")
+		        .s);
 	}
 }
 
@@ -730,8 +847,9 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 		if (sl->stalled)
 			rank_advanced(c, sl, s);
 		/* The steps of the pauses learned belong to the old
-		 * attempt. */
+		 * attempt; so does the phase it was in. */
 		memset(sl->kind, 0, sizeof(sl->kind));
+		sl->in_ph    = 0;
 		sl->max_step = s->step;
 		sl->adv_time = s->time_ns;
 		sl->adv_seen = detect_engine_now(c->e) > 0
@@ -781,6 +899,7 @@ st_end(detect_ctx *c, detect_group *g, uint32_t i, int64_t t)
 	if (!gs->has || !sl->has || sl->ended)
 		return;
 	sl->ended = 1;
+	sl->in_ph = 0;
 	if (t < sl->last_time)
 		t = sl->last_time;
 	if (sl->stalled) {

@@ -972,6 +972,75 @@ TEST(stall_just_before_a_learned_pause_is_noted)
 	detect_engine_free(e);
 }
 
+/* 2 ranks, 10 s steps from *st to `to`, each step in phases "forward"
+ * and "backward"; a declared checkpoint of `len` s after the steps in
+ * at[] (not periodic), ticked as vitalsd would. */
+static void
+phased_steps(detect_engine *e, uint64_t *st, double *t, uint64_t to,
+    const uint64_t *at, size_t nat, double len)
+{
+	for (; *st < to; (*st)++) {
+		int ck = 0;
+
+		for (size_t i = 0; i < nat; i++)
+			ck |= at[i] == *st;
+		for (int r = 0; r < 2; r++) {
+			feed(e, "ph", r, "vitals/phase/forward", *st,
+			    *t + 1 + r * 0.01, 1);
+			feed(e, "ph", r, "vitals/phase/backward", *st,
+			    *t + 4 + r * 0.01, 1);
+			feed(e, "ph", r, "vitals/phase/backward", *st,
+			    *t + 9 + r * 0.01, 0);
+			feed(e, "ph", r, "step_time", *st, *t + 9 + r * 0.01,
+			    9.9);
+		}
+		*t += 10 * exp(0.03 * noise());
+		if (!ck)
+			continue;
+		for (int r = 0; r < 2; r++)
+			feed(e, "ph", r, "vitals/phase/checkpoint", *st,
+			    *t + r * 0.01, 1);
+		for (double c = *t; c < *t + len; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		*t += len;
+		for (int r = 0; r < 2; r++)
+			feed(e, "ph", r, "vitals/phase/checkpoint", *st,
+			    *t + r * 0.01, 0);
+	}
+}
+
+TEST(stall_in_a_declared_phase_judged_by_its_history)
+{
+	detect_engine        *e = engine(NULL);
+	double                t = 0;
+	uint64_t              st  = 0;
+	static const uint64_t at[] = { 150, 420, 610, 980, 1230 };
+	size_t                mark;
+	const got            *g = NULL;
+
+	REQUIRE(e != NULL);
+	/* Checkpoints of 120 s at no regular step or time, declared with
+	 * phase markers: after the first, each is expected (quiet). */
+	phased_steps(e, &st, &t, 1300, at, 5, 120);
+	for (size_t i = 0; i < S.n; i++)
+		CHECK(S.v[i].state != DETECT_FIRING || S.v[i].step < 200);
+	/* A checkpoint that hangs: judged against the checkpoints' own
+	 * length, it pages at a step + `pause` (not twice that). */
+	mark = S.n;
+	phased_steps(e, &st, &t, 1400, (const uint64_t[]) { 1350 }, 1, 900);
+	for (size_t i = mark; i < S.n && g == NULL; i++)
+		if (S.v[i].state == DETECT_FIRING
+		    && S.v[i].severity == DETECT_CRITICAL)
+			g = &S.v[i];
+	if (g == NULL)
+		dump();
+	REQUIRE(g != NULL);
+	CHECK(g->value < 400);
+	CHECK(strstr(g->msg, "in phase checkpoint, which usually lasts 1")
+	    != NULL);
+	detect_engine_free(e);
+}
+
 /* 2 ranks, 10 s steps; an evaluation every 250 steps and a checkpoint
  * every 30 minutes of wall clock (looked at once a step), both 150 s. */
 static void
@@ -1850,6 +1919,7 @@ main(void)
 	RUN(stall_short_in_a_fast_run_is_noted);
 	RUN(stall_learns_recurring_pauses);
 	RUN(stall_just_before_a_learned_pause_is_noted);
+	RUN(stall_in_a_declared_phase_judged_by_its_history);
 	RUN(stall_learns_two_kinds_of_pause_alike_in_length);
 	RUN(stall_samples_stamped_far_in_the_past);
 	RUN(step_time_and_throughput_are_one_finding);
