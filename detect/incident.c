@@ -149,6 +149,17 @@ member_of(const detect_incident *I, const detect_alert *a)
 	return -1;
 }
 
+/* Whether I spanned an alert of a's scope: the run as a whole (rank
+ * -1), or ranks. */
+static int
+same_scope(const detect_incident *I, int32_t rank)
+{
+	for (uint32_t i = 0; i < I->nranks; i++)
+		if ((I->ranks[i] < 0) == (rank < 0))
+			return 1;
+	return 0;
+}
+
 static int
 spanned(const detect_incident *I, int32_t rank)
 {
@@ -367,8 +378,12 @@ on_firing(detect_incidents *is, const detect_rules *rules,
 		a->message = is->msg;
 	}
 
-	if (I != NULL && I->held && due(I, a->time_ns)) {
-		/* Late but due: the hold ran out before this sample. */
+	if (I != NULL && I->held
+	    && (due(I, a->time_ns) || !same_scope(I, a->rank))) {
+		/* Late but due: the hold ran out before this sample. Or
+		 * another finding: a rank left behind after the run as a
+		 * whole paused (or the other way round) is not that
+		 * condition returning. */
 		emit_held(is, I, emit, ctx);
 		close_incident(I);
 	}

@@ -725,6 +725,37 @@ TEST(stall_of_run_rank_and_progress)
 	detect_engine_free(e);
 }
 
+TEST(rank_left_behind_after_a_run_pause_is_its_own_alert)
+{
+	detect_engine *e = engine(NULL);
+	double         t  = 0;
+	uint64_t       st = 0;
+	int            rank2 = 0;
+
+	REQUIRE(e != NULL);
+	job_steps(e, &st, &t, 300);
+	/* The whole run pauses for 40 s (noted), and goes on. */
+	for (double c = t; c < t + 40; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	t += 40;
+	job_steps(e, &st, &t, 3);
+	CHECK(count("stall", DETECT_FIRING) == 1);
+	/* Within the hold of that resolution, rank 2 falls behind: not
+	 * the run's pause returning, a finding of its own. */
+	for (uint64_t k = 0; k < 10; k++, st++, t += 10)
+		for (int r = 0; r < 4; r++)
+			if (r != 2)
+				feed(e, "job", r, "step_time", st,
+				    t + r * 0.01, 9.9);
+	for (size_t i = 0; i < S.n; i++)
+		rank2 += S.v[i].state == DETECT_FIRING && S.v[i].rank == 2
+		    && strcmp(S.v[i].kind, "stall") == 0;
+	if (rank2 != 1)
+		dump();
+	CHECK(rank2 == 1);
+	detect_engine_free(e);
+}
+
 TEST(finished_run_is_not_a_stall)
 {
 	detect_engine *e = engine(NULL);
@@ -1913,6 +1944,7 @@ main(void)
 	RUN(drop_recovery_does_not_teach_noise);
 	RUN(level_gradual_drift_quiet_abrupt_shift_fires);
 	RUN(stall_of_run_rank_and_progress);
+	RUN(rank_left_behind_after_a_run_pause_is_its_own_alert);
 	RUN(finished_run_is_not_a_stall);
 	RUN(lagging_rank_catching_up_is_progress);
 	RUN(stall_quiet_with_periodic_checkpoints);
