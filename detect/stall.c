@@ -832,6 +832,41 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	}
 }
 
+/* A restart from step `to`: a kind at a step period (a checkpoint every
+ * 1000 steps) keeps it, moved back by whole periods to the new attempt
+ * (the trainer counts its steps again from the checkpoint); its times
+ * say nothing of the new attempt's clock. Other kinds are forgotten. */
+static void
+restart_kinds(st_slot *sl, uint64_t to)
+{
+	for (uint32_t i = 0; i < NKIND; i++) {
+		st_kind *k = &sl->kind[i];
+		uint32_t n = k->n;
+		uint64_t p, back;
+
+		if (n < 2 || k->s[n - 1] < k->s[n - 2] + 8) {
+			memset(k, 0, sizeof(*k));
+			continue;
+		}
+		p    = k->s[n - 1] - k->s[n - 2];
+		back = k->s[n - 1] > to ? (k->s[n - 1] - to + p - 1) / p * p
+		                        : 0;
+		if (back > k->s[n - 2]) {
+			memset(k, 0, sizeof(*k));
+			continue;
+		}
+		if (n == 3 && back > k->s[0]) { /* would be before step 0 */
+			memmove(k->s, k->s + 1, 2 * sizeof(k->s[0]));
+			memmove(k->iv, k->iv + 1, 2 * sizeof(k->iv[0]));
+			k->n = n = 2;
+		}
+		for (uint32_t j = 0; j < n; j++) {
+			k->s[j] -= back;
+			k->t[j] = 0;
+		}
+	}
+}
+
 static void
 st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
     uint64_t prev_step, int64_t prev_time)
@@ -846,9 +881,9 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	if (sl->has && s->step < sl->max_step) {
 		if (sl->stalled)
 			rank_advanced(c, sl, s);
-		/* The steps of the pauses learned belong to the old
+		/* The times of the pauses learned belong to the old
 		 * attempt; so does the phase it was in. */
-		memset(sl->kind, 0, sizeof(sl->kind));
+		restart_kinds(sl, s->step);
 		sl->in_ph    = 0;
 		sl->max_step = s->step;
 		sl->adv_time = s->time_ns;

@@ -1072,6 +1072,33 @@ TEST(stall_in_a_declared_phase_judged_by_its_history)
 	detect_engine_free(e);
 }
 
+TEST(stall_keeps_a_step_period_across_a_restart)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+	int            after = 0;
+
+	REQUIRE(e != NULL);
+	/* A checkpoint every 200 steps lasting 120 s, learned; then the
+	 * job restarts from step 850 after a minute down. The trainer
+	 * saves at the same steps again: still expected. */
+	paused_steps(e, "rs", &st, &t, 1000, 200, 0, &last, 120);
+	for (double c = t; c < t + 60; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	t += 60;
+	st = 850;
+	paused_steps(e, "rs", &st, &t, 400, 200, 0, &last, 120);
+	for (size_t i = 0; i < S.n; i++)
+		after += S.v[i].state == DETECT_FIRING && S.v[i].step >= 900
+		    && strcmp(S.v[i].rule, "stall") == 0;
+	if (after)
+		dump();
+	CHECK(after == 0);
+	CHECK(count("restart", DETECT_FIRING) == 1);
+	detect_engine_free(e);
+}
+
 /* 2 ranks, 10 s steps; an evaluation every 250 steps and a checkpoint
  * every 30 minutes of wall clock (looked at once a step), both 150 s. */
 static void
@@ -1205,9 +1232,13 @@ TEST(stall_learns_two_kinds_of_pause_alike_in_length)
 	last = 0;
 	S.n  = 0;
 	slow_eval_and_ckpt(e, &st, &t, 3000, &last);
-	if (max_sev("stall", 0) > DETECT_INFO)
-		dump();
-	CHECK(max_sev("stall", 0) <= DETECT_INFO);
+	/* (Until both are learned, the two at one step are a first pause
+	 * of over `pause`: a warning, by design.) */
+	for (size_t i = 0; i < S.n; i++)
+		if (S.v[i].severity > DETECT_INFO && S.v[i].step > 600) {
+			dump();
+			CHECK(S.v[i].step <= 600);
+		}
 	detect_engine_free(e);
 }
 
@@ -1952,6 +1983,7 @@ main(void)
 	RUN(stall_learns_recurring_pauses);
 	RUN(stall_just_before_a_learned_pause_is_noted);
 	RUN(stall_in_a_declared_phase_judged_by_its_history);
+	RUN(stall_keeps_a_step_period_across_a_restart);
 	RUN(stall_learns_two_kinds_of_pause_alike_in_length);
 	RUN(stall_samples_stamped_far_in_the_past);
 	RUN(step_time_and_throughput_are_one_finding);
