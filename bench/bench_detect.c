@@ -976,6 +976,12 @@ score_run(score *sc, sim *S)
 			        > sc->max_fire_event)
 				sc->max_fire_event
 				    = fires[e * MAXRULES + (size_t) a->rule];
+			if (a->det == 0 && S->verbose
+			    && fires[e * MAXRULES + (size_t) a->rule] == 4)
+				printf("4 firing records of rule %s for %s: run "
+				       "%d step %" PRIu64 "\n",
+				    rule_names[a->rule], ev_names[ev->kind],
+				    S->run_id, ev->step0);
 			if (ev->kind == EV_SLOWDIV && a->det == 0
 			    && (a->cat == A_DIVERGENCE
 			        || a->cat == A_NONFINITE)

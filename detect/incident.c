@@ -13,6 +13,7 @@ typedef struct member {
 	const char *kclass; /* kind, a spike and its divergence alike */
 	char       *metric;
 	size_t      mlen;
+	int         defer; /* of a deferring rule (see on_resolved) */
 } member;
 
 struct detect_incident {
@@ -148,6 +149,17 @@ member_of(const detect_incident *I, const detect_alert *a)
 	return -1;
 }
 
+/* Whether I spanned an alert of a's scope: the run as a whole (rank
+ * -1), or ranks. */
+static int
+same_scope(const detect_incident *I, int32_t rank)
+{
+	for (uint32_t i = 0; i < I->nranks; i++)
+		if ((I->ranks[i] < 0) == (rank < 0))
+			return 1;
+	return 0;
+}
+
 static int
 spanned(const detect_incident *I, int32_t rank)
 {
@@ -183,7 +195,7 @@ close_incident(detect_incident *I)
 }
 
 static int
-member_add(detect_incident *I, const detect_alert *a)
+member_add(detect_incident *I, const detect_alert *a, int defer)
 {
 	member *m;
 
@@ -200,6 +212,7 @@ member_add(detect_incident *I, const detect_alert *a)
 	m->rank   = a->rank;
 	m->kclass = kclass(a->kind);
 	m->mlen   = a->mlen;
+	m->defer  = defer;
 	m->metric = detect_dupn(a->metric, a->mlen);
 	if (m->metric == NULL)
 		return -1;
@@ -331,7 +344,8 @@ open_incident(detect_incidents *is, const detect_rule *r, detect_run *run,
 	I->hostlen  = a->hostlen;
 	I->metric   = detect_dupn(a->metric, a->mlen);
 	I->mlen     = a->mlen;
-	if (I->host == NULL || I->metric == NULL || member_add(I, a) != 0) {
+	if (I->host == NULL || I->metric == NULL
+	    || member_add(I, a, r->defer) != 0) {
 		inc_free(I);
 		return NULL;
 	}
@@ -364,11 +378,18 @@ on_firing(detect_incidents *is, const detect_rules *rules,
 		a->message = is->msg;
 	}
 
-	if (I != NULL && I->held && due(I, a->time_ns)) {
-		/* Late but due: the hold ran out before this sample. */
+	if (I != NULL && I->held
+	    && (due(I, a->time_ns) || !same_scope(I, a->rank))) {
+		/* Late but due: the hold ran out before this sample. Or
+		 * another finding: a rank left behind after the run as a
+		 * whole paused (or the other way round) is not that
+		 * condition returning. */
 		emit_held(is, I, emit, ctx);
 		close_incident(I);
 	}
+	if (I != NULL && I->held && r->defer
+	    && deferred_to(rules, r, run) != NULL)
+		return; /* the rule it defers to has resolved: so has this */
 	if (I != NULL && I->closed) {
 		uint64_t late = late_steps(r);
 
@@ -377,7 +398,7 @@ on_firing(detect_incidents *is, const detect_rules *rules,
 		    && a->step <= I->step + late) {
 			/* A rank that reached the incident's step late: part
 			 * of it, already reported. */
-			(void) member_add(I, a);
+			(void) member_add(I, a, r->defer);
 			return;
 		}
 		if (I->nm > 0)
@@ -399,7 +420,7 @@ on_firing(detect_incidents *is, const detect_rules *rules,
 		returned = 1;
 	}
 	if (member_of(I, a) < 0)
-		(void) member_add(I, a);
+		(void) member_add(I, a, r->defer);
 	up = a->severity > I->sev;
 	if (!up) {
 		/* Joins the incident: no new page. A progress stall next to
@@ -424,23 +445,52 @@ on_firing(detect_incidents *is, const detect_rules *rules,
 	out(is, emit, ctx, a);
 }
 
+/* Whether every member left is of a deferring rule while a rule it
+ * defers to watches the run: step time still up after throughput came
+ * back is more work per step (a schedule that ramped meanwhile), not
+ * what keeps the slowdown open. */
+static int
+only_deferred(const detect_rules *rules, const detect_incident *I)
+{
+	for (uint32_t i = 0; i < I->nm; i++)
+		if (!I->mv[i].defer)
+			return 0;
+	for (size_t j = 0; rules != NULL && j < rules->n && j < 64; j++) {
+		const detect_rule *o = &rules->v[j];
+
+		if (o->defer && same_incident(o, I->r)
+		    && deferred_to(rules, o, I->run) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
 static void
-on_resolved(detect_incidents *is, const detect_rule *r, detect_run *run,
-    detect_alert *a, detect_emit_fn emit, void *ctx)
+on_resolved(detect_incidents *is, const detect_rules *rules,
+    const detect_rule *r, detect_run *run, detect_alert *a,
+    detect_emit_fn emit, void *ctx)
 {
 	size_t           i = find(is, r, run, a);
 	detect_incident *I = i < is->n ? is->v[i] : NULL;
 	int64_t          m;
+	int              was_defer;
 
 	if (I == NULL)
 		return; /* resolved already (the run finished) */
 	m = member_of(I, a);
 	if (m < 0 || I->held)
 		return;
+	was_defer = I->mv[m].defer;
 	free(I->mv[m].metric);
 	I->mv[m] = I->mv[--I->nm];
-	if (I->nm > 0 || I->closed)
+	if (I->closed)
 		return;
+	/* The last member of a rule that decides (throughput) resolved:
+	 * step time members left do not keep the incident open. */
+	if (I->nm > 0 && (was_defer || !only_deferred(rules, I)))
+		return;
+	while (I->nm > 0)
+		free(I->mv[--I->nm].metric);
 	r = I->r; /* the incident's rule holds it */
 	if (r->hold.v <= 0) {
 		emit_resolved(is, I, a->step, a->time_ns, a->value,
@@ -476,7 +526,7 @@ detect_incidents_route(detect_incidents *is, const detect_rules *rules,
 	if (a->state == DETECT_FIRING)
 		on_firing(is, rules, r, run, a, emit, ctx);
 	else
-		on_resolved(is, r, run, a, emit, ctx);
+		on_resolved(is, rules, r, run, a, emit, ctx);
 }
 
 void

@@ -8,6 +8,9 @@
  *   run-silence stall of the same run); a member that raises the
  *   severity (or turns a stall into a progress stall) is reported as an
  *   escalation of the incident;
+ * - rules that share an incident name share incidents; members of a
+ *   deferring rule (step time) left when the rules they defer to have
+ *   resolved (throughput is back) do not keep the incident open;
  * - when its last member resolves, the resolution is held for the rule's
  *   `hold` (steps the run advances, or seconds); a member that fires
  *   again within it continues the incident, and the resolution counts

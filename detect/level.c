@@ -15,8 +15,9 @@
  * The threshold follows the series' own noise: it is the larger of `by`
  * and `noise` times the typical change between consecutive windows (an
  * average of |C - B| / B while nothing is pending, each step clipped at
- * 3 times the average). On a busy host whose step time swings by tens
- * of percent the threshold rises with it.
+ * 4 times the average; not while the windows still hold an episode, nor
+ * from an abrupt shift back). On a busy host whose step time swings by
+ * tens of percent the threshold rises with it.
  *
  * `drift` (a fraction; 0: off) reports at info how far the level went
  * from a slow reference (time constant `follow` samples), once per
@@ -59,9 +60,11 @@ typedef struct level_st {
 	double     ref, thr; /* latched while pending or firing */
 	double     scale;    /* average |C - B| / |B| */
 	uint64_t   nd;       /* changes averaged */
-	double     slow;     /* the slow reference of `drift` */
-	int        has_slow;
-	double     buf[]; /* 3 windows of 2 x window doubles */
+	uint64_t   settle;   /* st->n until which the windows hold samples
+	                      * of an episode: not noise */
+	double slow;         /* the slow reference of `drift` */
+	int    has_slow;
+	double buf[]; /* 3 windows of 2 x window doubles */
 } level_st;
 
 static size_t
@@ -168,11 +171,20 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	thr = fmax(by, detect_p(r, LV_NOISE) * st->scale);
 	if (st->fsm.state == DETECT_FSM_CLEAR) {
 		/* Abrupt: C off B while B is about where A was. */
+		int steady = fabs(mb - ma) / fabs(ma) < thr / 3;
+
 		cond = st->nd >= st->a.cap && shift_of(mc, mb, up) >= thr
-		    && fabs(mb - ma) / fabs(ma) < thr / 3;
+		    && steady;
 		if (cond) {
 			st->ref = mb;
 			st->thr = thr;
+		} else if ((steady && shift_of(mc, mb, !up) >= thr)
+		    || st->n < st->settle) {
+			/* An abrupt shift the other way (the level coming
+			 * back), or windows that still hold samples of an
+			 * episode, are no noise: as a shift passes through
+			 * the windows it would teach a threshold that misses
+			 * the next one. */
 		} else {
 			double a
 			    = 1.0 / (double) (st->nd < 500 ? st->nd + 1 : 500);
@@ -193,6 +205,8 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	}
 	tr = detect_fsm_update(&st->fsm, cond, &r->p[LV_FOR], &r->clear,
 	    &r->cooldown, s->step, s->time_ns);
+	if (st->fsm.state != DETECT_FSM_CLEAR)
+		st->settle = st->n + 3 * (uint64_t) st->a.cap;
 	if (tr == DETECT_FSM_FIRE) {
 		st->firing_n = 0;
 		detect_emit_series(c, kind, r->severity, DETECT_FIRING, 0, s,
@@ -257,7 +271,8 @@ level_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	detect_win_clear(&st->a);
 	detect_win_clear(&st->b);
 	detect_win_clear(&st->c);
-	st->n = 0;
+	st->n      = 0;
+	st->settle = 0;
 }
 
 const detect_kind detect_kind_drop = {

@@ -157,7 +157,7 @@ static const char default_rules[]
       "\tmetric   = '.*'\n"
       "\tdetector = stall\n"
       "\tk        = 2.5\n"
-      "\tfloor    = 5s\n"
+      "\tfloor    = 1s\n"
       "\tceiling  = 15m\n"
       "\tpause    = 5m\n"
       "\tseverity = critical\n"

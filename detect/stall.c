@@ -26,6 +26,9 @@
  *                         the run advanced at least twice since it did;
  *   progress_stall (-1)   samples still arrive (heartbeats) but the run's
  *                         step has not advanced for that threshold.
+ * A rank that declares its phases (vitals/phase/NAME markers) learns how
+ * long each phase that pauses lasts; a silence inside one seen before is
+ * judged against that phase's usual length, as a learned pause due now.
  * A rank whose emitter closed normally (detect_end) is not waited for;
  * when every rank has, the run is finished and raises nothing more.
  * Stalls are stamped with the deadline that was missed, not the tick that
@@ -38,6 +41,7 @@
 
 #include "detect/baseline.h"
 #include "detect/detector.h"
+#include "detect/table.h"
 
 enum {
 	SL_K,
@@ -68,6 +72,10 @@ static const detect_param sl_params[] = {
 #define LONGWIN 1024 /* advances per window of the longest interval */
 #define MINLEARN 3
 #define REFRESH 200000000ll /* ns */
+#define NPHASE 4            /* declared phases learned per rank */
+#define PHNAME 32           /* a phase's name kept for messages */
+#define MARKER "vitals/phase/"
+#define MARKER_LEN 13
 
 /* One kind of pause: intervals longer than the threshold that are alike
  * (within 2x), oldest first: the step before each, its length, when it
@@ -79,6 +87,14 @@ typedef struct st_kind {
 	uint32_t n;
 	uint32_t used; /* the slot's advance count at its latest pause */
 } st_kind;
+
+/* A phase the rank declared (vitals/phase/NAME markers): how long its
+ * last occurrences lasted, from entering it to the rank's next marker. */
+typedef struct st_phase {
+	uint64_t h; /* hash of its name; 0: free */
+	double   len[NOCC];
+	uint32_t n, used;
+} st_phase;
 
 typedef struct st_slot {
 	uint64_t max_step;
@@ -94,6 +110,11 @@ typedef struct st_slot {
 	uint64_t   run_adv_at; /* the run's advance count at our last */
 	uint8_t    has, warm, stalled; /* stalled: alert level 0..2 */
 	uint8_t    ended;              /* closed normally (detect_end) */
+	uint8_t    in_ph;              /* in a declared phase */
+	uint64_t   ph_h;               /* its name's hash */
+	int64_t    ph_since;           /* when it entered it */
+	char       ph_name[PHNAME];
+	st_phase   ph[NPHASE];
 	detect_win w;
 	double     buf[2 * NIV];
 } st_slot;
@@ -105,6 +126,8 @@ typedef struct st_group {
 	int64_t  seen;                /* the engine's clock at the latest */
 	double   thr, usual;          /* run-wide: the largest of the ranks' */
 	double   pause;               /* the largest due pause of the ranks */
+	uint8_t  sure;                /* one of them due for sure (no info) */
+	char     phase[PHNAME];       /* the declared phase it is in, or "" */
 	int64_t  refreshed;
 	uint8_t  silent, progress; /* alert levels 0..2 */
 	uint8_t  ended;            /* every rank ended: the run finished */
@@ -158,8 +181,8 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u)
 	double esc = detect_p(r, SL_ESCALATE) * thr;
 	double P   = detect_p(r, SL_PAUSE) + (isnan(u) ? 0 : u);
 
-	if (pause > 0) {
-		if (lv <= 2)
+	if (pause > 0 && lv >= 2) {
+		if (lv == 2)
 			return fmax(thr, 1.5 * pause);
 		return fmax(fmax(esc, 2.5 * pause), P);
 	}
@@ -171,11 +194,11 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u)
 }
 
 static int
-level_for(
-    const detect_rule *r, double elapsed, double thr, double pause, double u)
+level_for(const detect_rule *r, double elapsed, double thr, double pause,
+    int sure, double u)
 {
 	for (int lv = 3; lv >= 1; lv--) {
-		if (lv == 1 && (detect_p(r, SL_EARLY) < 0 || pause > 0))
+		if (lv == 1 && (detect_p(r, SL_EARLY) < 0 || sure))
 			break;
 		if (elapsed > level_at(r, lv, thr, pause, u))
 			return lv;
@@ -213,13 +236,15 @@ secs(int64_t ns)
  * by steps only: the other pauses between them move it in time. Its
  * usual length is the longest kept. */
 static double
-due_kind(const st_slot *sl, const st_kind *k, int *by_time)
+due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 {
 	uint32_t n = k->n;
 	double   d = 0, tol, P, moved = 0;
 	int      by_steps = 0; /* three pauses the same steps apart */
+	int      regular  = 0; /* its pauses so far the same steps apart */
 
 	*by_time = 0;
+	*maybe   = 0;
 	if (n < 2)
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
@@ -232,10 +257,13 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time)
 		uint64_t period = k->s[n - 1] - k->s[n - 2];
 		uint64_t off    = (sl->max_step - k->s[n - 1]) % period;
 
-		if (off <= 1 || off + 1 >= period)
+		/* Not the step right after its last: that is another. */
+		if ((off <= 1 || off + 1 >= period)
+		    && sl->max_step + 1 >= k->s[n - 1] + period)
 			return d;
 		by_steps = n >= 3 && k->s[n - 2] + 1 >= k->s[n - 3] + period
 		    && k->s[n - 2] <= k->s[n - 3] + period + 1;
+		regular = n < 3 || by_steps;
 	}
 	/* Regular in steps, not in time: not a timer. */
 	if (by_steps && moved > tol)
@@ -250,24 +278,62 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time)
 		if (moved > 0.25 * P)
 			return 0;
 		*by_time = 1;
-		if (P > d && (off <= tol || P - off <= tol))
+		if (P > d && (off <= tol || P - off <= tol)
+		    && secs(sl->adv_time - k->t[n - 1]) >= P - tol) {
+			/* A kind regular in steps so far, due here by time
+			 * only: a timer whose steps drift, or not due at all
+			 * (the window spans several steps). */
+			*maybe = regular;
 			return d;
+		}
 	}
 	return 0;
 }
 
+/* The learned phase the rank is in, or NULL: one it declared with a
+ * marker (vitals/phase/NAME), seen before and usually longer than the
+ * rank's threshold (a checkpoint, an evaluation: a pause, not a part of
+ * a step). */
+static const st_phase *
+in_phase(const st_slot *sl, double *len)
+{
+	*len = 0;
+	if (!sl->in_ph)
+		return NULL;
+	for (uint32_t i = 0; i < NPHASE; i++) {
+		const st_phase *p = &sl->ph[i];
+
+		if (p->n == 0 || p->h != sl->ph_h)
+			continue;
+		for (uint32_t j = 0; j < p->n; j++)
+			*len = fmax(*len, p->len[j]);
+		return *len > sl->thr ? p : NULL;
+	}
+	return NULL;
+}
+
 /* The usual length of the learned recurring pauses (checkpoint,
  * evaluation) due after the slot's current step, or 0. Kinds due at the
- * same step add up: an evaluation and then a checkpoint. */
+ * same step add up: an evaluation and then a checkpoint. Inside a
+ * declared phase that has a history, that phase's own usual length. */
 static double
-due_pause(const st_slot *sl)
+due_pause(const st_slot *sl, int *sure)
 {
 	double d = 0;
 
+	*sure = 0;
+	if (in_phase(sl, &d) != NULL) {
+		*sure = 1;
+		return d;
+	}
 	for (uint32_t i = 0; i < NKIND; i++) {
-		int by_time;
+		int    by_time, maybe;
+		double k = due_kind(sl, &sl->kind[i], &by_time, &maybe);
 
-		d += due_kind(sl, &sl->kind[i], &by_time);
+		d += k;
+		/* Two pauses cannot tell a timer from a step period: the
+		 * info level is not held back by the clock's window alone. */
+		*sure |= k > 0 && !(maybe && sl->kind[i].n < 3);
 	}
 	return d;
 }
@@ -310,20 +376,23 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 {
 	st_kind *k = NULL, *learning = NULL;
 	double   kd = 0, best = 0, due[NKIND];
-	int      ndue = 0;
+	int      ndue = 0, loose[NKIND];
 
 	for (uint32_t i = 0; i < NKIND; i++) {
 		st_kind *c = &sl->kind[i];
-		int      by_time;
+		int      by_time, maybe;
 		double   score;
 
-		due[i] = due_kind(sl, c, &by_time);
-		ndue += due[i] > 0;
+		due[i]   = due_kind(sl, c, &by_time, &maybe);
+		loose[i] = due[i] > 0 && maybe;
+		ndue += due[i] > 0 && !maybe;
 		if (c->n == 0 || !alike(iv, c->iv[c->n - 1]))
 			continue;
-		/* Due at this very step says more than due about now. */
-		score
-		    = fabs(log(iv / fmax(due[i], 1e-9))) + (by_time ? 10 : 0);
+		/* Due at this very step says more than due about now, and a
+		 * timer about now more than a kind regular in steps that is
+		 * not at its step. */
+		score = fabs(log(iv / fmax(due[i], 1e-9))) + (by_time ? 10 : 0)
+		    + (maybe ? 5 : 0);
 		if (due[i] > 0 && (k == NULL || score < best)) {
 			k    = c;
 			kd   = due[i];
@@ -331,8 +400,9 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 		} else if (due[i] == 0 && c->n < 2 && learning == NULL)
 			learning = c;
 	}
+	/* Kinds regular in steps and not at their step took no turn. */
 	for (uint32_t i = 0; i < NKIND; i++)
-		if (due[i] > 0 && &sl->kind[i] != k)
+		if (due[i] > 0 && !loose[i] && &sl->kind[i] != k)
 			push_pause(
 			    sl, &sl->kind[i], due[i], prev, sl->adv_time);
 	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd))
@@ -397,30 +467,42 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 {
 	gs->thr       = 0;
 	gs->pause     = 0;
+	gs->sure      = 0;
+	gs->phase[0]  = '\0';
 	gs->usual     = NAN;
 	gs->refreshed = now;
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		const st_slot *sl = detect_slot(g, i);
+		int            sure;
+		double         d;
 
 		if (!sl->has)
 			continue;
 		if (eff_thr(r, sl) > gs->thr)
 			gs->thr = eff_thr(r, sl);
-		if (due_pause(sl) > gs->pause)
-			gs->pause = due_pause(sl);
+		d = due_pause(sl, &sure);
+		if (d > gs->pause) {
+			double len;
+
+			gs->pause = d;
+			snprintf(gs->phase, sizeof(gs->phase), "%s",
+			    in_phase(sl, &len) != NULL ? sl->ph_name : "");
+		}
+		gs->sure |= (uint8_t) sure;
 		if (!isnan(sl->usual) && !(sl->usual <= gs->usual))
 			gs->usual = sl->usual;
 	}
 }
 
 typedef struct usual_txt {
-	char s[128];
+	char s[160];
 } usual_txt;
 
 /* "1.2 s", and the learned pause due now: "in a recurring pause
- * (checkpoint, evaluation) that usually lasts 180 s". */
+ * (checkpoint, evaluation) that usually lasts 180 s", or the declared
+ * phase it is in: "in phase checkpoint, which usually lasts 180 s". */
 static usual_txt
-usual(double u, double pause)
+usual(double u, double pause, const char *phase)
 {
 	usual_txt t;
 	int       n;
@@ -429,7 +511,11 @@ usual(double u, double pause)
 		n = snprintf(t.s, sizeof(t.s), "not learned yet");
 	else
 		n = snprintf(t.s, sizeof(t.s), "%s s", detect_fmt(u).s);
-	if (pause > 0 && n > 0 && (size_t) n < sizeof(t.s))
+	if (pause > 0 && n > 0 && (size_t) n < sizeof(t.s) && phase[0])
+		snprintf(t.s + n, sizeof(t.s) - (size_t) n,
+		    "; in phase %s, which usually lasts %s s", phase,
+		    detect_fmt(pause).s);
+	else if (pause > 0 && n > 0 && (size_t) n < sizeof(t.s))
 		snprintf(t.s + n, sizeof(t.s) - (size_t) n,
 		    "; in a recurring pause (checkpoint, evaluation) that "
 		    "usually lasts %s s",
@@ -466,6 +552,59 @@ rank_advanced(detect_ctx *c, st_slot *sl, const detect_sample *s)
 	    "rank %d advanced again to step %llu after %s s", (int) s->rank,
 	    (unsigned long long) s->step, detect_fmt(dt).s);
 	sl->stalled = 0;
+}
+
+/* A phase marker of the rank: the phase it was in ends, and its length
+ * is learned (unless it lasted beyond the page level of its usual one:
+ * a hung checkpoint must not teach that hangs are usual); value 1
+ * enters the named phase. */
+static void
+phase_marker(st_slot *sl, const detect_sample *s)
+{
+	const char *name = s->metric + MARKER_LEN;
+	size_t      n    = s->mlen - MARKER_LEN;
+
+	if (sl->in_ph) {
+		double    len = silence(s->time_ns, sl->ph_since), d;
+		st_phase *p   = NULL;
+
+		for (uint32_t i = 0; i < NPHASE && p == NULL; i++)
+			if (sl->ph[i].n > 0 && sl->ph[i].h == sl->ph_h)
+				p = &sl->ph[i];
+		/* Only phases that pause (longer than the threshold) are
+		 * kept: the parts of every step would push them out. */
+		if ((p != NULL || len > sl->thr)
+		    && (in_phase(sl, &d) == NULL || len <= 2.5 * d)) {
+			for (uint32_t i = 0; i < NPHASE && p == NULL; i++)
+				if (sl->ph[i].n == 0)
+					p = &sl->ph[i];
+			if (p == NULL) {
+				p = &sl->ph[0];
+				for (uint32_t i = 1; i < NPHASE; i++)
+					if (sl->ph[i].used < p->used)
+						p = &sl->ph[i];
+				memset(p, 0, sizeof(*p));
+			}
+			if (p->n == NOCC) {
+				memmove(p->len, p->len + 1,
+				    (NOCC - 1) * sizeof(p->len[0]));
+				p->n--;
+			}
+			p->h           = sl->ph_h;
+			p->len[p->n++] = len;
+			p->used        = sl->nadv;
+		}
+		sl->in_ph = 0;
+	}
+	if (s->value != 0) {
+		sl->in_ph    = 1;
+		sl->ph_h     = detect_hash(0, name, n);
+		sl->ph_since = s->time_ns;
+		if (n >= PHNAME)
+			n = PHNAME - 1;
+		memcpy(sl->ph_name, name, n);
+		sl->ph_name[n] = '\0';
+	}
 }
 
 static void
@@ -532,6 +671,8 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 			adv          = 1;
 		}
 	}
+	if (s->mlen > MARKER_LEN && memcmp(s->metric, MARKER, MARKER_LEN) == 0)
+		phase_marker(sl, s);
 	detect_origin_run(&o, g->run);
 	if (gs->silent) {
 		double dt = silence(t, gs->last_time);
@@ -569,8 +710,8 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		}
 		gs->adv_time = t;
 	} else if (detect_p(r, SL_PROGRESS) != 0
-	    && (lv = level_for(
-	            r, secs(t - gs->adv_time), gs->thr, gs->pause, gs->usual))
+	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr, gs->pause,
+	            gs->sure, gs->usual))
 	        > gs->progress) {
 		gs->progress = (uint8_t) lv;
 		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
@@ -582,7 +723,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
 		    detect_fmt(secs(t - gs->adv_time)).s,
 		    (unsigned long long) gs->max_step,
-		    usual(gs->usual, gs->pause).s);
+		    usual(gs->usual, gs->pause, gs->phase).s);
 	}
 	if (s->step >= sl->max_step)
 		sl->run_adv_at = gs->adv_n;
@@ -632,7 +773,8 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	}
 	/* Silences are measured on the engine's clock from when the last
 	 * sample arrived, and stamped on the run's clock. */
-	lv = level_for(r, secs(now - gs->seen), gs->thr, gs->pause, gs->usual);
+	lv = level_for(
+	    r, secs(now - gs->seen), gs->thr, gs->pause, gs->sure, gs->usual);
 	if (lv > gs->silent) {
 		double at = level_at(r, lv, gs->thr, gs->pause, gs->usual);
 
@@ -651,7 +793,7 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		    "no sample from run %s for %s s (usual step interval %s); "
 		    "last step %llu%s",
 		    detect_name_of(o.run, o.runlen).s, detect_fmt(at).s,
-		    usual(gs->usual, gs->pause).s,
+		    usual(gs->usual, gs->pause, gs->phase).s,
 		    (unsigned long long) gs->max_step, who);
 	}
 	if (!fresh || detect_p(r, SL_RANKS) == 0 || g->nslots < 2
@@ -662,14 +804,16 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	 * ahead of it in the same step). */
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		st_slot *sl = detect_slot(g, i);
-		double   at;
+		double   at, due, len;
+		int      sure;
 
 		if (!sl->has || sl->ended || sl->nadv < MINLEARN
 		    || gs->adv_n < sl->run_adv_at + 2)
 			continue;
-		lv = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl),
-		    due_pause(sl), sl->usual);
-		at = level_at(r, lv, eff_thr(r, sl), due_pause(sl), sl->usual);
+		due = due_pause(sl, &sure);
+		lv  = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl),
+		     due, sure, sl->usual);
+		at  = level_at(r, lv, eff_thr(r, sl), due, sl->usual);
 		if (lv <= sl->stalled)
 			continue;
 		sl->stalled = (uint8_t) lv;
@@ -682,7 +826,44 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		    (int) o.rank, o.hostlen ? o.host : "unknown",
 		    (unsigned long long) sl->max_step, detect_fmt(at).s,
 		    (unsigned long long) gs->max_step,
-		    usual(sl->usual, due_pause(sl)).s);
+		    usual(sl->usual, due,
+		        in_phase(sl, &len) != NULL ? sl->ph_name : "")
+		        .s);
+	}
+}
+
+/* A restart from step `to`: a kind at a step period (a checkpoint every
+ * 1000 steps) keeps it, moved back by whole periods to the new attempt
+ * (the trainer counts its steps again from the checkpoint); its times
+ * say nothing of the new attempt's clock. Other kinds are forgotten. */
+static void
+restart_kinds(st_slot *sl, uint64_t to)
+{
+	for (uint32_t i = 0; i < NKIND; i++) {
+		st_kind *k = &sl->kind[i];
+		uint32_t n = k->n;
+		uint64_t p, back;
+
+		if (n < 2 || k->s[n - 1] < k->s[n - 2] + 8) {
+			memset(k, 0, sizeof(*k));
+			continue;
+		}
+		p    = k->s[n - 1] - k->s[n - 2];
+		back = k->s[n - 1] > to ? (k->s[n - 1] - to + p - 1) / p * p
+		                        : 0;
+		if (back > k->s[n - 2]) {
+			memset(k, 0, sizeof(*k));
+			continue;
+		}
+		if (n == 3 && back > k->s[0]) { /* would be before step 0 */
+			memmove(k->s, k->s + 1, 2 * sizeof(k->s[0]));
+			memmove(k->iv, k->iv + 1, 2 * sizeof(k->iv[0]));
+			k->n = n = 2;
+		}
+		for (uint32_t j = 0; j < n; j++) {
+			k->s[j] -= back;
+			k->t[j] = 0;
+		}
 	}
 }
 
@@ -700,9 +881,10 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	if (sl->has && s->step < sl->max_step) {
 		if (sl->stalled)
 			rank_advanced(c, sl, s);
-		/* The steps of the pauses learned belong to the old
-		 * attempt. */
-		memset(sl->kind, 0, sizeof(sl->kind));
+		/* The times of the pauses learned belong to the old
+		 * attempt; so does the phase it was in. */
+		restart_kinds(sl, s->step);
+		sl->in_ph    = 0;
 		sl->max_step = s->step;
 		sl->adv_time = s->time_ns;
 		sl->adv_seen = detect_engine_now(c->e) > 0
@@ -752,6 +934,7 @@ st_end(detect_ctx *c, detect_group *g, uint32_t i, int64_t t)
 	if (!gs->has || !sl->has || sl->ended)
 		return;
 	sl->ended = 1;
+	sl->in_ph = 0;
 	if (t < sl->last_time)
 		t = sl->last_time;
 	if (sl->stalled) {

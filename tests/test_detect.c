@@ -586,6 +586,35 @@ TEST(drop_sustained_not_periodic)
 	detect_engine_free(e);
 }
 
+/* tokens_per_sec of run "noisy", steps a to b, at level with 5% noise. */
+static void
+noisy_tps(detect_engine *e, uint64_t a, uint64_t b, double level)
+{
+	for (uint64_t st = a; st < b; st++)
+		feed(e, "noisy", 0, "tokens_per_sec", st, 2.0 * (double) st,
+		    level * exp(0.05 * noise()));
+}
+
+TEST(drop_recovery_does_not_teach_noise)
+{
+	detect_engine *e = engine(NULL);
+
+	REQUIRE(e != NULL);
+	/* A noisy series (its threshold follows its noise) drops by 25%,
+	 * comes back, and later drops by 12%: the return of the level is
+	 * no noise, so the second drop is seen too. */
+	noisy_tps(e, 0, 2000, 1e5);
+	noisy_tps(e, 2000, 2500, 0.75e5);
+	noisy_tps(e, 2500, 3500, 1e5);
+	CHECK(count("drop", DETECT_FIRING) == 1);
+	CHECK(count("drop", DETECT_RESOLVED) == 1);
+	noisy_tps(e, 3500, 4000, 0.88e5);
+	if (count("drop", DETECT_FIRING) != 2)
+		dump();
+	CHECK(count("drop", DETECT_FIRING) == 2);
+	detect_engine_free(e);
+}
+
 TEST(level_gradual_drift_quiet_abrupt_shift_fires)
 {
 	detect_engine *e = engine(NULL);
@@ -693,6 +722,37 @@ TEST(stall_of_run_rank_and_progress)
 	feed(e, "job", 0, "step_time", st, t, 9.9);
 	detect_flush(e, on_alert, &S);
 	CHECK(count("progress_stall", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
+TEST(rank_left_behind_after_a_run_pause_is_its_own_alert)
+{
+	detect_engine *e = engine(NULL);
+	double         t  = 0;
+	uint64_t       st = 0;
+	int            rank2 = 0;
+
+	REQUIRE(e != NULL);
+	job_steps(e, &st, &t, 300);
+	/* The whole run pauses for 40 s (noted), and goes on. */
+	for (double c = t; c < t + 40; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	t += 40;
+	job_steps(e, &st, &t, 3);
+	CHECK(count("stall", DETECT_FIRING) == 1);
+	/* Within the hold of that resolution, rank 2 falls behind: not
+	 * the run's pause returning, a finding of its own. */
+	for (uint64_t k = 0; k < 10; k++, st++, t += 10)
+		for (int r = 0; r < 4; r++)
+			if (r != 2)
+				feed(e, "job", r, "step_time", st,
+				    t + r * 0.01, 9.9);
+	for (size_t i = 0; i < S.n; i++)
+		rank2 += S.v[i].state == DETECT_FIRING && S.v[i].rank == 2
+		    && strcmp(S.v[i].kind, "stall") == 0;
+	if (rank2 != 1)
+		dump();
+	CHECK(rank2 == 1);
 	detect_engine_free(e);
 }
 
@@ -811,6 +871,38 @@ max_sev(const char *rule, size_t from)
 	return m;
 }
 
+TEST(stall_short_in_a_fast_run_is_noted)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+	double         t  = 0;
+	uint64_t       st = 0;
+
+	REQUIRE(e != NULL);
+	/* 0.1 s steps on 2 ranks; then the run stops for 3 s (30 steps),
+	 * ticked as vitalsd would, and goes on. */
+	for (; st < 3000; st++, t += 0.1 * exp(0.03 * noise()))
+		for (int r = 0; r < 2; r++)
+			feed(
+			    e, "fast", r, "step_time", st, t + r * 0.001, 0.1);
+	CHECK(S.n == 0);
+	for (double c = t; c < t + 3; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	t += 3;
+	for (uint64_t k = 0; k < 100; k++, st++, t += 0.1)
+		for (int r = 0; r < 2; r++)
+			feed(
+			    e, "fast", r, "step_time", st, t + r * 0.001, 0.1);
+	detect_flush(e, on_alert, &S);
+	/* Noted (info), not paged: 30 steps is a hiccup worth a look. */
+	g = first("stall", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->rank == -1 && g->severity == DETECT_INFO);
+	CHECK(max_sev("stall", 0) == DETECT_INFO);
+	CHECK(count("stall", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
 /* 2 ranks, 10 s steps, a pause of `len` s after step st when
  * every_steps divides it, or when every_s seconds passed since the last
  * pause began. Ticks every 0.2 s during pauses. */
@@ -881,6 +973,132 @@ TEST(stall_learns_recurring_pauses)
 	detect_engine_free(e);
 }
 
+TEST(stall_just_before_a_learned_pause_is_noted)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+	size_t         mark;
+	int            noted = 0;
+
+	REQUIRE(e != NULL);
+	/* A checkpoint every 200 steps lasting 120 s: two seen, so it is
+	 * due at step 600, or by the clock about 4 steps either side. */
+	paused_steps(e, "ck", &st, &t, 596, 200, 0, &last, 120);
+	/* The run stops for 60 s four steps before the checkpoint's step:
+	 * it has gone by the clock's window, not by its step; two pauses
+	 * cannot tell a timer from a step period, so it is noted. */
+	mark = S.n;
+	for (double c = t; c < t + 60; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	t += 60;
+	paused_steps(e, "ck", &st, &t, 10, 200, 0, &last, 120);
+	for (size_t i = mark; i < S.n; i++)
+		noted += S.v[i].state == DETECT_FIRING && S.v[i].step == 595
+		    && strcmp(S.v[i].kind, "stall") == 0;
+	if (noted != 1 || max_sev("stall", mark) != DETECT_INFO)
+		dump();
+	CHECK(noted == 1);
+	CHECK(max_sev("stall", mark) == DETECT_INFO);
+	detect_engine_free(e);
+}
+
+/* 2 ranks, 10 s steps from *st to `to`, each step in phases "forward"
+ * and "backward"; a declared checkpoint of `len` s after the steps in
+ * at[] (not periodic), ticked as vitalsd would. */
+static void
+phased_steps(detect_engine *e, uint64_t *st, double *t, uint64_t to,
+    const uint64_t *at, size_t nat, double len)
+{
+	for (; *st < to; (*st)++) {
+		int ck = 0;
+
+		for (size_t i = 0; i < nat; i++)
+			ck |= at[i] == *st;
+		for (int r = 0; r < 2; r++) {
+			feed(e, "ph", r, "vitals/phase/forward", *st,
+			    *t + 1 + r * 0.01, 1);
+			feed(e, "ph", r, "vitals/phase/backward", *st,
+			    *t + 4 + r * 0.01, 1);
+			feed(e, "ph", r, "vitals/phase/backward", *st,
+			    *t + 9 + r * 0.01, 0);
+			feed(e, "ph", r, "step_time", *st, *t + 9 + r * 0.01,
+			    9.9);
+		}
+		*t += 10 * exp(0.03 * noise());
+		if (!ck)
+			continue;
+		for (int r = 0; r < 2; r++)
+			feed(e, "ph", r, "vitals/phase/checkpoint", *st,
+			    *t + r * 0.01, 1);
+		for (double c = *t; c < *t + len; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		*t += len;
+		for (int r = 0; r < 2; r++)
+			feed(e, "ph", r, "vitals/phase/checkpoint", *st,
+			    *t + r * 0.01, 0);
+	}
+}
+
+TEST(stall_in_a_declared_phase_judged_by_its_history)
+{
+	detect_engine        *e = engine(NULL);
+	double                t = 0;
+	uint64_t              st  = 0;
+	static const uint64_t at[] = { 150, 420, 610, 980, 1230 };
+	size_t                mark;
+	const got            *g = NULL;
+
+	REQUIRE(e != NULL);
+	/* Checkpoints of 120 s at no regular step or time, declared with
+	 * phase markers: after the first, each is expected (quiet). */
+	phased_steps(e, &st, &t, 1300, at, 5, 120);
+	for (size_t i = 0; i < S.n; i++)
+		CHECK(S.v[i].state != DETECT_FIRING || S.v[i].step < 200);
+	/* A checkpoint that hangs: judged against the checkpoints' own
+	 * length, it pages at a step + `pause` (not twice that). */
+	mark = S.n;
+	phased_steps(e, &st, &t, 1400, (const uint64_t[]) { 1350 }, 1, 900);
+	for (size_t i = mark; i < S.n && g == NULL; i++)
+		if (S.v[i].state == DETECT_FIRING
+		    && S.v[i].severity == DETECT_CRITICAL)
+			g = &S.v[i];
+	if (g == NULL)
+		dump();
+	REQUIRE(g != NULL);
+	CHECK(g->value < 400);
+	CHECK(strstr(g->msg, "in phase checkpoint, which usually lasts 1")
+	    != NULL);
+	detect_engine_free(e);
+}
+
+TEST(stall_keeps_a_step_period_across_a_restart)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+	int            after = 0;
+
+	REQUIRE(e != NULL);
+	/* A checkpoint every 200 steps lasting 120 s, learned; then the
+	 * job restarts from step 850 after a minute down. The trainer
+	 * saves at the same steps again: still expected. */
+	paused_steps(e, "rs", &st, &t, 1000, 200, 0, &last, 120);
+	for (double c = t; c < t + 60; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	t += 60;
+	st = 850;
+	paused_steps(e, "rs", &st, &t, 400, 200, 0, &last, 120);
+	for (size_t i = 0; i < S.n; i++)
+		after += S.v[i].state == DETECT_FIRING && S.v[i].step >= 900
+		    && strcmp(S.v[i].rule, "stall") == 0;
+	if (after)
+		dump();
+	CHECK(after == 0);
+	CHECK(count("restart", DETECT_FIRING) == 1);
+	detect_engine_free(e);
+}
+
 /* 2 ranks, 10 s steps; an evaluation every 250 steps and a checkpoint
  * every 30 minutes of wall clock (looked at once a step), both 150 s. */
 static void
@@ -901,6 +1119,30 @@ eval_and_ckpt(detect_engine *e, uint64_t *st, double *t, uint64_t n,
 		*t += pause + 10 * exp(0.03 * noise());
 		for (int r = 0; r < 2; r++)
 			feed(e, "ev", r, "step_time", *st, *t + r * 0.01, 9.9);
+	}
+}
+
+/* 2 ranks, 60 s steps; an evaluation every 250 steps and a checkpoint
+ * every 26 minutes of wall clock, both 240 s: the checkpoint comes every
+ * ~22 steps, often inside the evaluation's window of time. */
+static void
+slow_eval_and_ckpt(
+    detect_engine *e, uint64_t *st, double *t, uint64_t n, double *last)
+{
+	for (uint64_t k = 0; k < n; k++, (*st)++) {
+		double pause = 0;
+
+		if (*st % 250 == 0 && *st > 0)
+			pause += 240 * exp(0.05 * noise());
+		if (*t - *last >= 1560) {
+			*last = *t;
+			pause += 240 * exp(0.05 * noise());
+		}
+		for (double c = *t; c < *t + pause; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		*t += pause + 60 * exp(0.03 * noise());
+		for (int r = 0; r < 2; r++)
+			feed(e, "slow", r, "step_time", *st, *t + r * 0.01, 60);
 	}
 }
 
@@ -979,6 +1221,24 @@ TEST(stall_learns_two_kinds_of_pause_alike_in_length)
 	mark = S.n;
 	eval_and_ckpt(e, &st, &t, 250, &last, 900);
 	CHECK(max_sev("stall", mark) == DETECT_CRITICAL);
+	detect_engine_free(e);
+	/* A checkpoint in the evaluation's window of time but not at its
+	 * step takes no turn of the evaluation (whose step period stays
+	 * learned), and the two at one step add up. */
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	st   = 0;
+	t    = 0;
+	last = 0;
+	S.n  = 0;
+	slow_eval_and_ckpt(e, &st, &t, 3000, &last);
+	/* (Until both are learned, the two at one step are a first pause
+	 * of over `pause`: a warning, by design.) */
+	for (size_t i = 0; i < S.n; i++)
+		if (S.v[i].severity > DETECT_INFO && S.v[i].step > 600) {
+			dump();
+			CHECK(S.v[i].step <= 600);
+		}
 	detect_engine_free(e);
 }
 
@@ -1077,6 +1337,20 @@ TEST(step_time_and_throughput_are_one_finding)
 	CHECK(g->severity == DETECT_INFO);
 	CHECK(strstr(g->msg, "not a slowdown") != NULL);
 	CHECK(count("drop", -1) == 0);
+
+	/* A slow node that recovers while the sequence length grew by as
+	 * much: throughput is back, step time stays up (more work per
+	 * step). The slowdown is over, and the next one pages again. */
+	S.n = 0;
+	tp_steps(e, "ramp", 0, 2000, 0.5, 1e5, 1);
+	tp_steps(e, "ramp", 2000, 2400, 0.55, 1e5, 1);
+	tp_steps(e, "ramp", 2400, 3000, 0.55, 1.1e5, 1);
+	CHECK(count("drop", DETECT_RESOLVED) + count("rise", DETECT_RESOLVED)
+	    == 1);
+	tp_steps(e, "ramp", 3000, 3400, 0.605, 1.1e5, 1);
+	if (count_sev("drop", DETECT_FIRING, DETECT_WARNING) != 2)
+		dump();
+	CHECK(count_sev("drop", DETECT_FIRING, DETECT_WARNING) == 2);
 
 	/* Without a throughput metric, step time alone decides. */
 	S.n = 0;
@@ -1698,12 +1972,18 @@ main(void)
 	RUN(slow_divergence_fires_before_nan);
 	RUN(restart_is_one_event_and_not_a_spike);
 	RUN(drop_sustained_not_periodic);
+	RUN(drop_recovery_does_not_teach_noise);
 	RUN(level_gradual_drift_quiet_abrupt_shift_fires);
 	RUN(stall_of_run_rank_and_progress);
+	RUN(rank_left_behind_after_a_run_pause_is_its_own_alert);
 	RUN(finished_run_is_not_a_stall);
 	RUN(lagging_rank_catching_up_is_progress);
 	RUN(stall_quiet_with_periodic_checkpoints);
+	RUN(stall_short_in_a_fast_run_is_noted);
 	RUN(stall_learns_recurring_pauses);
+	RUN(stall_just_before_a_learned_pause_is_noted);
+	RUN(stall_in_a_declared_phase_judged_by_its_history);
+	RUN(stall_keeps_a_step_period_across_a_restart);
 	RUN(stall_learns_two_kinds_of_pause_alike_in_length);
 	RUN(stall_samples_stamped_far_in_the_past);
 	RUN(step_time_and_throughput_are_one_finding);
