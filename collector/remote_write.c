@@ -1123,7 +1123,7 @@ pass(target *t, int64_t started, int64_t *read_ms)
 	rwrite  *rw    = t->rw;
 	uint64_t total = 0, skipped = 0;
 	size_t   room = RWRITE_PASS_MAX, i;
-	int      rc, all, cut = 0;
+	int      rc, all, cut = 0, listed = 0;
 
 	*read_ms = 0;
 	reap(t);
@@ -1142,6 +1142,7 @@ pass(target *t, int64_t started, int64_t *read_ms)
 	/* A listing decodes the store's unfolded journal whole: one serves
 	 * the passes until each of its series was read. */
 	if (t->next >= t->nitems) {
+		listed    = 1;
 		t->nitems = t->narena = t->next = 0;
 		t->cur_run                      = NULL;
 		t->pass_pending                 = 0;
@@ -1173,7 +1174,9 @@ pass(target *t, int64_t started, int64_t *read_ms)
 	}
 	t->last = i + (size_t) cut;
 	t->next = i;
-	all     = t->next >= t->nitems;
+	/* Caught up only by a listing of this transaction's: series read
+	 * in earlier passes of a listing may have more samples since. */
+	all = listed && t->next >= t->nitems;
 	store_read_end(t->txn);
 	t->txn   = NULL;
 	*read_ms = mono_ms() - started;
