@@ -84,6 +84,18 @@ for r in $(seq "$ROUNDS"); do
 		rate=$(VITALS_ENDPOINT=$EP "$B/bench/bench_peers" emit $RANKS $STEPS $T0)
 		echo "ingest $mode: $rate; vitalsd CPU: $(cpu $VPID) ms ingest, $(cpu $VPID rw) ms forwarding"
 		m=${rate%% *}
+		if [ $mode = rw ]; then
+			# What the forwarder left for after the run: the time
+			# it took to catch up, and its CPU over the whole run.
+			t0=$(date +%s%3N)
+			until [ "$(metric vitals_remote_write_samples_total)" -ge $N ] 2>/dev/null; do
+				[ $(($(date +%s%3N) - t0)) -lt 120000 ] || break
+				sleep 0.02
+			done
+			c=$(cpu $VPID rw)
+			awk -v ms=$(($(date +%s%3N) - t0)) -v c=$c -v n=$N 'BEGIN {
+				printf "  forwarder: caught up %.2f s after the run ended; its CPU over the run %d ms (%.3f us per sample)\n", ms / 1000, c, c * 1000 / n }'
+		fi
 		if [ $mode = plain ]; then
 			best_plain=$(awk -v a="$best_plain" -v b="$m" 'BEGIN { print (b > a ? b : a) }')
 			rm -rf "$T/backlog"

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "collector/http_client.h"
 #include "proto/remote_write.pb-c.h"
@@ -17,6 +19,17 @@
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 30000
 #define SAVE_EVERY_MS 1000
+/* Encoded requests queued for the sender: one in flight while the
+ * forwarder reads and encodes the next ones. */
+#define RWRITE_QUEUE 3
+/* When caught up, a pass starts at least this many times its reading
+ * time after the last (a read decodes the store's unfolded journal
+ * whole, however little is new): reading takes at most a tenth of the
+ * time while ingest runs. */
+#define READ_SPACING 9
+#define SPACING_MAX_MS 2000
+/* Added to the forwarder threads' nice value: ingest comes first. */
+#define RWRITE_NICE 10
 
 /* A sample as read from the store (time in ns, as stored). */
 typedef struct rw_sample {
@@ -49,12 +62,29 @@ typedef struct rank_slot {
 	int      used;
 } rank_slot;
 
-/* Where a series' position stands: 0 not loaded, 1 loaded, 2 changed
- * since the last save. */
+/*
+ * Where a series stands: pos, how far it was read and queued; ack, how
+ * far the receiver acknowledged (what is saved). state: 0 not loaded, 1
+ * loaded, 2 ack changed since the last save.
+ */
 typedef struct pos_slot {
-	store_pos pos;
+	store_pos pos, ack;
 	uint8_t   state;
 } pos_slot;
+
+/*
+ * An encoded request, queued for the sender thread. Slots go free ->
+ * queued (by the forwarder) -> done (by the sender) -> free (the
+ * forwarder moves the acknowledged positions, ent, once done).
+ */
+enum { REQ_FREE, REQ_QUEUED, REQ_DONE };
+typedef struct rw_req {
+	uint8_t         *pb, *sb; /* protobuf, then its snappy form */
+	size_t           cappb, capsb, len, nsamples;
+	store_pos_entry *ent; /* the positions once it is done */
+	size_t           nent, capent;
+	int              state; /* under rw->mu */
+} rw_req;
 
 /* A piece of an item in the request being built. */
 typedef struct part {
@@ -87,10 +117,12 @@ struct target {
 	pos_slot *pos; /* by series id */
 	size_t    npos;
 
-	/* This pass: the series listed, their samples, their names. */
+	/* The series listed, their names; the samples of this pass, those
+	 * of items[first .. last) (a listing lasts until each of its items
+	 * was read: a pass after a cut one reads on without listing). */
 	store_txn  *txn;
 	rw_item    *items;
-	size_t      nitems, capitems;
+	size_t      nitems, capitems, first, last, next;
 	rw_sample  *smp;
 	size_t      nsmp, capsmp;
 	char       *arena;
@@ -111,10 +143,19 @@ struct target {
 	size_t                  caplab;
 	Prometheus__Sample     *ps, **psp;
 	size_t                  capps;
-	uint8_t                *pb, *sb;
-	size_t                  cappb, capsb;
 
-	uint64_t     sum_count;  /* sum of the loaded positions' counts */
+	/* Requests between the forwarder and the sender thread: the
+	 * forwarder fills req[tail], the sender posts req[sendi], the
+	 * forwarder frees req[head] once done (all in order). */
+	rw_req           req[RWRITE_QUEUE];
+	size_t           head, tail, sendi, nqueued;
+	pthread_cond_t   cv; /* with rw->mu: a slot done or queued */
+	pthread_t        sender;
+	int              sender_started;
+	store_pos_entry *loose; /* moved with no request: after the last */
+	size_t           nloose, caploose;
+
+	uint64_t     sum_count;  /* sum of the loaded positions' ack counts */
 	uint64_t     total;      /* runs' samples at the last look */
 	uint64_t     last_total; /* runs' samples when it last caught up */
 	int          caught_up;
@@ -224,7 +265,7 @@ save_positions(target *t, int force)
 		if (grow(&e, &cap, n + 1, sizeof(*e)) != 0)
 			break;
 		e[n].sid = (uint32_t) sid;
-		e[n].pos = t->pos[sid].pos;
+		e[n].pos = t->pos[sid].ack;
 		n++;
 	}
 	if (n > 0
@@ -355,6 +396,7 @@ on_series(void *ctx, const scan_series *s)
 			memset(&p->pos, 0, sizeof(p->pos));
 		else if (rc != 0)
 			return rc;
+		p->ack   = p->pos;
 		p->state = 1;
 		t->sum_count += p->pos.count;
 	}
@@ -455,6 +497,7 @@ read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
 	size_t    k;
 	int       rc;
 
+	it->sent = 0;
 	memset(&c, 0, sizeof(c));
 	c.t     = t;
 	c.pos   = p->pos;
@@ -482,6 +525,10 @@ read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
 		if (c.n < expected)
 			*skipped += expected - c.n;
 	}
+	/* Read in a later transaction than it was listed in (a pass after
+	 * a cut one): what was stored since counts too. */
+	if (c.n > expected)
+		it->listed = p->pos.count + c.n;
 	k = t->nsmp - it->off;
 	if (k > room) {
 		/* Cut between two times: the rest goes in a later pass,
@@ -607,17 +654,21 @@ reserve(target *t, size_t nts, size_t nlab, size_t nsmp)
 			return -1;
 		for (size_t i = c; i < n; i++)
 			prometheus__sample__init(&t->ps[i]);
+		/* ps may have moved; sample i is always ps[i]. */
+		for (size_t i = 0; i < n; i++)
+			t->psp[i] = &t->ps[i];
 		t->capps = n;
 	}
 	return 0;
 }
 
 /*
- * Encode the parts as one WriteRequest, snappy-compressed into t->sb.
- * Returns the compressed length, or 0 when out of memory.
+ * Encode the parts as one WriteRequest into q: protobuf in q->pb, its
+ * snappy form in q->sb (q->len bytes). Returns 0, or -1 when out of
+ * memory.
  */
-static size_t
-encode(target *t, size_t nparts)
+static int
+encode(target *t, size_t nparts, rw_req *q)
 {
 	rwrite                  *rw  = t->rw;
 	Prometheus__WriteRequest req = PROMETHEUS__WRITE_REQUEST__INIT;
@@ -631,7 +682,7 @@ encode(target *t, size_t nparts)
 		need_smp += t->parts[i].n * (src ? 2 : 1);
 	}
 	if (reserve(t, need_ts, need_ts * 5, need_smp) != 0)
-		return 0;
+		return -1;
 	for (size_t i = 0; i < nparts; i++) {
 		const part             *pa = &t->parts[i];
 		rw_item                *it = &t->items[pa->item];
@@ -668,7 +719,6 @@ encode(target *t, size_t nparts)
 		for (size_t j = 0; j < pa->n; j++) {
 			t->ps[nsmp].value     = s[j].v;
 			t->ps[nsmp].timestamp = s[j].t / 1000000;
-			t->psp[nsmp]          = &t->ps[nsmp];
 			nsmp++;
 		}
 		if (!it->step_source)
@@ -691,28 +741,46 @@ encode(target *t, size_t nparts)
 		for (size_t j = 0; j < pa->n; j++) {
 			t->ps[nsmp].value     = (double) s[j].step;
 			t->ps[nsmp].timestamp = s[j].t / 1000000;
-			t->psp[nsmp]          = &t->ps[nsmp];
 			nsmp++;
 		}
 	}
 	req.n_timeseries = nts;
 	req.timeseries   = t->tsp;
 	len              = prometheus__write_request__get_packed_size(&req);
-	if (grow(&t->pb, &t->cappb, len, 1) != 0)
-		return 0;
-	prometheus__write_request__pack(&req, t->pb);
+	if (grow(&q->pb, &q->cappb, len, 1) != 0)
+		return -1;
+	prometheus__write_request__pack(&req, q->pb);
 	out = snappy_max_compressed_length(len);
-	if (grow(&t->sb, &t->capsb, out, 1) != 0)
-		return 0;
-	if (snappy_compress((const char *) t->pb, len, (char *) t->sb, &out)
+	if (grow(&q->sb, &q->capsb, out, 1) != 0)
+		return -1;
+	if (snappy_compress((const char *) q->pb, len, (char *) q->sb, &out)
 	    != SNAPPY_OK)
-		return 0;
-	return out;
+		return -1;
+	q->len = out;
+	return 0;
 }
 
-/* The parts were delivered (or refused for good): move the positions. */
-static void
-advance(target *t, size_t nparts)
+/* Remember that sid's acknowledged position becomes pos once q is done
+ * (q NULL: in the loose list, for the next request). Returns 0 or -1. */
+static int
+add_entry(target *t, rw_req *q, uint32_t sid, const store_pos *pos)
+{
+	store_pos_entry **e   = q != NULL ? &q->ent : &t->loose;
+	size_t           *n   = q != NULL ? &q->nent : &t->nloose;
+	size_t           *cap = q != NULL ? &q->capent : &t->caploose;
+
+	if (grow(e, cap, *n + 1, sizeof(**e)) != 0)
+		return -1;
+	(*e)[*n].sid = sid;
+	(*e)[*n].pos = *pos;
+	(*n)++;
+	return 0;
+}
+
+/* The parts go in q: move the read positions past them, and note where
+ * the acknowledged ones go once q is done. Returns 0 or -1. */
+static int
+advance(target *t, size_t nparts, rw_req *q)
 {
 	for (size_t i = 0; i < nparts; i++) {
 		const part      *pa = &t->parts[i];
@@ -720,7 +788,6 @@ advance(target *t, size_t nparts)
 		const rw_sample *s  = t->smp + it->off + pa->from;
 		pos_slot        *p  = &t->pos[it->sid];
 
-		t->sum_count -= p->pos.count;
 		for (size_t j = 0; j < pa->n; j++) {
 			if (s[j].step > p->pos.step)
 				p->pos.step = s[j].step;
@@ -733,9 +800,10 @@ advance(target *t, size_t nparts)
 			p->pos.count = it->listed;
 		if (p->pos.count > it->listed)
 			p->pos.count = it->listed;
-		t->sum_count += p->pos.count;
-		p->state = 2;
+		if (add_entry(t, q, it->sid, &p->pos) != 0)
+			return -1;
 	}
+	return 0;
 }
 
 /* Sleep ms or until vitalsd stops. Returns non-zero when stopping. */
@@ -760,36 +828,146 @@ nap(rwrite *rw, int64_t ms)
 	return stop;
 }
 
+/* The positions of a done request are acknowledged: saved next time. */
+static void
+ack_entries(target *t, const store_pos_entry *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		pos_slot *p = &t->pos[e[i].sid];
+
+		t->sum_count -= p->ack.count;
+		p->ack = e[i].pos;
+		t->sum_count += p->ack.count;
+		p->state = 2;
+	}
+}
+
+/* Free the requests the sender is done with, in order, moving their
+ * acknowledged positions. Returns how many were freed. */
+static size_t
+reap(target *t)
+{
+	size_t n = 0;
+
+	for (;;) {
+		rw_req *q = &t->req[t->head];
+		int     done;
+
+		pthread_mutex_lock(&t->rw->mu);
+		done = t->nqueued > 0 && q->state == REQ_DONE;
+		pthread_mutex_unlock(&t->rw->mu);
+		if (!done)
+			return n;
+		ack_entries(t, q->ent, q->nent);
+		q->nent = 0;
+		pthread_mutex_lock(&t->rw->mu);
+		q->state = REQ_FREE;
+		t->nqueued--;
+		pthread_mutex_unlock(&t->rw->mu);
+		t->head = (t->head + 1) % RWRITE_QUEUE;
+		n++;
+	}
+}
+
 /*
- * Deliver one request of the parts: retried with backoff until it is
- * delivered or refused (4xx), or vitalsd stops. Returns 0 when the
- * positions may move past it, -1 when stopping.
+ * Wait until at most max requests are queued or in flight, freeing the
+ * done ones. While the receiver does not answer, the pending count and
+ * the lag are kept current every second. Returns 0, or -1 when stopping.
  */
 static int
-deliver(target *t, size_t nparts, size_t nsamples)
+wait_queue(target *t, size_t max)
+{
+	rwrite *rw = t->rw;
+
+	for (;;) {
+		struct timespec ts;
+		size_t          nq;
+		int             stop;
+
+		reap(t);
+		pthread_mutex_lock(&rw->mu);
+		nq   = t->nqueued;
+		stop = rw->stop;
+		if (nq > max && !stop && t->req[t->head].state != REQ_DONE) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec++;
+			if (pthread_cond_timedwait(&t->cv, &rw->mu, &ts)
+			    != 0) {
+				pthread_mutex_unlock(&rw->mu);
+				refresh_pending(t);
+				check_lag(t);
+				continue;
+			}
+		}
+		pthread_mutex_unlock(&rw->mu);
+		if (stop)
+			return -1;
+		if (nq <= max)
+			return 0;
+	}
+}
+
+/*
+ * Queue the parts as one request for the sender: waits for a free slot,
+ * encodes, moves the read positions. Returns 0, or -1 when stopping.
+ */
+static int
+enqueue(target *t, size_t nparts, size_t nsamples)
+{
+	rw_req *q;
+
+	if (wait_queue(t, RWRITE_QUEUE - 1) != 0)
+		return -1;
+	q = &t->req[t->tail];
+	/* Room for every entry first: advance then cannot fail half-way. */
+	while (encode(t, nparts, q) != 0
+	    || grow(&q->ent, &q->capent, nparts + t->nloose, sizeof(*q->ent))
+	        != 0) {
+		fprintf(stderr,
+		    "vitalsd: remote write %s: out of memory "
+		    "encoding a request; retrying\n",
+		    t->url);
+		if (nap(t->rw, 1000))
+			return -1;
+	}
+	q->nent = 0;
+	(void) advance(t, nparts, q);
+	/* What moved with no request is acknowledged with this one. */
+	for (size_t i = 0; i < t->nloose; i++)
+		(void) add_entry(t, q, t->loose[i].sid, &t->loose[i].pos);
+	t->nloose   = 0;
+	q->nsamples = nsamples;
+	pthread_mutex_lock(&t->rw->mu);
+	q->state = REQ_QUEUED;
+	t->nqueued++;
+	pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&t->rw->mu);
+	t->tail = (t->tail + 1) % RWRITE_QUEUE;
+	return 0;
+}
+
+/*
+ * The sender thread's part: deliver q, retried with backoff until it is
+ * delivered or refused (4xx), or vitalsd stops. Returns 0 when done (the
+ * positions may move past it), -1 when stopping.
+ */
+static int
+deliver(target *t, const rw_req *q)
 {
 	rwrite    *rw      = t->rw;
-	size_t     len     = encode(t, nparts);
 	int64_t    backoff = 0;
 	http_reply r;
 	char       why[CURL_ERROR_SIZE + 400];
 	long       code;
 
-	if (len == 0) {
-		fprintf(stderr,
-		    "vitalsd: remote write %s: out of memory "
-		    "encoding a request; retrying\n",
-		    t->url);
-		return nap(rw, 1000) ? -1 : deliver(t, nparts, nsamples);
-	}
 	for (;;) {
 		if (stopping(rw))
 			return -1;
-		code = post(t, t->sb, len, &r, why, sizeof(why));
+		code = post(t, q->sb, q->len, &r, why, sizeof(why));
 		if (code >= 200 && code < 300) {
 			pthread_mutex_lock(&rw->mu);
 			t->st.ok++;
-			t->st.samples += nsamples;
+			t->st.samples += q->nsamples;
 			pthread_mutex_unlock(&rw->mu);
 			if (t->failed_in_row > 0)
 				fprintf(stderr,
@@ -804,12 +982,12 @@ deliver(target *t, size_t nparts, size_t nsamples)
 		if (code >= 400 && code < 500) {
 			pthread_mutex_lock(&rw->mu);
 			t->st.refused++;
-			t->st.samples_refused += nsamples;
+			t->st.samples_refused += q->nsamples;
 			pthread_mutex_unlock(&rw->mu);
 			fprintf(stderr,
 			    "vitalsd: remote write %s refused %zu samples "
 			    "(HTTP %ld): %s; skipped\n",
-			    t->url, nsamples, code, r.s);
+			    t->url, q->nsamples, code, r.s);
 			return 0;
 		}
 		if (stopping(rw))
@@ -824,8 +1002,6 @@ deliver(target *t, size_t nparts, size_t nsamples)
 			    "vitalsd: remote write %s: %s; the samples stay "
 			    "in the store, retrying (backoff up to %d s)\n",
 			    t->url, why, BACKOFF_MAX_MS / 1000);
-		refresh_pending(t);
-		check_lag(t);
 		backoff = backoff == 0 ? BACKOFF_MIN_MS : 2 * backoff;
 		if (backoff > BACKOFF_MAX_MS)
 			backoff = BACKOFF_MAX_MS;
@@ -834,8 +1010,34 @@ deliver(target *t, size_t nparts, size_t nsamples)
 	}
 }
 
+/* The sender thread: posts the queued requests in order. */
+static void *
+send_loop(void *arg)
+{
+	target *t  = arg;
+	rwrite *rw = t->rw;
+
+	pthread_setname_np(pthread_self(), "vt-rwrite");
+	for (;;) {
+		rw_req *q;
+
+		pthread_mutex_lock(&rw->mu);
+		while (!rw->stop && t->req[t->sendi].state != REQ_QUEUED)
+			pthread_cond_wait(&t->cv, &rw->mu);
+		q = &t->req[t->sendi];
+		pthread_mutex_unlock(&rw->mu);
+		if (deliver(t, q) != 0)
+			return NULL;
+		pthread_mutex_lock(&rw->mu);
+		q->state = REQ_DONE;
+		pthread_cond_broadcast(&t->cv);
+		pthread_mutex_unlock(&rw->mu);
+		t->sendi = (t->sendi + 1) % RWRITE_QUEUE;
+	}
+}
+
 /*
- * Send what the pass read, in requests of up to RWRITE_REQ_MAX samples;
+ * Queue what the pass read, in requests of up to RWRITE_REQ_MAX samples;
  * a series is cut between two of its times only. Returns 0, or -1 when
  * stopping.
  */
@@ -845,7 +1047,7 @@ send_pass(target *t)
 	size_t nparts = 0, nsamples = 0;
 	int    full = 0;
 
-	for (size_t i = 0; i < t->nitems; i++) {
+	for (size_t i = t->first; i < t->last; i++) {
 		rw_item *it   = &t->items[i];
 		size_t   from = 0;
 
@@ -853,9 +1055,8 @@ send_pass(target *t)
 			size_t m = it->n - from, left;
 
 			if (full || nsamples == RWRITE_REQ_MAX) {
-				if (deliver(t, nparts, nsamples) != 0)
+				if (enqueue(t, nparts, nsamples) != 0)
 					return -1;
-				advance(t, nparts);
 				save_positions(t, 0);
 				nparts = nsamples = 0;
 				full              = 0;
@@ -888,15 +1089,21 @@ send_pass(target *t)
 		}
 		if (it->n == 0 && it->complete) {
 			/* Nothing forwardable left (see read_item). */
-			t->sum_count += it->listed - t->pos[it->sid].pos.count;
-			t->pos[it->sid].pos.count = it->listed;
-			t->pos[it->sid].state     = 2;
+			pos_slot *p = &t->pos[it->sid];
+
+			p->pos.count = it->listed;
+			if (add_entry(t, NULL, it->sid, &p->pos) != 0)
+				return nap(t->rw, 1000) ? -1 : 0;
 		}
 	}
-	if (nparts > 0) {
-		if (deliver(t, nparts, nsamples) != 0)
+	if (nparts > 0 && enqueue(t, nparts, nsamples) != 0)
+		return -1;
+	if (t->nloose > 0) {
+		/* Acknowledged after the requests before them, or now. */
+		if (wait_queue(t, 0) != 0)
 			return -1;
-		advance(t, nparts);
+		ack_entries(t, t->loose, t->nloose);
+		t->nloose = 0;
 	}
 	return 0;
 }
@@ -905,18 +1112,21 @@ send_pass(target *t)
 
 /*
  * One pass: list what is new, read up to RWRITE_PASS_MAX samples, end
- * the read transaction, send. Returns 1 if it sent everything it found
- * (caught up), 0 if there is more, -1 when stopping or on a store error
- * (logged; tried again next pass).
+ * the read transaction, queue them for the sender. Returns 1 if it
+ * found nothing more and the receiver acknowledged it all (caught up), 0
+ * if there is more, -1 when stopping or on a store error (logged; tried
+ * again next pass). *read_ms: how long the read transaction lasted.
  */
 static int
-pass(target *t, int64_t started)
+pass(target *t, int64_t started, int64_t *read_ms)
 {
 	rwrite  *rw    = t->rw;
 	uint64_t total = 0, skipped = 0;
-	size_t   room = RWRITE_PASS_MAX;
-	int      rc, all = 1;
+	size_t   room = RWRITE_PASS_MAX, i;
+	int      rc, all, cut = 0, listed = 0;
 
+	*read_ms = 0;
+	reap(t);
 	if ((rc = store_read_begin(rw->st, &t->txn)) != 0)
 		goto store_fail;
 	if ((rc = scan_runs(rw->st, t->txn, on_run, &total)) != 0)
@@ -929,34 +1139,58 @@ pass(target *t, int64_t started)
 		__atomic_store_n(&t->caught_up_ms, started, __ATOMIC_RELAXED);
 		return 1;
 	}
-	t->nitems = t->nsmp = t->narena = 0;
-	t->cur_run                      = NULL;
-	t->pass_pending                 = 0;
-	rc = scan_series_of(rw->st, t->txn, NULL, on_series, t);
-	if (rc == 0)
-		rc = finish_run(t);
-	if (rc != 0)
-		goto store_fail;
-	for (size_t i = 0; i < t->nitems; i++) {
-		if (room == 0) {
-			t->nitems = i;
-			all       = 0;
+	/* A listing decodes the store's unfolded journal whole: one serves
+	 * the passes until each of its series was read. */
+	if (t->next >= t->nitems) {
+		listed    = 1;
+		t->nitems = t->narena = t->next = 0;
+		t->cur_run                      = NULL;
+		t->pass_pending                 = 0;
+		rc = scan_series_of(rw->st, t->txn, NULL, on_series, t);
+		if (rc == 0)
+			rc = finish_run(t);
+		if (rc != 0) {
+			t->nitems = 0;
+			goto store_fail;
+		}
+	}
+	t->nsmp  = 0;
+	t->first = t->next;
+	for (i = t->first; i < t->nitems; i++) {
+		rw_item *it   = &t->items[i];
+		uint64_t left = it->listed - t->pos[it->sid].pos.count;
+
+		/* A series whole in a later pass rather than read twice,
+		 * unless it alone is larger than a pass. */
+		if (room == 0 || (i > t->first && left > room))
+			break;
+		if ((rc = read_item(t, it, room, &skipped)) != 0)
+			goto store_fail;
+		room -= it->n;
+		if (!it->complete) {
+			cut = 1;
 			break;
 		}
-		if ((rc = read_item(t, &t->items[i], room, &skipped)) != 0)
-			goto store_fail;
-		room -= t->items[i].n;
-		if (!t->items[i].complete)
-			all = 0;
 	}
+	t->last = i + (size_t) cut;
+	t->next = i;
+	/* Caught up only by a listing of this transaction's: series read
+	 * in earlier passes of a listing may have more samples since. */
+	all = listed && t->next >= t->nitems;
 	store_read_end(t->txn);
 	t->txn   = NULL;
+	*read_ms = mono_ms() - started;
 	t->total = total;
 	pthread_mutex_lock(&rw->mu);
 	t->st.skipped += skipped;
 	pthread_mutex_unlock(&rw->mu);
 	set_pending(t);
 	if (send_pass(t) != 0)
+		return -1;
+	/* Caught up means acknowledged: a receiver that is down shows as
+	 * lag; while there is more, the next pass reads as the last
+	 * requests of this one are in flight. */
+	if (all && wait_queue(t, 0) != 0)
 		return -1;
 	set_pending(t);
 	save_positions(t, 0);
@@ -1008,6 +1242,31 @@ check_lag(target *t)
 	}
 }
 
+/*
+ * Wait ms between passes (or until vitalsd stops), saving the positions
+ * when due on the way. Returns non-zero when stopping.
+ */
+static int
+rest(target *t, int64_t ms)
+{
+	int64_t end = mono_ms() + ms;
+
+	for (;;) {
+		int64_t now = mono_ms(), step = end - now;
+		int64_t due = t->last_save_ms + SAVE_EVERY_MS - now;
+
+		if (step <= 0)
+			return stopping(t->rw);
+		if (due > 0 && due < step)
+			step = due;
+		if (nap(t->rw, step))
+			return 1;
+		save_positions(t, 0);
+	}
+}
+
+/* The forwarder thread: reads the store and encodes; its sender thread
+ * posts. */
 static void *
 run(void *arg)
 {
@@ -1016,16 +1275,51 @@ run(void *arg)
 
 	/* Named, so that its CPU can be told apart (bench/remote_write.sh). */
 	pthread_setname_np(pthread_self(), "vt-rwrite");
+	/*
+	 * Forwarding is background work whose backlog is the store: on a
+	 * machine short of cores, ingest (which acknowledges emitters)
+	 * gets the CPU first and the forwarder catches up when it is
+	 * idle. Linux applies a thread's nice value to that thread only
+	 * (and to the threads it starts: the sender).
+	 */
+	{
+		int nv = getpriority(PRIO_PROCESS, (id_t) gettid());
+
+		nv = nv + RWRITE_NICE > 19 ? 19 : nv + RWRITE_NICE;
+		(void) setpriority(PRIO_PROCESS, (id_t) gettid(), nv);
+	}
+	if (pthread_create(&t->sender, NULL, send_loop, t) != 0) {
+		fprintf(stderr,
+		    "vitalsd: remote write %s: cannot start its sender "
+		    "thread; not forwarding\n",
+		    t->url);
+		return NULL;
+	}
+	t->sender_started = 1;
 	while (!stopping(rw)) {
-		int64_t started = mono_ms();
-		int     rc      = pass(t, started);
+		int64_t started = mono_ms(), read_ms;
+		int     rc      = pass(t, started, &read_ms);
 
 		if (rc < 0)
 			break;
 		check_lag(t);
-		if (rc == 1 && nap(rw, rw->interval_ms))
-			break;
+		if (rc == 1) {
+			int64_t ms = read_ms * READ_SPACING;
+
+			if (ms > SPACING_MAX_MS)
+				ms = SPACING_MAX_MS;
+			if (ms < rw->interval_ms)
+				ms = rw->interval_ms;
+			if (rest(t, ms))
+				break;
+		}
 	}
+	pthread_mutex_lock(&rw->mu);
+	pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&rw->mu);
+	pthread_join(t->sender, NULL);
+	t->sender_started = 0;
+	reap(t);
 	save_positions(t, 1);
 	return NULL;
 }
@@ -1112,6 +1406,7 @@ rwrite_open(
 		if ((t->url = parse_url(o->urls[i], err, errlen)) == NULL)
 			goto fail;
 		rw->nt++;
+		pthread_cond_init(&t->cv, NULL);
 		t->rw     = rw;
 		t->st.url = t->url;
 		snprintf(
@@ -1152,6 +1447,8 @@ rwrite_close(rwrite *rw)
 	pthread_mutex_lock(&rw->mu);
 	rw->stop = 1;
 	pthread_cond_broadcast(&rw->wake);
+	for (size_t i = 0; i < rw->nt; i++)
+		pthread_cond_broadcast(&rw->t[i].cv);
 	pthread_mutex_unlock(&rw->mu);
 	for (size_t i = 0; i < rw->nt; i++) {
 		target *t = &rw->t[i];
@@ -1173,8 +1470,13 @@ rwrite_close(rwrite *rw)
 		free(t->labp);
 		free(t->ps);
 		free(t->psp);
-		free(t->pb);
-		free(t->sb);
+		for (size_t j = 0; j < RWRITE_QUEUE; j++) {
+			free(t->req[j].pb);
+			free(t->req[j].sb);
+			free(t->req[j].ent);
+		}
+		free(t->loose);
+		pthread_cond_destroy(&t->cv);
 	}
 	free(rw->t);
 	pthread_mutex_destroy(&rw->mu);

@@ -12,19 +12,24 @@
  *
  * host is the host of the rank's latest incarnation, left out when empty.
  *
- * Each URL has a thread of its own that reads the store (never the
- * ingest path): the backlog is the store itself, so a receiver that is
- * down or slow never slows ingest. Per series the thread keeps how far it
- * got (store_pos, in the store under "rw:" and a hash of the URL, saved
- * at most once a second and at a clean stop), so after a restart or a
- * SIGKILL it resumes there: delivery is at least once (what was sent in
- * the last second before a SIGKILL is sent again; receivers keep one
- * sample per series and timestamp).
+ * Each URL has a forwarder thread that reads the store (never the
+ * ingest path) and encodes, and a sender thread that posts the encoded
+ * requests in order: the backlog is the store itself, so a receiver that
+ * is down or slow never slows ingest. Both run at nice +10: on a machine
+ * short of cores ingest gets the CPU first. Per series the forwarder
+ * keeps how far the receiver acknowledged (store_pos, in the store under
+ * "rw:" and a hash of the URL, saved at most once a second and at a
+ * clean stop), so after a restart or a SIGKILL it resumes there: delivery
+ * is at least once (what was acknowledged in the last second before a
+ * SIGKILL is sent again; receivers keep one sample per series and
+ * timestamp, Prometheus only with out_of_order_time_window).
  *
- * A pass lists the series with samples not yet sent, reads up to
- * RWRITE_PASS_MAX of them in one read transaction, and posts them in
+ * A pass lists the series with samples not yet sent (one listing serves
+ * the passes until each of its series was read), reads up to
+ * RWRITE_PASS_MAX of them in one read transaction, and queues them in
  * requests of up to RWRITE_REQ_MAX samples (a series' samples oldest
- * first). A connection error, a timeout or a 5xx is retried with backoff
+ * first) for the sender, which posts one while the forwarder encodes the
+ * next. A connection error, a timeout or a 5xx is retried with backoff
  * (250 ms doubling to 30 s) and logged once per outage; a 4xx is logged,
  * counted and its samples skipped (sending them again would be refused
  * again). The lag (seconds since the thread last had every sample
@@ -33,6 +38,9 @@
  * has caught up.
  *
  * Thread rule: open and close from one thread; get_stats from any.
+ * Inside, the target's positions, listing and samples belong to the
+ * forwarder; a queued request belongs to the sender until it marks it
+ * done (under the handle's mutex).
  */
 #ifndef COLLECTOR_REMOTE_WRITE_H
 #define COLLECTOR_REMOTE_WRITE_H

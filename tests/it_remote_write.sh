@@ -4,7 +4,10 @@
 # middle and started again (at-least-once: what was sent again is
 # deduplicated by VictoriaMetrics, -dedup.minScrapeInterval=1ms); a
 # Prometheus with its remote-write receiver takes a smaller run (20,000
-# samples: the same stream, Prometheus is slower to start and query);
+# samples: the same stream, Prometheus is slower to start and query), and
+# samples sent again (what a SIGKILL before a position save does) are
+# refused with a 400 that vitalsd logs, counts and skips, unless
+# Prometheus has out_of_order_time_window, which takes them and keeps one;
 # a receiver that is down, comes back, or refuses (4xx) never stalls
 # ingest and is logged and counted; bad URLs are clear errors at start.
 # Parts whose server binary is missing are skipped and count nothing.
@@ -181,24 +184,81 @@ stop_collector
 kill -9 "$VMPID"
 
 # ---- Prometheus's remote-write receiver ---------------------------------------
-if [ -x "$PROMETHEUS" ]; then
+# start_prom NAME [out_of_order_time_window]: a Prometheus with its
+# receiver on PP.
+start_prom() {
 	PP=$(free_port)
-	mkdir -p "$T/prom"
-	printf 'global:\n  scrape_interval: 1h\n' >"$T/prom.yml"
-	spawn "$PROMETHEUS" --config.file="$T/prom.yml" --storage.tsdb.path="$T/prom" \
+	mkdir -p "$T/prom$1"
+	printf 'global:\n  scrape_interval: 1h\n' >"$T/prom$1.yml"
+	[ -z "${2:-}" ] ||
+		printf 'storage:\n  tsdb:\n    out_of_order_time_window: %s\n' "$2" >>"$T/prom$1.yml"
+	spawn "$PROMETHEUS" --config.file="$T/prom$1.yml" --storage.tsdb.path="$T/prom$1" \
 		--web.listen-address="127.0.0.1:$PP" --web.enable-remote-write-receiver \
-		>"$T/prometheus.log" 2>&1
+		>"$T/prometheus$1.log" 2>&1
 	wait_for 30 curl -sf "http://127.0.0.1:$PP/-/ready" >/dev/null
+}
+# all_taken N: N samples delivered, none refused.
+all_taken() {
+	metric_is vitals_remote_write_samples_total "$1" &&
+		metric_is vitals_remote_write_samples_refused_total 0
+}
+# replay: vitalsd on a copy of the store made before it forwarded
+# anything. Its positions say nothing was sent: it sends again what the
+# receiver has, as a vitalsd SIGKILLed before it saved its positions does
+# (deterministically, where a real SIGKILL may land after a save).
+replay() {
+	stop_collector
 	rm -rf "$DB"
+	cp -r "$T/db.unsent" "$DB"
 	start_vitalsd --remote-write "http://127.0.0.1:$PP/api/v1/write"
+}
+if [ -x "$PROMETHEUS" ]; then
+	start_prom 1
+	# The run stored first, without forwarding, and kept as it is.
+	rm -rf "$DB"
+	start_vitalsd
 	VITALS_RUN=prom "$BIN/tests/trainer" emit --ranks 2 --metrics 20 --steps 500 --step-us 1000 \
 		--finite --flush-ms 30000 >"$T/emit.out" 2>&1
+	stop_collector
+	cp -r "$DB" "$T/db.unsent"
+	start_vitalsd --remote-write "http://127.0.0.1:$PP/api/v1/write"
 	check "prometheus: its remote-write receiver takes the stream (20,000 samples)" \
 		wait_for 60 count_is "$PP" 'sum(count_over_time(vitals_value{run="prom"}[1h]))' 20000
 	check "prometheus: vitals_step of each rank (1,000 samples)" \
 		count_is "$PP" 'sum(count_over_time(vitals_step{run="prom"}[1h]))' 1000
 	check "prometheus: no request refused" \
 		metric_is vitals_remote_write_samples_refused_total 0
+
+	# Sent again (at-least-once): without out_of_order_time_window,
+	# Prometheus refuses a request holding a sample older than its
+	# newest one of the series.
+	replay
+	check "prometheus, sent again: the request refused (HTTP 400), logged with Prometheus' reply" \
+		wait_for 30 grep -q "refused 20000 samples (HTTP 400): out of order sample; skipped" "$T/vitalsd.log"
+	check "prometheus, sent again: counted on /metrics" \
+		metric_is vitals_remote_write_samples_refused_total 20000
+	check "prometheus, sent again: skipped, not retried (nothing pending)" \
+		wait_for 10 metric_is vitals_remote_write_pending_samples 0
+	VITALS_RUN=prom2 "$BIN/tests/trainer" emit --ranks 2 --metrics 20 --steps 500 --step-us 1000 \
+		--finite --flush-ms 30000 >"$T/emit.out" 2>&1
+	check "prometheus, sent again: the next run is delivered all the same" \
+		wait_for 60 count_is "$PP" 'sum(count_over_time(vitals_value{run="prom2"}[1h]))' 20000
+	check "prometheus, sent again: Prometheus holds the first run once" \
+		count_is "$PP" 'sum(count_over_time(vitals_value{run="prom"}[1h]))' 20000
+	stop_collector
+
+	# With out_of_order_time_window, as docs/fleet.md says to configure
+	# it: what is sent again is taken, and kept once.
+	start_prom 2 1h
+	replay
+	check "prometheus with out_of_order_time_window: takes the stream (20,000 samples)" \
+		wait_for 60 count_is "$PP" 'sum(count_over_time(vitals_value{run="prom"}[1h]))' 20000
+	replay
+	wait_for 30 metric_is vitals_remote_write_samples_total 20000
+	check "prometheus with out_of_order_time_window: what is sent again is taken (nothing refused)" \
+		all_taken 20000
+	check "prometheus with out_of_order_time_window: and kept once (20,000 samples)" \
+		count_is "$PP" 'sum(count_over_time(vitals_value{run="prom"}[1h]))' 20000
 	stop_collector
 else
 	echo "skip: prometheus receiver: no $PROMETHEUS (apt-get install prometheus)"
