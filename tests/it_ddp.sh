@@ -162,9 +162,11 @@ start=$("$BIN/vitals" query --db "$DB" --run faults --metric vitals/phase/forwar
 	awk -F, '$2 == 150 { print $1 }')
 usual=$(median_interval faults 0 120 148)
 echo "hang: started at ${start:-?}, usual step interval ${usual:-?} s, alert seen at ${seen:-never}"
-# Seen within 3x the usual step interval plus the floor (3 s), plus 1 s for
-# delivery (the emitter's 50 ms flush, vitalsd's 200 ms tick, this
-# script's 100 ms poll) on a loaded machine.
-check "hang: the alert was out within 3 x the usual step interval + 3 s (+1 s delivery)" \
-	"$PY" -c "import sys; s, u, t = '${seen}', '${usual}', '${start}'; sys.exit(not (s and u and t and float(s) - float(t) <= 3 * float(u) + 3 + 1))"
+# Seen within 3x the usual step interval plus the floor (3 s), plus up to
+# 5 s for delivery (the emitter's 50 ms flush and up to 50 ms doze,
+# vitalsd's 200 ms tick, this script's 100 ms poll; seconds when the
+# machine is loaded: a late alert, not a missing one, is what this
+# bounds).
+check "hang: the alert was out within 3 x the usual step interval + 3 s (+5 s delivery)" \
+	"$PY" -c "import sys; s, u, t = '${seen}', '${usual}', '${start}'; sys.exit(not (s and u and t and float(s) - float(t) <= 3 * float(u) + 3 + 5))"
 finish
