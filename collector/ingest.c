@@ -532,8 +532,8 @@ ingest_alert(ingest *in, const char *runname, size_t runlen,
 static int
 ser_sid_cmp(const void *a, const void *b)
 {
-	uint32_t x = (*(ser *const *) a)->rec.sid;
-	uint32_t y = (*(ser *const *) b)->rec.sid;
+	uint32_t x = ((const ser_by_sid *) a)->sid;
+	uint32_t y = ((const ser_by_sid *) b)->sid;
 
 	return x < y ? -1 : x > y;
 }
@@ -541,8 +541,9 @@ ser_sid_cmp(const void *a, const void *b)
 /*
  * The transaction's samples as one journal record: grouped by series in
  * sid order, each series' samples in the order they arrived. Linear in
- * the samples, plus a sort of the series touched. Returns 0 or a
- * store_err.
+ * the samples, plus a sort of the series touched (on their sids copied
+ * out, so that a wide commit visits each series twice, not at every
+ * comparison). Returns 0 or a store_err.
  */
 static int
 put_journal(ingest *in)
@@ -552,37 +553,40 @@ put_journal(ingest *in)
 
 	if (in->np == 0)
 		return 0;
-	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty)
-		ng += s->jn > 0;
-	if (ng > in->pgcap) {
-		ser        **ns = realloc(in->pseries, ng * sizeof(*ns));
-		store_group *ng2;
+	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty) {
+		if (s->jn == 0)
+			continue;
+		if (ng == in->pgcap) {
+			size_t      nc = in->pgcap ? in->pgcap * 2 : 1024;
+			ser_by_sid *ns
+			    = realloc(in->pseries, nc * sizeof(*ns));
+			store_group *ng2;
 
-		if (ns == NULL)
-			return STORE_ENOMEM;
-		in->pseries = ns;
-		if ((ng2 = realloc(in->pgroups, ng * sizeof(*ng2))) == NULL)
-			return STORE_ENOMEM;
-		in->pgroups = ng2;
-		in->pgcap   = ng;
+			if (ns == NULL)
+				return STORE_ENOMEM;
+			in->pseries = ns;
+			ng2         = realloc(in->pgroups, nc * sizeof(*ng2));
+			if (ng2 == NULL)
+				return STORE_ENOMEM;
+			in->pgroups = ng2;
+			in->pgcap   = nc;
+		}
+		in->pseries[ng].sid = s->rec.sid;
+		in->pseries[ng++].s = s;
 	}
-	ng = 0;
-	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty)
-		if (s->jn > 0)
-			in->pseries[ng++] = s;
 	qsort(in->pseries, ng, sizeof(*in->pseries), ser_sid_cmp);
 	for (size_t i = 0; i < ng; i++) {
-		ser *s               = in->pseries[i];
-		in->pgroups[i].sid   = s->rec.sid;
-		in->pgroups[i].n     = s->jn;
-		s->jpos              = (uint32_t) off;
+		ser *s             = in->pseries[i].s;
+		in->pgroups[i].sid = in->pseries[i].sid;
+		in->pgroups[i].n   = s->jn;
+		s->jpos            = (uint32_t) off;
 		off += s->jn;
 	}
 	for (size_t i = 0; i < in->np; i++)
 		in->pgrouped[in->pser[i]->jpos++] = in->psamp[i];
 	rc = store_journal_put(in->txn, in->pgroups, ng, in->pgrouped);
 	for (size_t i = 0; i < ng; i++)
-		in->pseries[i]->jn = 0;
+		in->pseries[i].s->jn = 0;
 	in->np = 0;
 	return rc;
 }

@@ -26,6 +26,13 @@ typedef struct ser {
 	uint8_t     key[];
 } ser;
 
+/* A series with samples in the commit, sorted by its sid: the sid is
+ * copied out so that the sort does not visit every series. */
+typedef struct ser_by_sid {
+	uint32_t sid;
+	ser     *s;
+} ser_by_sid;
+
 typedef struct emi {
 	emitter_rec rec;
 	uint8_t     key[STORE_KEY_MAX];
@@ -54,19 +61,19 @@ struct ingest {
 	ser        *dirty_series;
 	emi        *dirty_emitters;
 	run        *dirty_runs;
-	ser  **names; /* per batch: name index -> series (NULL: refused) */
+	ser **names; /* per batch: name index -> series (NULL: refused) */
 	/* The samples of the open transaction in arrival order, each with
 	 * its series; grouped by series into one journal record at commit
 	 * (store/journal.h). At most one commit's samples. */
 	ser         **pser;
 	store_sample *psamp, *pgrouped;
 	size_t        np, pcap;
-	ser         **pseries; /* the series with samples, by sid */
+	ser_by_sid   *pseries; /* the series with samples, by sid */
 	store_group  *pgroups;
 	size_t        pgcap;
-	uint8_t *used; /* per batch: name index has a sample */
-	ingest_stats stats, tentative;
-	char         notice[512], notice_out[512];
+	uint8_t      *used; /* per batch: name index has a sample */
+	ingest_stats  stats, tentative;
+	char          notice[512], notice_out[512];
 };
 
 /* Create the three tables (after cache_drop()). Returns 0 or
