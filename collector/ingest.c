@@ -368,6 +368,56 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 }
 
 /*
+ * The series of a batch's name as its emitter's order predicts it: the
+ * one after the last name's series, if its key is this one. NULL
+ * otherwise (the table then says).
+ */
+static ser *
+predict(emi *e, const uint8_t *key, size_t kl)
+{
+	ser *s;
+
+	if (e->cur >= e->norder)
+		return NULL;
+	s = e->order[e->cur];
+	if (s->keylen != kl || memcmp(s->key, key, kl) != 0)
+		return NULL;
+	e->cur++;
+	return s;
+}
+
+/*
+ * After a table lookup found s: the order goes on after s, or learns it
+ * at its end. The orders of all emitters hold at most cache_series
+ * entries; past that they learn nothing more (names are then looked up,
+ * as before).
+ */
+static void
+note(ingest *in, emi *e, ser *s)
+{
+	if (s->opos < e->norder && e->order[s->opos] == s) {
+		e->cur = s->opos + 1;
+		return;
+	}
+	e->cur = e->norder;
+	if (in->order_total >= in->opts.cache_series)
+		return;
+	if (e->norder == e->ocap) {
+		uint32_t nc = e->ocap ? e->ocap * 2 : 1024;
+		ser    **no = realloc(e->order, nc * sizeof(*no));
+
+		if (no == NULL)
+			return; /* only slower */
+		e->order = no;
+		e->ocap  = nc;
+	}
+	s->opos               = e->norder;
+	e->order[e->norder++] = s;
+	e->cur                = e->norder;
+	in->order_total++;
+}
+
+/*
  * Append one sample to a series: kept for the commit's journal record.
  * The series record's statistics are the store's (store_series_add, when
  * the journal is read or folded).
@@ -468,14 +518,26 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		    = 1;
 	for (uint32_t i = 0; i < b->nnames; i++) {
 		const char *m = wire_names_next(b, &off, &mlen);
+		uint8_t     key[STORE_KEY_MAX];
+		size_t      kl;
+		ser        *s;
 
 		in->names[i] = NULL;
 		if (!in->used[i])
 			continue;
+		kl = store_series_key(
+		    key, b->id.run, b->id.run_len, m, mlen, b->id.rank);
+		if ((s = predict(e, key, kl)) != NULL) {
+			s->used      = in->stats.commits + 1;
+			in->names[i] = s;
+			continue;
+		}
 		rc = get_series(in, b, m, mlen, (uint16_t) i, r, now_ns,
 		    &in->names[i]);
 		if (rc != 0)
 			return -rc;
+		if (in->names[i] != NULL)
+			note(in, e, in->names[i]);
 	}
 	for (uint32_t i = 0; i < b->nsamples; i++) {
 		wire_sample ws;
