@@ -79,7 +79,7 @@ struct ingest {
 	ser_by_sid   *pseries; /* the series with samples, by sid */
 	store_group  *pgroups;
 	size_t        pgcap;
-	uint8_t      *used; /* per batch: name index has a sample */
+	uint8_t      *used;        /* per batch: name index has a sample */
 	size_t        order_total; /* entries in every emitter's order */
 	ingest_stats  stats, tentative;
 	char          notice[512], notice_out[512];

@@ -1365,8 +1365,9 @@ TEST(names_in_changing_orders_land_in_their_series)
 			for (int k = 0; k < ORDER_NAMES; k++) {
 				int m = (int) (step % 4) == 1
 				    ? (k + 7 * (int) step) % ORDER_NAMES
-				    : (int) (step % 4) == 2 ? ORDER_NAMES - 1 - k
-				                            : k;
+				    : (int) (step % 4) == 2
+				    ? ORDER_NAMES - 1 - k
+				    : k;
 
 				if ((int) (step % 4) == 3 && (k + em) % 2)
 					continue;
@@ -1381,11 +1382,12 @@ TEST(names_in_changing_orders_land_in_their_series)
 			id.host        = "h";
 			id.host_len    = 1;
 			seq[em]++;
-			off = wire_put_batch_head(msg, &id, seq[em], seq[em], 0);
+			off = wire_put_batch_head(
+			    msg, &id, seq[em], seq[em], 0);
 			wire_put_names_count(msg, &off, (uint16_t) n);
 			for (int k = 0; k < n; k++) {
-				int l = snprintf(name, sizeof(name), "m%02d",
-				    order[k]);
+				int l = snprintf(
+				    name, sizeof(name), "m%02d", order[k]);
 				wire_put_name(msg, &off, name, (size_t) l);
 			}
 			/* Incarnation 101 writes rank 0's odd steps, 100
@@ -1400,9 +1402,11 @@ TEST(names_in_changing_orders_land_in_their_series)
 					order_value(id.rank, order[k], step) };
 				wire_put_sample(msg, &off, &w);
 			}
-			REQUIRE(wire_batch_decode(msg, off, &b, err, sizeof(err))
+			REQUIRE(
+			    wire_batch_decode(msg, off, &b, err, sizeof(err))
 			    == 0);
-			REQUIRE(ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+			REQUIRE(
+			    ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
 			    == WIRE_ACK_STORED);
 		}
 		if (step % 4 == 3)
@@ -1415,7 +1419,8 @@ TEST(names_in_changing_orders_land_in_their_series)
 			uint64_t k = 0;
 
 			snprintf(name, sizeof(name), "m%02d", m);
-			REQUIRE(read_series("ord", name, rank, 0, steps, g) == 0);
+			REQUIRE(
+			    read_series("ord", name, rank, 0, steps, g) == 0);
 			/* Every step, but the subset steps (3, 7, ...) only
 			 * the names of their emitter's half. */
 			for (uint64_t step = 0; step < steps; step++) {
@@ -1424,7 +1429,8 @@ TEST(names_in_changing_orders_land_in_their_series)
 				if (step % 4 == 3 && (m + em) % 2)
 					continue;
 				CHECK(k < g->n && g->steps[k] == step
-				    && g->values[k] == order_value(rank, m, step));
+				    && g->values[k]
+				        == order_value(rank, m, step));
 				k++;
 			}
 			CHECK_EQ_INT((int) g->n, (int) k);
