@@ -26,7 +26,7 @@ cache_drop(ingest *in)
 	pos = 0;
 	while (in->emitters != NULL
 	    && (v = table_next(in->emitters, &pos)) != NULL)
-		free(v);
+		cache_free_emitter(in, v);
 	pos = 0;
 	while (in->runs != NULL && (v = table_next(in->runs, &pos)) != NULL)
 		free(v);
@@ -52,6 +52,27 @@ cache_make(ingest *in)
 		return STORE_ENOMEM;
 	}
 	return 0;
+}
+
+void
+cache_free_emitter(ingest *in, emi *e)
+{
+	in->order_total -= e->norder;
+	free(e->order);
+	free(e);
+}
+
+/* Empty every emitter's order: they may name a series being evicted. */
+static void
+forget_orders(ingest *in)
+{
+	size_t pos = 0;
+	emi   *e;
+
+	while ((e = table_next(in->emitters, &pos)) != NULL) {
+		in->order_total -= e->norder;
+		e->norder = e->cur = 0;
+	}
 }
 
 /* ---- dirty entries --------------------------------------------------- */
@@ -156,8 +177,7 @@ emi_key(const void *v, size_t *len)
 static void
 emi_drop(ingest *in, void *v)
 {
-	(void) in;
-	free(v);
+	cache_free_emitter(in, v);
 }
 
 static const cache_kind series_kind   = { ser_used, ser_key, ser_drop };
@@ -207,6 +227,8 @@ cache_evict(ingest *in)
 {
 	if (in->series == NULL)
 		return;
+	if (table_count(in->series) > in->opts.cache_series)
+		forget_orders(in);
 	if (evict_table(in, &in->series, in->opts.cache_series, &series_kind)
 	        != 0
 	    || evict_table(

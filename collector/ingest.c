@@ -368,6 +368,56 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 }
 
 /*
+ * The series of a batch's name as its emitter's order predicts it: the
+ * one after the last name's series, if its key is this one. NULL
+ * otherwise (the table then says).
+ */
+static ser *
+predict(emi *e, const uint8_t *key, size_t kl)
+{
+	ser *s;
+
+	if (e->cur >= e->norder)
+		return NULL;
+	s = e->order[e->cur];
+	if (s->keylen != kl || memcmp(s->key, key, kl) != 0)
+		return NULL;
+	e->cur++;
+	return s;
+}
+
+/*
+ * After a table lookup found s: the order goes on after s, or learns it
+ * at its end. The orders of all emitters hold at most cache_series
+ * entries; past that they learn nothing more (names are then looked up,
+ * as before).
+ */
+static void
+note(ingest *in, emi *e, ser *s)
+{
+	if (s->opos < e->norder && e->order[s->opos] == s) {
+		e->cur = s->opos + 1;
+		return;
+	}
+	e->cur = e->norder;
+	if (in->order_total >= in->opts.cache_series)
+		return;
+	if (e->norder == e->ocap) {
+		uint32_t nc = e->ocap ? e->ocap * 2 : 1024;
+		ser    **no = realloc(e->order, nc * sizeof(*no));
+
+		if (no == NULL)
+			return; /* only slower */
+		e->order = no;
+		e->ocap  = nc;
+	}
+	s->opos               = e->norder;
+	e->order[e->norder++] = s;
+	e->cur                = e->norder;
+	in->order_total++;
+}
+
+/*
  * Append one sample to a series: kept for the commit's journal record.
  * The series record's statistics are the store's (store_series_add, when
  * the journal is read or folded).
@@ -468,14 +518,26 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		    = 1;
 	for (uint32_t i = 0; i < b->nnames; i++) {
 		const char *m = wire_names_next(b, &off, &mlen);
+		uint8_t     key[STORE_KEY_MAX];
+		size_t      kl;
+		ser        *s;
 
 		in->names[i] = NULL;
 		if (!in->used[i])
 			continue;
+		kl = store_series_key(
+		    key, b->id.run, b->id.run_len, m, mlen, b->id.rank);
+		if ((s = predict(e, key, kl)) != NULL) {
+			s->used      = in->stats.commits + 1;
+			in->names[i] = s;
+			continue;
+		}
 		rc = get_series(in, b, m, mlen, (uint16_t) i, r, now_ns,
 		    &in->names[i]);
 		if (rc != 0)
 			return -rc;
+		if (in->names[i] != NULL)
+			note(in, e, in->names[i]);
 	}
 	for (uint32_t i = 0; i < b->nsamples; i++) {
 		wire_sample ws;
@@ -532,8 +594,8 @@ ingest_alert(ingest *in, const char *runname, size_t runlen,
 static int
 ser_sid_cmp(const void *a, const void *b)
 {
-	uint32_t x = (*(ser *const *) a)->rec.sid;
-	uint32_t y = (*(ser *const *) b)->rec.sid;
+	uint32_t x = ((const ser_by_sid *) a)->sid;
+	uint32_t y = ((const ser_by_sid *) b)->sid;
 
 	return x < y ? -1 : x > y;
 }
@@ -541,8 +603,9 @@ ser_sid_cmp(const void *a, const void *b)
 /*
  * The transaction's samples as one journal record: grouped by series in
  * sid order, each series' samples in the order they arrived. Linear in
- * the samples, plus a sort of the series touched. Returns 0 or a
- * store_err.
+ * the samples, plus a sort of the series touched (on their sids copied
+ * out, so that a wide commit visits each series twice, not at every
+ * comparison). Returns 0 or a store_err.
  */
 static int
 put_journal(ingest *in)
@@ -552,37 +615,40 @@ put_journal(ingest *in)
 
 	if (in->np == 0)
 		return 0;
-	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty)
-		ng += s->jn > 0;
-	if (ng > in->pgcap) {
-		ser        **ns = realloc(in->pseries, ng * sizeof(*ns));
-		store_group *ng2;
+	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty) {
+		if (s->jn == 0)
+			continue;
+		if (ng == in->pgcap) {
+			size_t      nc = in->pgcap ? in->pgcap * 2 : 1024;
+			ser_by_sid *ns
+			    = realloc(in->pseries, nc * sizeof(*ns));
+			store_group *ng2;
 
-		if (ns == NULL)
-			return STORE_ENOMEM;
-		in->pseries = ns;
-		if ((ng2 = realloc(in->pgroups, ng * sizeof(*ng2))) == NULL)
-			return STORE_ENOMEM;
-		in->pgroups = ng2;
-		in->pgcap   = ng;
+			if (ns == NULL)
+				return STORE_ENOMEM;
+			in->pseries = ns;
+			ng2         = realloc(in->pgroups, nc * sizeof(*ng2));
+			if (ng2 == NULL)
+				return STORE_ENOMEM;
+			in->pgroups = ng2;
+			in->pgcap   = nc;
+		}
+		in->pseries[ng].sid = s->rec.sid;
+		in->pseries[ng++].s = s;
 	}
-	ng = 0;
-	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty)
-		if (s->jn > 0)
-			in->pseries[ng++] = s;
 	qsort(in->pseries, ng, sizeof(*in->pseries), ser_sid_cmp);
 	for (size_t i = 0; i < ng; i++) {
-		ser *s               = in->pseries[i];
-		in->pgroups[i].sid   = s->rec.sid;
-		in->pgroups[i].n     = s->jn;
-		s->jpos              = (uint32_t) off;
+		ser *s             = in->pseries[i].s;
+		in->pgroups[i].sid = in->pseries[i].sid;
+		in->pgroups[i].n   = s->jn;
+		s->jpos            = (uint32_t) off;
 		off += s->jn;
 	}
 	for (size_t i = 0; i < in->np; i++)
 		in->pgrouped[in->pser[i]->jpos++] = in->psamp[i];
 	rc = store_journal_put(in->txn, in->pgroups, ng, in->pgrouped);
 	for (size_t i = 0; i < ng; i++)
-		in->pseries[i]->jn = 0;
+		in->pseries[i].s->jn = 0;
 	in->np = 0;
 	return rc;
 }

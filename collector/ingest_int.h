@@ -20,11 +20,19 @@ typedef struct ser {
 	uint32_t    jn;   /* samples of it in the open transaction */
 	uint32_t    jpos; /* where they go in the journal record */
 	uint64_t    used; /* number of the last commit that touched it */
+	uint32_t    opos; /* its place in an emitter's order (emi) */
 	int         dirty;
 	int         isnew; /* created by the open transaction */
 	struct ser *next_dirty;
 	uint8_t     key[];
 } ser;
+
+/* A series with samples in the commit, sorted by its sid: the sid is
+ * copied out so that the sort does not visit every series. */
+typedef struct ser_by_sid {
+	uint32_t sid;
+	ser     *s;
+} ser_by_sid;
 
 typedef struct emi {
 	emitter_rec rec;
@@ -33,6 +41,13 @@ typedef struct emi {
 	uint64_t    used;
 	int         dirty;
 	struct emi *next_dirty;
+	/* The series of its batches' names in the order they came: a wide
+	 * emitter names the same series in the same order step after step,
+	 * so the next name is most often the series after the last one, and
+	 * is found by comparing its key instead of hashing it. Emptied
+	 * whenever a series is evicted (it may be one of them). */
+	ser    **order;
+	uint32_t norder, ocap, cur;
 } emi;
 
 typedef struct run {
@@ -54,19 +69,20 @@ struct ingest {
 	ser        *dirty_series;
 	emi        *dirty_emitters;
 	run        *dirty_runs;
-	ser  **names; /* per batch: name index -> series (NULL: refused) */
+	ser **names; /* per batch: name index -> series (NULL: refused) */
 	/* The samples of the open transaction in arrival order, each with
 	 * its series; grouped by series into one journal record at commit
 	 * (store/journal.h). At most one commit's samples. */
 	ser         **pser;
 	store_sample *psamp, *pgrouped;
 	size_t        np, pcap;
-	ser         **pseries; /* the series with samples, by sid */
+	ser_by_sid   *pseries; /* the series with samples, by sid */
 	store_group  *pgroups;
 	size_t        pgcap;
-	uint8_t *used; /* per batch: name index has a sample */
-	ingest_stats stats, tentative;
-	char         notice[512], notice_out[512];
+	uint8_t      *used;        /* per batch: name index has a sample */
+	size_t        order_total; /* entries in every emitter's order */
+	ingest_stats  stats, tentative;
+	char          notice[512], notice_out[512];
 };
 
 /* Create the three tables (after cache_drop()). Returns 0 or
@@ -75,6 +91,9 @@ int cache_make(ingest *in);
 /* Free every entry and the tables; always safe (what is dropped is
  * reloaded from the store). */
 void cache_drop(ingest *in);
+
+/* Free an emitter entry and its order. */
+void cache_free_emitter(ingest *in, emi *e);
 
 /* Mark an entry dirty: written by the next commit. */
 void cache_mark_run(ingest *in, run *r);

@@ -1319,6 +1319,125 @@ TEST(positions_survive_reopen)
 	store_close(st);
 }
 
+/*
+ * Each emitter keeps the series of its names in the order they came and
+ * tries the next one first (collector/ingest.c, predict): names that
+ * come in other orders, in subsets, from two incarnations of one rank
+ * and another rank, four steps a commit, with a series cache of 64
+ * (80 series: evicted after every commit, and the orders hold only 64),
+ * still land in their own series.
+ */
+#define ORDER_NAMES 40
+static double
+order_value(int rank, int m, uint64_t step)
+{
+	return (double) rank * 1e6 + (double) m * 1e3 + (double) step;
+}
+
+TEST(names_in_changing_orders_land_in_their_series)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	char        err[1400], why[200], name[32];
+	uint64_t    seq[3] = { 0, 0, 0 };
+	uint64_t    steps  = 16;
+	got        *g      = malloc(sizeof(*g));
+
+	REQUIRE(g != NULL);
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
+	ingest_opts_init(&o);
+	o.cache_series = 64;
+	REQUIRE(ingest_open(st, &o, &in) == 0);
+	for (uint64_t step = 0; step < steps; step++) {
+		if (step % 4 == 0)
+			REQUIRE(ingest_begin(in) == 0);
+		/* Emitters 0 and 1: rank 0 (two incarnations); 2: rank 1. */
+		for (int em = 0; em < 3; em++) {
+			wire_ident id = { 0 };
+			wire_batch b;
+			size_t     off;
+			int        order[ORDER_NAMES], n = 0, is_new;
+
+			/* Step by step: the same order, rotated, reversed,
+			 * every other name. */
+			for (int k = 0; k < ORDER_NAMES; k++) {
+				int m = (int) (step % 4) == 1
+				    ? (k + 7 * (int) step) % ORDER_NAMES
+				    : (int) (step % 4) == 2
+				    ? ORDER_NAMES - 1 - k
+				    : k;
+
+				if ((int) (step % 4) == 3 && (k + em) % 2)
+					continue;
+				order[n++] = m;
+			}
+			id.incarnation = 100 + (uint64_t) em;
+			id.pid         = 1;
+			id.rank        = em == 2 ? 1 : 0;
+			id.world_size  = 2;
+			id.run         = "ord";
+			id.run_len     = 3;
+			id.host        = "h";
+			id.host_len    = 1;
+			seq[em]++;
+			off = wire_put_batch_head(
+			    msg, &id, seq[em], seq[em], 0);
+			wire_put_names_count(msg, &off, (uint16_t) n);
+			for (int k = 0; k < n; k++) {
+				int l = snprintf(
+				    name, sizeof(name), "m%02d", order[k]);
+				wire_put_name(msg, &off, name, (size_t) l);
+			}
+			/* Incarnation 101 writes rank 0's odd steps, 100
+			 * its even ones. */
+			if (em < 2 && (int) (step % 2) != em)
+				n = 0;
+			wire_put_samples_count(msg, &off, (uint32_t) n);
+			for (int k = 0; k < n; k++) {
+				wire_sample w = { (uint16_t) k, step,
+					1700000000000000000ll
+					    + (int64_t) step * 1000000,
+					order_value(id.rank, order[k], step) };
+				wire_put_sample(msg, &off, &w);
+			}
+			REQUIRE(
+			    wire_batch_decode(msg, off, &b, err, sizeof(err))
+			    == 0);
+			REQUIRE(
+			    ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+			    == WIRE_ACK_STORED);
+		}
+		if (step % 4 == 3)
+			REQUIRE(ingest_commit(in) == 0);
+	}
+	ingest_close(in);
+	store_close(st);
+	for (int rank = 0; rank < 2; rank++)
+		for (int m = 0; m < ORDER_NAMES; m++) {
+			uint64_t k = 0;
+
+			snprintf(name, sizeof(name), "m%02d", m);
+			REQUIRE(
+			    read_series("ord", name, rank, 0, steps, g) == 0);
+			/* Every step, but the subset steps (3, 7, ...) only
+			 * the names of their emitter's half. */
+			for (uint64_t step = 0; step < steps; step++) {
+				int em = rank == 1 ? 2 : (int) (step % 2);
+
+				if (step % 4 == 3 && (m + em) % 2)
+					continue;
+				CHECK(k < g->n && g->steps[k] == step
+				    && g->values[k]
+				        == order_value(rank, m, step));
+				k++;
+			}
+			CHECK_EQ_INT((int) g->n, (int) k);
+		}
+	free(g);
+}
+
 int
 main(void)
 {
@@ -1338,6 +1457,7 @@ main(void)
 	RUN(format1_store_read_and_converted);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
+	RUN(names_in_changing_orders_land_in_their_series);
 	fresh_dir();
 	rmdir(dir);
 	return harness_done();
