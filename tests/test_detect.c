@@ -727,9 +727,9 @@ TEST(stall_of_run_rank_and_progress)
 
 TEST(rank_left_behind_after_a_run_pause_is_its_own_alert)
 {
-	detect_engine *e = engine(NULL);
-	double         t  = 0;
-	uint64_t       st = 0;
+	detect_engine *e     = engine(NULL);
+	double         t     = 0;
+	uint64_t       st    = 0;
 	int            rank2 = 0;
 
 	REQUIRE(e != NULL);
@@ -1042,9 +1042,9 @@ phased_steps(detect_engine *e, uint64_t *st, double *t, uint64_t to,
 
 TEST(stall_in_a_declared_phase_judged_by_its_history)
 {
-	detect_engine        *e = engine(NULL);
-	double                t = 0;
-	uint64_t              st  = 0;
+	detect_engine        *e    = engine(NULL);
+	double                t    = 0;
+	uint64_t              st   = 0;
 	static const uint64_t at[] = { 150, 420, 610, 980, 1230 };
 	size_t                mark;
 	const got            *g = NULL;
@@ -1076,7 +1076,7 @@ TEST(stall_keeps_a_step_period_across_a_restart)
 {
 	detect_engine *e = engine(NULL);
 	double         t = 0, last = 0;
-	uint64_t       st = 0;
+	uint64_t       st    = 0;
 	int            after = 0;
 
 	REQUIRE(e != NULL);
@@ -1099,51 +1099,63 @@ TEST(stall_keeps_a_step_period_across_a_restart)
 	detect_engine_free(e);
 }
 
-/* 2 ranks, 10 s steps; an evaluation every 250 steps and a checkpoint
- * every 30 minutes of wall clock (looked at once a step), both 150 s. */
+/* A run of 2 ranks with an evaluation every 250 steps and a checkpoint on
+ * a wall-clock timer (looked at once a step). */
+typedef struct eval_ckpt {
+	const char *run;
+	double      step_s;      /* usual step interval */
+	double      step_time;   /* the step_time value logged */
+	double      eval_s;      /* evaluation length */
+	int         eval_jitter; /* evaluation length varies (5%) */
+	double      every_s;     /* checkpoint timer */
+	double      ckpt_s;      /* checkpoint length */
+} eval_ckpt;
+
+static void
+eval_and_ckpt_run(detect_engine *e, const eval_ckpt *k, uint64_t *st,
+    double *t, uint64_t n, double *last)
+{
+	for (uint64_t i = 0; i < n; i++, (*st)++) {
+		double pause = 0;
+
+		if (*st % 250 == 0 && *st > 0)
+			pause += k->eval_s
+			    * (k->eval_jitter ? exp(0.05 * noise()) : 1);
+		if (*t - *last >= k->every_s) {
+			*last = *t;
+			pause += k->ckpt_s * exp(0.05 * noise());
+		}
+		for (double c = *t; c < *t + pause; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		*t += pause + k->step_s * exp(0.03 * noise());
+		for (int r = 0; r < 2; r++)
+			feed(e, k->run, r, "step_time", *st, *t + r * 0.01,
+			    k->step_time);
+	}
+}
+
+/* 10 s steps; a checkpoint every 30 minutes of 150 s; evaluations of
+ * eval_len s. */
 static void
 eval_and_ckpt(detect_engine *e, uint64_t *st, double *t, uint64_t n,
     double *last, double eval_len)
 {
-	for (uint64_t k = 0; k < n; k++, (*st)++) {
-		double pause = 0;
+	eval_ckpt k = { "ev", 10, 9.9, 0, 0, 1800, 150 };
 
-		if (*st % 250 == 0 && *st > 0)
-			pause += eval_len;
-		if (*t - *last >= 1800) {
-			*last = *t;
-			pause += 150 * exp(0.05 * noise());
-		}
-		for (double c = *t; c < *t + pause; c += 0.2)
-			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
-		*t += pause + 10 * exp(0.03 * noise());
-		for (int r = 0; r < 2; r++)
-			feed(e, "ev", r, "step_time", *st, *t + r * 0.01, 9.9);
-	}
+	k.eval_s = eval_len;
+	eval_and_ckpt_run(e, &k, st, t, n, last);
 }
 
-/* 2 ranks, 60 s steps; an evaluation every 250 steps and a checkpoint
- * every 26 minutes of wall clock, both 240 s: the checkpoint comes every
- * ~22 steps, often inside the evaluation's window of time. */
+/* 60 s steps; an evaluation every 250 steps and a checkpoint every 26
+ * minutes of wall clock, both 240 s: the checkpoint comes every ~22
+ * steps, often inside the evaluation's window of time. */
 static void
 slow_eval_and_ckpt(
     detect_engine *e, uint64_t *st, double *t, uint64_t n, double *last)
 {
-	for (uint64_t k = 0; k < n; k++, (*st)++) {
-		double pause = 0;
+	eval_ckpt k = { "slow", 60, 60, 240, 1, 1560, 240 };
 
-		if (*st % 250 == 0 && *st > 0)
-			pause += 240 * exp(0.05 * noise());
-		if (*t - *last >= 1560) {
-			*last = *t;
-			pause += 240 * exp(0.05 * noise());
-		}
-		for (double c = *t; c < *t + pause; c += 0.2)
-			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
-		*t += pause + 60 * exp(0.03 * noise());
-		for (int r = 0; r < 2; r++)
-			feed(e, "slow", r, "step_time", *st, *t + r * 0.01, 60);
-	}
+	eval_and_ckpt_run(e, &k, st, t, n, last);
 }
 
 /* 2 ranks, 10 s steps, from step *st for n steps: a pause of `len` s
@@ -1196,7 +1208,7 @@ TEST(stall_learns_two_kinds_of_pause_alike_in_length)
 	/* A first checkpoint a few steps after a learned evaluation is not
 	 * judged against the evaluation's usual length. */
 	detect_engine_free(e);
-	e  = engine(NULL);
+	e = engine(NULL);
 	REQUIRE(e != NULL);
 	st = 0;
 	t  = 0;
@@ -1205,10 +1217,10 @@ TEST(stall_learns_two_kinds_of_pause_alike_in_length)
 		dump();
 	CHECK(max_sev("stall", 0) <= DETECT_INFO);
 	detect_engine_free(e);
-	e  = engine(NULL);
+	e = engine(NULL);
 	REQUIRE(e != NULL);
-	st = 0;
-	t  = 0;
+	st  = 0;
+	t   = 0;
 	S.n = 0;
 	/* A checkpoint every 30 minutes falls between evaluations every
 	 * 250 steps: each is learned with its own rhythm, and when both
@@ -1244,7 +1256,7 @@ TEST(stall_learns_two_kinds_of_pause_alike_in_length)
 
 TEST(stall_samples_stamped_far_in_the_past)
 {
-	detect_engine *e = engine(NULL);
+	detect_engine *e    = engine(NULL);
 	const int64_t  now0 = 1700000000000000000ll; /* the collector */
 	const int64_t  off  = 600000000000000000ll;  /* ~19 years behind */
 	int64_t        now  = now0;
@@ -1799,7 +1811,8 @@ TEST(alert_reader_types_and_errors)
 	    && r.f[DETECT_AF_RANK].num == 2);
 	CHECK(r.f[DETECT_AF_VALUE].type == DETECT_AT_NULL
 	    && isnan(r.f[DETECT_AF_VALUE].num));
-	CHECK(strcmp(r.f[DETECT_AF_KIND].str, "b\xc3\xa9\xf0\x9f\x98\x80") == 0);
+	CHECK(
+	    strcmp(r.f[DETECT_AF_KIND].str, "b\xc3\xa9\xf0\x9f\x98\x80") == 0);
 	CHECK(r.f[DETECT_AF_BASELINE].type == DETECT_AT_REAL
 	    && r.f[DETECT_AF_BASELINE].num == -INFINITY);
 	CHECK(r.f[DETECT_AF_HOST].type == DETECT_AT_OTHER);
@@ -1813,13 +1826,15 @@ TEST(alert_reader_types_and_errors)
 	CHECK(r.f[DETECT_AF_RULE].type == DETECT_AT_ABSENT && r.mem == NULL);
 	CHECK(detect_alert_parse("{\"rule\":\"x", 10, &r, err, sizeof(err))
 	    == DETECT_EPARSE);
-	CHECK(strcmp(err, "offset 10: expected '\"' to end the string, "
-	                  "found the end")
+	CHECK(strcmp(err,
+	          "offset 10: expected '\"' to end the string, "
+	          "found the end")
 	    == 0);
 	CHECK(detect_alert_parse("{\"rule\" 1}", 10, &r, err, sizeof(err))
 	    == DETECT_EPARSE);
 	CHECK(strcmp(err, "offset 8: expected ':', found '1'") == 0);
-	CHECK(detect_alert_parse("", 0, &r, err, sizeof(err)) == DETECT_EPARSE);
+	CHECK(
+	    detect_alert_parse("", 0, &r, err, sizeof(err)) == DETECT_EPARSE);
 }
 
 /* The alert vitalsd stores when a run reaches a series cap, byte for byte
@@ -1827,8 +1842,8 @@ TEST(alert_reader_types_and_errors)
 TEST(alert_series_limit_json)
 {
 	char   buf[1024], small[8];
-	size_t n = detect_alert_series_limit_json("r\"1", 3, "h", 1, "loss",
-	    4, 7, 1700000000000000001ll, "per-run", 3, buf, sizeof(buf));
+	size_t n = detect_alert_series_limit_json("r\"1", 3, "h", 1, "loss", 4,
+	    7, 1700000000000000001ll, "per-run", 3, buf, sizeof(buf));
 
 	CHECK(n == strlen(buf));
 	CHECK(strcmp(buf,
