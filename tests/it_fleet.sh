@@ -23,42 +23,12 @@ PROMETHEUS=${PROMETHEUS:-/usr/bin/prometheus}
 PROMTOOL=${PROMTOOL:-/usr/bin/promtool}
 ALERTMANAGER=${ALERTMANAGER:-/usr/bin/prometheus-alertmanager}
 RULES=$(pwd)/docs/fleet
-SERVERS=
 
 if ! command -v curl >/dev/null || ! "$PY" -c 'import ctypes' 2>/dev/null; then
 	echo "skip: this test needs curl and python3 (apt-get install curl python3)"
 	finish
 	exit 0
 fi
-
-# A process of ours to kill at the end (prometheus, alertmanager, the
-# webhook receiver).
-spawn() {
-	"$@" &
-	SERVERS="$SERVERS $!"
-	LAST=$!
-}
-stop_servers() {
-	for p in $SERVERS; do kill -9 "$p" 2>/dev/null; done
-	SERVERS=
-}
-trap 'stop_servers; cleanup' EXIT
-
-# A TCP port free on loopback now.
-free_port() {
-	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# wait_for SECONDS COMMAND...: until the command succeeds.
-wait_for() {
-	end=$(($(now_ms) + $1 * 1000))
-	shift
-	while :; do
-		"$@" 2>/dev/null && return 0
-		[ "$(now_ms)" -lt "$end" ] || return 1
-		sleep 0.2
-	done
-}
 
 # start_vitalsd ARGS...: vitalsd on $EP and $DB; HTTP_PORT set when it
 # serves http.

@@ -15,38 +15,12 @@
 
 VM=${VICTORIA_METRICS:-/usr/bin/victoria-metrics}
 PROMETHEUS=${PROMETHEUS:-/usr/bin/prometheus}
-SERVERS=
 
 if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
 	echo "skip: this test needs curl and python3"
 	finish
 	exit 0
 fi
-
-spawn() {
-	"$@" &
-	SERVERS="$SERVERS $!"
-	LAST=$!
-}
-stop_servers() {
-	for p in $SERVERS; do kill -9 "$p" 2>/dev/null; done
-	SERVERS=
-}
-trap 'stop_servers; cleanup' EXIT
-
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-wait_for() {
-	end=$(($(now_ms) + $1 * 1000))
-	shift
-	while :; do
-		"$@" 2>/dev/null && return 0
-		[ "$(now_ms)" -lt "$end" ] || return 1
-		sleep 0.2
-	done
-}
 
 start_vitalsd() {
 	"$BIN/vitalsd" --listen "$EP" --db "$DB" --no-detect --http 127.0.0.1:0 "$@" \

@@ -14,9 +14,11 @@ export XDG_STATE_HOME=$T/state
 PASSED=0
 FAILED=0
 VPID=
+SERVERS=
 
 cleanup() {
 	[ -n "$VPID" ] && kill -9 "$VPID" 2>/dev/null
+	stop_servers
 	# Children first: a trainer's forked ranks outlive a killed parent.
 	for j in $(jobs -p); do
 		pkill -9 -P "$j" 2>/dev/null
@@ -64,6 +66,34 @@ kill_collector() {
 
 # Milliseconds since the epoch.
 now_ms() { date +%s%3N; }
+
+# spawn COMMAND...: a server of the test's own (prometheus, a receiver) in
+# the background, killed by stop_servers or at exit; its pid in LAST.
+spawn() {
+	"$@" &
+	SERVERS="$SERVERS $!"
+	LAST=$!
+}
+stop_servers() {
+	for p in $SERVERS; do kill -9 "$p" 2>/dev/null; done
+	SERVERS=
+}
+
+# A TCP port free on loopback now.
+free_port() {
+	"${PY:-python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_for SECONDS COMMAND...: until the command succeeds.
+wait_for() {
+	end=$(($(now_ms) + $1 * 1000))
+	shift
+	while :; do
+		"$@" 2>/dev/null && return 0
+		[ "$(now_ms)" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
 
 finish() {
 	if [ "$FAILED" != 0 ]; then
