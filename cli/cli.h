@@ -35,7 +35,8 @@ typedef struct cli_args {
 	const char     *rules; /* replay, rules: --rules FILE */
 	const char     *preset, *pattern; /* tail: --preset, --pattern */
 	const char     *out; /* keygen: --out PREFIX */
-	int all_samples; /* query, export: every stored sample of a step */
+	int             all_samples; /* query: every stored sample of a step */
+	int             latest;   /* export: one value per step, no end rows */
 	int             cmd_argc; /* tail: arguments after "--" */
 	char          **cmd_argv; /* NULL-terminated (argv's own end) */
 	int             npos;

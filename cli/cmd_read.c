@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/reader.h"
+#include "detect/detect.h"
 #include "store/scan.h"
 #include "store/scan_last.h"
 #include "wire/wire.h"
@@ -152,15 +153,16 @@ cmd_metrics(const cli_args *a)
 	if (a->format == OUT_CSV)
 		puts("metric,rank,samples,first_step,last_step,last_time,"
 		     "last_value");
-	return cli_reader_done(&r, scan_series_of(r.st, r.txn, a->run,
-				  each_metric, (void *) (uintptr_t) a));
+	return cli_reader_done(&r,
+	    scan_series_of(
+	        r.st, r.txn, a->run, each_metric, (void *) (uintptr_t) a));
 }
 
 static void
-put_emitter(const cli_args *a, const char *run, size_t runlen,
-    const emitter_rec *e)
+put_emitter(
+    const cli_args *a, const char *run, size_t runlen, const emitter_rec *e)
 {
-	char            t0[40], t1[40], te[40];
+	char t0[40], t1[40], te[40];
 
 	out_time(t0, sizeof(t0), e->first_seen);
 	out_time(t1, sizeof(t1), e->last_seen);
@@ -180,7 +182,8 @@ put_emitter(const cli_args *a, const char *run, size_t runlen,
 	}
 	fputs("{\"run\":", stdout);
 	out_json_str(stdout, run, runlen);
-	printf(",\"incarnation\":\"%016" PRIx64 "\",\"host\":", e->incarnation);
+	printf(
+	    ",\"incarnation\":\"%016" PRIx64 "\",\"host\":", e->incarnation);
 	out_json_str(stdout, e->host, strlen(e->host));
 	printf(",\"pid\":%u,\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,"
 	       "\"first_seen\":%s,\"last_seen\":%s,\"batches\":%" PRIu64
@@ -233,8 +236,9 @@ by_first_seen(const void *pa, const void *pb)
 
 	if (a->e.first_seen != b->e.first_seen)
 		return a->e.first_seen < b->e.first_seen ? -1 : 1;
-	return a->e.incarnation < b->e.incarnation ? -1 :
-						     a->e.incarnation > b->e.incarnation;
+	return a->e.incarnation < b->e.incarnation
+	    ? -1
+	    : a->e.incarnation > b->e.incarnation;
 }
 
 int
@@ -278,8 +282,8 @@ typedef struct hostmap {
 	char    host[HOSTS_MAX][WIRE_HOST_MAX + 1];
 } hostmap;
 
-_Static_assert(sizeof(((hostmap *) 0)->host[0]) ==
-	sizeof(((emitter_rec *) 0)->host),
+_Static_assert(
+    sizeof(((hostmap *) 0)->host[0]) == sizeof(((emitter_rec *) 0)->host),
     "a host as the store keeps it fits");
 
 static int
@@ -336,6 +340,7 @@ each_sample(void *vctx, uint64_t step, int64_t t, double v)
 typedef struct ctx_series {
 	const cli_args *a;
 	cli_reader     *r;
+	int             every; /* every stored sample, not one per step */
 	uint64_t        matched, samples;
 	hostmap        *hosts;
 } ctx_series;
@@ -347,8 +352,9 @@ each_series(void *vctx, const scan_series *s)
 	ctx_samples cs = { c->a, s, "", 0 };
 	int         rc;
 
-	if (c->a->metric != NULL && (strlen(c->a->metric) != s->mlen ||
-					memcmp(c->a->metric, s->metric, s->mlen)))
+	if (c->a->metric != NULL
+	    && (strlen(c->a->metric) != s->mlen
+	        || memcmp(c->a->metric, s->metric, s->mlen)))
 		return 0;
 	if (c->a->has_rank && c->a->rank != s->rank)
 		return 0;
@@ -357,22 +363,46 @@ each_series(void *vctx, const scan_series *s)
 	cs.host = host_of(c->hosts, c->r->st, c->r->txn, s);
 	/* One value per step, the last stored, unless every sample is
 	 * asked for (the attempts of a restart, the calls of an emit). */
-	rc = (c->a->all_samples ? scan_samples : scan_samples_last)(c->r->st,
-	    c->r->txn, s->rec.sid, c->a->step_from, c->a->step_to,
-	    each_sample, &cs);
+	rc = (c->every ? scan_samples : scan_samples_last)(c->r->st, c->r->txn,
+	    s->rec.sid, c->a->step_from, c->a->step_to, each_sample, &cs);
 	c->samples += cs.n;
 	return rc;
 }
 
 /*
+ * An end row of export: an emitter that closed normally (its FINAL
+ * batch), as the metric "vitals/end" at the step it had reached and the
+ * collector's time of the goodbye. `vitals replay` ends the rank there,
+ * as vitalsd's detectors did live (a finished run is not a stall, and
+ * what still fires resolves as "run finished").
+ */
+typedef struct ctx_ends {
+	const cli_args *a;
+} ctx_ends;
+
+static int
+each_end(void *vctx, const char *run, size_t runlen, const emitter_rec *e)
+{
+	const cli_args *a = ((ctx_ends *) vctx)->a;
+
+	if (e->ended == 0)
+		return 0;
+	out_sample(stdout, a->format, run, runlen, e->host, DETECT_END_METRIC,
+	    strlen(DETECT_END_METRIC), e->rank, e->last_step, e->ended, 1.0);
+	return 0;
+}
+
+/*
  * Samples of the series that match a's run, metric and rank, in the
- * chosen format. Returns the exit status; *matched counts the series.
+ * chosen format (every one if every, else one per step), and with ends
+ * the end rows of the emitters (export). Returns the exit status;
+ * *matched counts the series.
  */
 static int
-write_samples(const cli_args *a, uint64_t *matched)
+write_samples(const cli_args *a, int every, int ends, uint64_t *matched)
 {
 	cli_reader r;
-	ctx_series c = { a, &r, 0, 0, NULL };
+	ctx_series c = { a, &r, every, 0, 0, NULL };
 	int        rc;
 
 	*matched = 0;
@@ -396,6 +426,11 @@ write_samples(const cli_args *a, uint64_t *matched)
 		    r.st, r.txn, a->run, a->metric, each_series, &c);
 	else
 		rc = scan_series_of(r.st, r.txn, a->run, each_series, &c);
+	if (rc == 0 && ends) {
+		ctx_ends ce = { a };
+
+		rc = scan_emitters(r.st, r.txn, a->run, each_end, &ce);
+	}
 	free(c.hosts);
 	*matched = c.matched;
 	return cli_reader_done(&r, rc);
@@ -408,11 +443,12 @@ cmd_query(const cli_args *a)
 	int      rc;
 
 	if (a->run == NULL || a->metric == NULL) {
-		fprintf(stderr, "vitals query: --run R and --metric M are "
-				"required\n");
+		fprintf(stderr,
+		    "vitals query: --run R and --metric M are "
+		    "required\n");
 		return 2;
 	}
-	rc = write_samples(a, &matched);
+	rc = write_samples(a, a->all_samples, 0, &matched);
 	if (rc == 0 && matched == 0) {
 		fprintf(stderr,
 		    "vitals: run '%s' has no metric '%s'%s (see vitals "
@@ -429,5 +465,13 @@ cmd_export(const cli_args *a)
 {
 	uint64_t matched;
 
-	return write_samples(a, &matched);
+	/* --all-samples was export's way to every sample before it became
+	 * the default: still accepted, but not with its opposite. */
+	if (a->latest && a->all_samples) {
+		fprintf(stderr,
+		    "vitals export: --latest and --all-samples "
+		    "ask for opposite things\n");
+		return 2;
+	}
+	return write_samples(a, !a->latest, !a->latest, &matched);
 }

@@ -198,8 +198,15 @@ held_replay(detect_engine *e, held_set *h, replay_out *o)
 {
 	qsort(h->v, h->n, sizeof(*h->v), held_cmp);
 	for (size_t i = 0; i < h->n && !o->failed; i++) {
-		detect_tick(e, h->v[i].s.time_ns, on_alert, o);
-		detect_feed(e, &h->v[i].s, on_alert, o);
+		const detect_sample *s = &h->v[i].s;
+
+		detect_tick(e, s->time_ns, on_alert, o);
+		if (s->mlen == sizeof(DETECT_END_METRIC) - 1
+		    && memcmp(s->metric, DETECT_END_METRIC, s->mlen) == 0)
+			detect_end(e, s->run, s->runlen, s->rank, s->time_ns,
+			    on_alert, o);
+		else
+			detect_feed(e, s, on_alert, o);
 	}
 	detect_flush(e, on_alert, o);
 }

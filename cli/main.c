@@ -32,6 +32,7 @@ enum opt_id {
 	O_PATTERN,
 	O_OUT,
 	O_ALL_SAMPLES,
+	O_LATEST,
 	O_COUNT
 };
 #define M(o) (1u << (o))
@@ -75,6 +76,10 @@ static const struct opt_def {
 	[O_ALL_SAMPLES] = { "all-samples", NULL,
 		"every sample stored at a step (default: the last one)",
 		C_NONE, NULL },
+	[O_LATEST]      = { "latest", NULL,
+		     "one value per step, the last stored (default: every "
+		     "sample, and the ends of the emitters that closed)",
+		     C_NONE, NULL },
 };
 
 static int cmd_completion(const cli_args *a);
@@ -106,9 +111,11 @@ static const struct cmd_def {
 	    "                    [--all-samples]",
 	    "one metric's samples in step order, one per step", NULL, 0 },
 	{ "export", cmd_export,
-	    M(O_RUN) | M(O_DB) | M(O_FORMAT) | M(O_ALL_SAMPLES),
-	    "[--run R] [--db DIR] [--format F] [--all-samples]",
-	    "whole runs, in the format `vitals replay` reads", NULL, 0 },
+	    M(O_RUN) | M(O_DB) | M(O_FORMAT) | M(O_ALL_SAMPLES) | M(O_LATEST),
+	    "[--run R] [--db DIR] [--format F] [--latest]",
+	    "whole runs as vitalsd got them, in the format `vitals replay` "
+	    "reads",
+	    NULL, 0 },
 	{ "emit", cmd_emit,
 	    M(O_RUN) | M(O_STEP) | M(O_RANK) | M(O_ENDPOINT) | M(O_TIMEOUT),
 	    "--run R --step N [--rank N] [--endpoint E] [--timeout-ms N] "
@@ -362,6 +369,9 @@ set_opt(int o, const char *v, cli_args *a)
 		break;
 	case O_ALL_SAMPLES:
 		a->all_samples = 1;
+		break;
+	case O_LATEST:
+		a->latest = 1;
 		break;
 	case O_RANK:
 		if (parse_rank(v, &a->rank) != 0)

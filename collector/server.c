@@ -271,10 +271,10 @@ commit_group(srv *s)
 	char    why[256];
 	int     rc;
 	int64_t t0 = now_mono_ns();
+	int64_t now;
 
 	for (;;) {
-		int64_t now = now_wall_ns();
-
+		now = now_wall_ns();
 		if ((rc = ingest_begin(s->in)) != 0)
 			break;
 		for (size_t i = 0; i < s->n && rc == 0; i++) {
@@ -334,10 +334,10 @@ commit_group(srv *s)
 			log_emitter(s, &p->b);
 		send_ack(s, &p->id, p->b.id.incarnation, p->b.seq, p->status);
 	}
-	/* Detection sees each stored sample once: after its commit. */
+	/* Detection sees each stored sample once: after its commit, with
+	 * the arrival time the store recorded (an emitter's end in `vitals
+	 * export` is that time, so a replay ends the rank where this did). */
 	if (s->al != NULL) {
-		int64_t now = now_wall_ns();
-
 		for (size_t i = 0; i < s->n; i++)
 			if (s->p[i].status == WIRE_ACK_STORED)
 				alerting_feed(s->al,

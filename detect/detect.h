@@ -325,6 +325,15 @@ void detect_end(detect_engine *e, const char *run, size_t runlen, int32_t rank,
     int64_t time_ns, detect_emit_fn emit, void *ctx);
 
 /**
+ * The metric name of an end in samples written for `vitals replay`: a
+ * sample of it (value 1, at the step the rank had reached) is
+ * detect_end at its time, not a sample. `vitals export` writes one for
+ * each emitter that closed normally, so that a replay of the export ends
+ * ranks where vitalsd did.
+ */
+#define DETECT_END_METRIC "vitals/end"
+
+/**
  * End of input (`vitals replay`): emit now the resolutions still held by
  * their rule's `hold` (docs/rules.md), stamped as they happened. Live,
  * they come when the hold runs out or the run finishes.

@@ -155,4 +155,90 @@ rows = list(csv.DictReader(open('$T/killed.csv')))
 assert len(rows) == 2 and not any(r['ended'] for r in rows), rows
 "
 check "collector stops cleanly" stop_collector
+# 5. Live equals replay on issue 9's cases, with the built-in rules:
+# trainers of tests/helpers/scenario.py (Python binding, real sleeps) log
+# a crash and restart, checkpoint phases, a slow divergence and a
+# heartbeat hang; the export of each run (every sample, and the ends of
+# the emitters that closed) replays to the alerts vitalsd stored.
+PY=${PYTHON:-python3}
+export PYTHONPATH="$(pwd)/emitter/python" PYTHONDONTWRITEBYTECODE=1
+export VITALS_LIB="$BIN/libvitals.so"
+# A sanitizer build of the library needs its runtime loaded first.
+for rt in asan ubsan; do
+	so=$(ldd "$VITALS_LIB" 2>/dev/null | awk "/lib$rt\\./ {print \$3}")
+	[ -n "$so" ] && export ASAN_OPTIONS=detect_leaks=0 PRELOAD="${PRELOAD:+$PRELOAD:}$so"
+done
+rm -rf "$DB"
+start_collector
+pids=
+for k in restart ckpt diverge hang; do
+	LD_PRELOAD=${PRELOAD:-} "$PY" tests/helpers/scenario.py $k s_$k \
+		>"$T/scenario.$k" 2>&1 &
+	pids="$pids $!"
+done
+for p in $pids; do wait "$p"; done
+check "collector stops cleanly after the scenarios" stop_collector
+for k in restart ckpt diverge hang; do
+	"$BIN/vitals" alerts --db "$DB" --run s_$k --format jsonl \
+		| sort >"$T/s_$k.live"
+	"$BIN/vitals" export --db "$DB" --run s_$k >"$T/s_$k.csv"
+	"$BIN/vitals" replay "$T/s_$k.csv" | sort >"$T/s_$k.replay"
+	check "$k: the replay of the export gives the live alerts" \
+		same_alerts "$T/s_$k.replay" "$T/s_$k.live"
+done
+"$BIN/vitals" export --db "$DB" --run s_restart --latest >"$T/latest.csv"
+check "export: both attempts of a redone step, --latest only the last" sh -c "
+	[ \$(grep -c '^[0-9.]*,250,0,loss,' '$T/s_restart.csv') = 2 ] &&
+	[ \$(grep -c '^[0-9.]*,250,0,loss,' '$T/latest.csv') = 1 ] &&
+	[ \$(grep -c ',vitals/end,' '$T/s_restart.csv') = 1 ] &&
+	! grep -q ',vitals/end,' '$T/latest.csv'"
+"$BIN/vitals" export --db "$DB" --run s_restart --latest --all-samples \
+	>/dev/null 2>"$T/both.err"
+check "export --latest --all-samples: a usage error" \
+	sh -c "[ $? = 2 ] && grep -q 'opposite' '$T/both.err'"
+# s KIND PYTHON: run PYTHON with `a` the live alerts of the scenario; its
+# exit status is the check's.
+s() {
+	"$PY" -c '
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+def firing(rule=None, kind=None):
+    return [x for x in a if x["state"] == "firing"
+            and rule in (None, x["rule"]) and kind in (None, x["kind"])]
+exec(sys.argv[2])
+' "$T/s_$1.live" "$2"
+}
+check "restart: one firing info event with the rollback point and steps lost" s restart '
+r = firing("restart")
+assert len(r) == 1 and r[0]["severity"] == "info", a
+assert r[0]["step"] == 200 and r[0]["baseline"] == 299 and r[0]["value"] == 99, r
+'
+check "restart: the stall of the downtime resolves as restarted at step 200" s restart '
+st = [x for x in a if x["rule"] == "stall"]
+assert len(firing("stall")) == 1, st
+assert [x for x in st if x["state"] == "resolved"
+        and "restarted at step 200" in x["message"]], st
+'
+check "checkpoint phases: no warning or critical" s ckpt '
+assert not [x for x in a if x["severity"] != "info"], a
+'
+check "slow divergence: critical before the NaN, within 200 steps of its start" s diverge '
+d = firing("loss_spike", "divergence")
+assert d and d[0]["severity"] == "critical", a
+assert 400 < d[0]["step"] < 600, d
+'
+check "heartbeat hang: one alert" s hang '
+assert len(firing()) == 1 and firing()[0]["kind"] == "progress_stall", a
+'
+check "every scenario run finished with nothing firing" sh -c '
+for k in restart ckpt diverge hang; do
+	python3 - "$0/s_$k.live" <<PY || exit 1
+import json, sys
+open_ = {}
+for x in map(json.loads, open(sys.argv[1])):
+    key = x["rule"]  # one incident per rule and run
+    open_[key] = open_.get(key, 0) + (1 if x["state"] == "firing" else -1)
+assert all(v <= 0 for v in open_.values()), (sys.argv[1], open_)
+PY
+done' "$T"
 finish
