@@ -297,23 +297,22 @@ store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples)
 
 /*
  * The cursors a fold (or a commit's direct appends) keeps open across
- * its series: they go in ascending sid order, so the sid index and the
+ * its series: they go in ascending sid order, so the statistics and the
  * blocks are read and written near where the last series left the
  * cursor, which LMDB finds without descending from the root; the
- * series record is rewritten where it was read.
+ * statistics are rewritten where they were read.
  */
 typedef struct fold_cur {
-	MDB_cursor *sids, *series, *blocks;
+	MDB_cursor *stats, *blocks;
 } fold_cur;
 
 static int  fold_cur_open(store_txn *t, fold_cur *fc);
 static void fold_cur_close(fold_cur *fc);
-static int  series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid,
-     uint8_t *key, size_t *klen, series_rec *r);
-static int  series_put(store_txn *t, fold_cur *fc, const uint8_t *key,
-     size_t klen, const series_rec *r);
-static int  put_block(
-     void *vctx, uint64_t first_step, uint32_t no, block_enc *enc);
+static int  series_of_sid(
+     store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r);
+static int series_put(store_txn *t, fold_cur *fc, const series_rec *r);
+static int put_block(
+    void *vctx, uint64_t first_step, uint32_t no, block_enc *enc);
 
 /* Where fold stores the blocks of one series, and the key of the last
  * block it stored (the tail). */
@@ -409,8 +408,6 @@ direct_put(store_txn *t, fold_cur *fc, uint32_t sid, const store_sample *s,
 	store               *st = t->st;
 	fold_ctx             c  = { t, fc->blocks, sid, 0, 0 };
 	series_rec           rec;
-	uint8_t              skey[STORE_KEY_MAX];
-	size_t               sklen = 0;
 	struct journal_tail *slot;
 	int                  rc;
 
@@ -422,7 +419,7 @@ direct_put(store_txn *t, fold_cur *fc, uint32_t sid, const store_sample *s,
 		return STORE_ENOMEM;
 	}
 	slot = &st->jtails[sid % TAIL_SLOTS];
-	if ((rc = series_of_sid(t, fc, sid, skey, &sklen, &rec)) != 0)
+	if ((rc = series_of_sid(t, fc, sid, &rec)) != 0)
 		return rc;
 	rc = journal_fold_series(
 	    t, fc->blocks, slot, sid, s, n, enc, put_block, &c);
@@ -437,7 +434,7 @@ direct_put(store_txn *t, fold_cur *fc, uint32_t sid, const store_sample *s,
 	store_series_add(&rec, s, n);
 	if (rec.jseen < t->st->jnext - 1)
 		rec.jseen = t->st->jnext - 1;
-	return series_put(t, fc, skey, sklen, &rec);
+	return series_put(t, fc, &rec);
 }
 
 int
@@ -712,6 +709,28 @@ journal_patch_series(store_txn *t, series_rec *r)
 	size_t        len = 0, cap = 0;
 	int           rc, own = 0, op = MDB_SET_RANGE;
 
+	if (st->has_stats) {
+		/* Format 3: the statistics are kept by sid. */
+		uint8_t sk[4];
+		MDB_val sv;
+
+		be_put32(sk, r->sid);
+		k.mv_data = sk;
+		k.mv_size = 4;
+		rc        = mdb_get(t->txn, st->stats, &k, &sv);
+		if (rc == MDB_NOTFOUND
+		    || (rc == 0
+		        && store_stats_decode(sv.mv_data, sv.mv_size, r)
+		            != 0)) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: the statistics of series %u are missing or "
+			    "do not parse",
+			    st->dir, r->sid);
+			return STORE_ECORRUPT;
+		}
+		if (rc != 0)
+			return store_fail(st, rc, "reading a series");
+	}
 	if (!st->has_journal || r->jseen == UINT64_MAX)
 		return 0;
 	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
@@ -771,8 +790,7 @@ fold_cur_open(store_txn *t, fold_cur *fc)
 	int    rc;
 
 	memset(fc, 0, sizeof(*fc));
-	if ((rc = mdb_cursor_open(t->txn, st->sids, &fc->sids)) != 0
-	    || (rc = mdb_cursor_open(t->txn, st->series, &fc->series)) != 0
+	if ((rc = mdb_cursor_open(t->txn, st->stats, &fc->stats)) != 0
 	    || (rc = mdb_cursor_open(t->txn, st->blocks, &fc->blocks)) != 0) {
 		fold_cur_close(fc);
 		return store_fail(st, rc, "opening cursors");
@@ -783,21 +801,17 @@ fold_cur_open(store_txn *t, fold_cur *fc)
 static void
 fold_cur_close(fold_cur *fc)
 {
-	if (fc->sids != NULL)
-		mdb_cursor_close(fc->sids);
-	if (fc->series != NULL)
-		mdb_cursor_close(fc->series);
+	if (fc->stats != NULL)
+		mdb_cursor_close(fc->stats);
 	if (fc->blocks != NULL)
 		mdb_cursor_close(fc->blocks);
 	memset(fc, 0, sizeof(*fc));
 }
 
-/* The key (copied into key, STORE_KEY_MAX bytes) and record of series
- * sid, leaving fc->series on the record (for series_put). Returns 0 or
- * a store_err. */
+/* The statistics of series sid, leaving fc->stats on them (for
+ * series_put). Returns 0 or a store_err. */
 static int
-series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, uint8_t *key,
-    size_t *klen, series_rec *r)
+series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r)
 {
 	store  *st    = t->st;
 	uint8_t sk[4] = { (uint8_t) (sid >> 24), (uint8_t) (sid >> 16),
@@ -805,51 +819,35 @@ series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, uint8_t *key,
 	MDB_val k     = { 4, sk }, v;
 	int     rc;
 
-	if ((rc = mdb_cursor_get(fc->sids, &k, &v, MDB_SET_KEY)) != 0
-	    || v.mv_size > STORE_KEY_MAX) {
+	memset(r, 0, sizeof(*r));
+	r->sid = sid;
+	if ((rc = mdb_cursor_get(fc->stats, &k, &v, MDB_SET_KEY)) != 0
+	    || store_stats_decode(v.mv_data, v.mv_size, r) != 0) {
 		if (rc == MDB_NOTFOUND || rc == 0) {
 			snprintf(st->err, sizeof(st->err),
-			    "%s: series %u has samples in the journal and no "
-			    "index entry",
-			    st->dir, sid);
-			return STORE_ECORRUPT;
-		}
-		return store_fail(st, rc, "reading a series id");
-	}
-	memcpy(key, v.mv_data, v.mv_size);
-	*klen     = v.mv_size;
-	k.mv_data = key;
-	k.mv_size = *klen;
-	if ((rc = mdb_cursor_get(fc->series, &k, &v, MDB_SET_KEY)) != 0) {
-		if (rc == MDB_NOTFOUND) {
-			snprintf(st->err, sizeof(st->err),
-			    "%s: series %u is indexed and has no record",
+			    "%s: series %u has samples and its statistics are "
+			    "missing or do not parse",
 			    st->dir, sid);
 			return STORE_ECORRUPT;
 		}
 		return store_fail(st, rc, "reading a series");
 	}
-	if (store_series_decode(v.mv_data, v.mv_size, r) != 0) {
-		snprintf(st->err, sizeof(st->err),
-		    "%s: a series record does not parse", st->dir);
-		return STORE_ECORRUPT;
-	}
 	return 0;
 }
 
-/* Rewrite the record series_of_sid left fc->series on (only blocks were
- * written since, in another database). Returns 0 or a store_err. */
+/* Rewrite the statistics series_of_sid left fc->stats on (only blocks
+ * were written since, in another database): the same size, so LMDB
+ * writes them in place. Returns 0 or a store_err. */
 static int
-series_put(store_txn *t, fold_cur *fc, const uint8_t *key, size_t klen,
-    const series_rec *r)
+series_put(store_txn *t, fold_cur *fc, const series_rec *r)
 {
-	uint8_t buf[SERIES_REC_SIZE];
-	MDB_val k = { klen, (void *) (uintptr_t) key },
-	        v = { sizeof(buf), buf };
-	int rc;
+	uint8_t sk[4], buf[STATS_REC_SIZE];
+	MDB_val k = { 4, sk }, v = { sizeof(buf), buf };
+	int     rc;
 
-	store_series_encode(buf, r);
-	if ((rc = mdb_cursor_put(fc->series, &k, &v, MDB_CURRENT)) != 0)
+	be_put32(sk, r->sid);
+	store_stats_encode(buf, r);
+	if ((rc = mdb_cursor_put(fc->stats, &k, &v, MDB_CURRENT)) != 0)
 		return store_fail(t->st, rc, "writing a series");
 	return 0;
 }
@@ -906,7 +904,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	size_t        npos = 0, cap = 0, len = 0, scap = 0;
 	store_sample *buf   = NULL;
 	block_enc    *enc   = NULL;
-	fold_cur      fc    = { NULL, NULL, NULL };
+	fold_cur      fc    = { NULL, NULL };
 	uint64_t      total = 0;
 	int           rc;
 
@@ -956,13 +954,10 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 		fold_ctx c
 		    = { t, fc.blocks, grp_sid(&pos[b].r, pos[b].g), 0, 0 };
 		series_rec rec;
-		uint8_t    skey[STORE_KEY_MAX];
-		size_t     sklen = 0;
 
-		/* The series record counts these samples from now on: the
-		 * records holding them are deleted below. */
-		if ((rc = series_of_sid(t, &fc, c.sid, skey, &sklen, &rec))
-		    != 0)
+		/* The series' statistics count these samples from now on:
+		 * the records holding them are deleted below. */
+		if ((rc = series_of_sid(t, &fc, c.sid, &rec)) != 0)
 			goto out;
 		len = 0;
 		for (size_t i = (size_t) b; i < npos; i++) {
@@ -986,7 +981,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			goto out;
 		if (rec.jseen < pos[npos - 1].r.no)
 			rec.jseen = pos[npos - 1].r.no;
-		if ((rc = series_put(t, &fc, skey, sklen, &rec)) != 0)
+		if ((rc = series_put(t, &fc, &rec)) != 0)
 			goto out;
 	}
 	/* The records go in the same transaction as their blocks. */
