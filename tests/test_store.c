@@ -1363,12 +1363,117 @@ TEST(format1_store_read_and_converted)
 	CHECK_EQ_INT(g.n, 2000);
 }
 
+static uint8_t *
+v2_var(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t) (v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t) v;
+	return p;
+}
+
+static uint64_t
+v2_zz(int64_t v)
+{
+	return ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+}
+
+/*
+ * Replace the one journal record of the store in dir by the record
+ * format 2 wrote for the same samples (make()'s: steps step0.., one
+ * series sid): u32 groups, u32 samples, u64 base step, u64 base time,
+ * { u32 sid, u32 offset }, then a varint count and per sample the step
+ * delta and the time's delta of deltas (zigzag varints, in ns) and the
+ * value's xor with the previous (a tag byte: 0, or 1 + its trailing
+ * zero bits, then the xor shifted right by them as a varint).
+ */
+static int
+journal_v2(const char *d, uint32_t sid, uint64_t step0, uint32_t n)
+{
+	MDB_env    *env;
+	MDB_txn    *txn;
+	MDB_dbi     jdb;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	uint8_t     rec[4096], *p = rec + 32, key[8];
+	uint64_t    bits = 0, step = step0;
+	int64_t     t0 = 1700000000000000000ll + (int64_t) step0 * 100000000;
+	int64_t     time = t0, dtime = 0;
+	int         rc;
+
+	if (n > 100)
+		return -1;
+	le_put(rec, 1, 4);
+	le_put(rec + 4, n, 4);
+	le_put(rec + 8, step0, 8);
+	le_put(rec + 16, (uint64_t) t0, 8);
+	le_put(rec + 24, sid, 4);
+	le_put(rec + 28, 0, 4);
+	p = v2_var(p, n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t s  = step0 + i, b, x;
+		int64_t  t  = 1700000000000000000ll + (int64_t) s * 100000000;
+		double   vv = val_lin(s);
+
+		memcpy(&b, &vv, 8);
+		p     = v2_var(p, v2_zz((int64_t) (s - step)));
+		p     = v2_var(p, v2_zz((t - time) - dtime));
+		dtime = t - time;
+		time  = t;
+		step  = s;
+		x     = b ^ bits;
+		bits  = b;
+		if (x == 0) {
+			*p++ = 0;
+		} else {
+			int tz = __builtin_ctzll(x);
+
+			*p++ = (uint8_t) (tz + 1);
+			p    = v2_var(p, x >> tz);
+		}
+	}
+	if (mdb_env_create(&env) != 0)
+		return -1;
+	mdb_env_set_maxdbs(env, 10);
+	if ((rc = mdb_env_open(env, d, 0, 0600)) != 0 ||
+	    (rc = mdb_txn_begin(env, NULL, 0, &txn)) != 0) {
+		mdb_env_close(env);
+		return rc;
+	}
+	if ((rc = mdb_dbi_open(txn, "journal", 0, &jdb)) != 0 ||
+	    (rc = mdb_cursor_open(txn, jdb, &cur)) != 0)
+		goto fail;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	if (rc == 0 && k.mv_size == 8)
+		memcpy(key, k.mv_data, 8);
+	if (rc == 0 && mdb_cursor_get(cur, &k, &v, MDB_NEXT) != MDB_NOTFOUND)
+		rc = -4; /* one record only */
+	mdb_cursor_close(cur);
+	if (rc != 0)
+		goto fail;
+	k.mv_data = key;
+	k.mv_size = 8;
+	v.mv_data = rec;
+	v.mv_size = (size_t) (p - rec);
+	if ((rc = mdb_put(txn, jdb, &k, &v, 0)) != 0)
+		goto fail;
+	rc = mdb_txn_commit(txn);
+	mdb_env_close(env);
+	return rc;
+fail:
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	return rc;
+}
+
 /*
  * A format-2 store (statistics in the series records) with samples
  * still in the journal is read as it is, and converted when vitalsd
  * opens it: the statistics move to the stats database, the journal
- * record stays and is folded later; listings and samples are the same
- * before and after, and go on counting.
+ * record (in format 2's layout) stays and is folded later; listings and
+ * samples are the same before and after, and go on counting.
  */
 TEST(format2_store_with_journal_converted)
 {
@@ -1388,10 +1493,16 @@ TEST(format2_store_with_journal_converted)
 	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED);
 	ingest_close(in);
 	store_close(st);
+	REQUIRE(listed("f2", "loss", 0, &r) == 0);
 	REQUIRE(set_format(dir, 2) == 0);
+	REQUIRE(journal_v2(dir, r.sid, 100, 100) == 0);
 
 	CHECK(read_series("f2", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 200);
+	for (uint64_t i = 0; i < g.n && i < 200; i++)
+		in_order &= g.steps[i] == i && g.values[i] == val_lin(i) &&
+		    g.times[i] == 1700000000000000000ll + (int64_t) i * 100000000;
+	CHECK(in_order);
 	REQUIRE(listed("f2", "loss", 0, &r) == 0);
 	CHECK(r.samples == 200 && r.last_step == 199);
 	CHECK(r.jseen != 0); /* the fold moved it past the first record */
