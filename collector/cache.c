@@ -34,7 +34,8 @@ cache_drop(ingest *in)
 	table_free(in->emitters);
 	table_free(in->runs);
 	in->series = in->emitters = in->runs = NULL;
-	in->dirty_series                     = NULL;
+	in->ndser                            = 0;
+	in->ndnew                            = 0;
 	in->dirty_emitters                   = NULL;
 	in->dirty_runs                       = NULL;
 	in->np                               = 0;
@@ -97,25 +98,36 @@ cache_mark_emitter(ingest *in, emi *e)
 	}
 }
 
-void
+int
 cache_mark_series(ingest *in, ser *s)
 {
-	if (!s->dirty) {
-		s->dirty         = 1;
-		s->next_dirty    = in->dirty_series;
-		in->dirty_series = s;
+	/* Dirty while dirty_at is this transaction's number: every series
+	 * is clean again once the commit counter moves, with no walk. */
+	if (s->dirty_at == in->stats.commits + 1)
+		return 0;
+	if (in->ndser == in->dscap) {
+		size_t     nc = in->dscap ? in->dscap * 2 : 1024;
+		ser_dirty *nd = realloc(in->dser, nc * sizeof(*nd));
+
+		if (nd == NULL)
+			return STORE_ENOMEM;
+		in->dser  = nd;
+		in->dscap = nc;
 	}
+	s->dirty_at             = in->stats.commits + 1;
+	s->dix                  = (uint32_t) in->ndser;
+	in->dser[in->ndser].sid = s->rec.sid;
+	in->dser[in->ndser].n   = 0;
+	in->dser[in->ndser++].s = s;
+	return 0;
 }
 
 void
 cache_settle(ingest *in)
 {
-	for (ser *s = in->dirty_series, *n; s != NULL; s = n) {
-		n             = s->next_dirty;
-		s->dirty      = 0;
-		s->isnew      = 0;
-		s->next_dirty = NULL;
-	}
+	/* Series: their dirty_at is behind the commit counter now. */
+	in->ndser = 0;
+	in->ndnew = 0;
 	for (emi *e = in->dirty_emitters, *n; e != NULL; e = n) {
 		n             = e->next_dirty;
 		e->dirty      = 0;
@@ -127,7 +139,6 @@ cache_settle(ingest *in)
 		r->refused_dirty = 0;
 		r->next_dirty    = NULL;
 	}
-	in->dirty_series   = NULL;
 	in->dirty_emitters = NULL;
 	in->dirty_runs     = NULL;
 }

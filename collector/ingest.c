@@ -77,10 +77,14 @@ ingest_close(ingest *in)
 	store_abort(in->txn);
 	cache_drop(in);
 	free(in->names);
-	free(in->pser);
+	free(in->pidx);
 	free(in->psamp);
 	free(in->pgrouped);
+	free(in->dser);
+	free(in->dnew);
 	free(in->pseries);
+	free(in->psort);
+	free(in->pstart);
 	free(in->pgroups);
 	free(in->used);
 	free(in);
@@ -350,16 +354,30 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			free(s);
 			return rc;
 		}
-		s->isnew = 1;
+		if (in->ndnew == in->dncap) {
+			size_t      nc = in->dncap ? in->dncap * 2 : 1024;
+			ser_by_sid *nd = realloc(in->dnew, nc * sizeof(*nd));
+
+			if (nd == NULL) {
+				free(s);
+				return STORE_ENOMEM;
+			}
+			in->dnew  = nd;
+			in->dncap = nc;
+		}
+		in->dnew[in->ndnew].sid = s->rec.sid;
+		in->dnew[in->ndnew].k   = 0;
+		in->dnew[in->ndnew++].s = s;
 		r->rec.series++;
 		cache_mark_run(in, r);
-		cache_mark_series(in, s);
 		in->tentative.series++;
 	} else if (rc != 0) {
 		free(s);
 		return rc;
 	}
 	if (table_put(in->series, key, kl, s) != 0) {
+		if (in->ndnew > 0 && in->dnew[in->ndnew - 1].s == s)
+			in->ndnew--;
 		free(s);
 		return STORE_ENOMEM;
 	}
@@ -427,12 +445,12 @@ append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
 {
 	if (in->np == in->pcap) {
 		size_t        nc = in->pcap ? in->pcap * 2 : 4096;
-		ser         **ns = realloc(in->pser, nc * sizeof(*ns));
+		uint32_t     *ns = realloc(in->pidx, nc * sizeof(*ns));
 		store_sample *np;
 
 		if (ns == NULL)
 			return STORE_ENOMEM;
-		in->pser = ns;
+		in->pidx = ns;
 		if ((np = realloc(in->psamp, nc * sizeof(*np))) == NULL)
 			return STORE_ENOMEM;
 		in->psamp = np;
@@ -441,13 +459,14 @@ append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
 		in->pgrouped = np;
 		in->pcap     = nc;
 	}
-	in->pser[in->np]          = s;
+	if (cache_mark_series(in, s) != 0)
+		return STORE_ENOMEM;
+	in->pidx[in->np]          = s->dix;
 	in->psamp[in->np].step    = step;
 	in->psamp[in->np].time_ns = t;
 	in->psamp[in->np].value   = value;
 	in->np++;
-	s->jn++;
-	cache_mark_series(in, s);
+	in->dser[s->dix].n++;
 	return 0;
 }
 
@@ -601,54 +620,113 @@ ser_sid_cmp(const void *a, const void *b)
 }
 
 /*
+ * Sort a[0..n) by sid; tmp has room for n. A wide run's series mostly
+ * come in sid order already (emitters name them in the order they were
+ * created), which one pass finds; otherwise a radix sort by 11-bit
+ * digits (linear, where qsort's comparisons cost a call each).
+ */
+static void
+sort_by_sid(ser_by_sid *a, ser_by_sid *tmp, size_t n)
+{
+	ser_by_sid *src = a, *dst = tmp;
+	size_t      i;
+
+	for (i = 1; i < n && a[i - 1].sid <= a[i].sid; i++)
+		;
+	if (i >= n)
+		return;
+	if (n < 256) {
+		qsort(a, n, sizeof(*a), ser_sid_cmp);
+		return;
+	}
+	for (unsigned sh = 0; sh < 32; sh += 11) {
+		size_t count[2048] = { 0 };
+
+		for (i = 0; i < n; i++)
+			count[(src[i].sid >> sh) & 2047]++;
+		if (count[(src[0].sid >> sh) & 2047] == n)
+			continue; /* one digit: nothing moves */
+		for (size_t d = 0, at = 0; d < 2048; d++) {
+			size_t c = count[d];
+
+			count[d] = at;
+			at += c;
+		}
+		for (i = 0; i < n; i++)
+			dst[count[(src[i].sid >> sh) & 2047]++] = src[i];
+		{
+			ser_by_sid *x = src;
+
+			src = dst;
+			dst = x;
+		}
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof(*a));
+}
+
+/* Room for n entries in pseries, psort, pstart and pgroups. Returns 0
+ * or STORE_ENOMEM. */
+static int
+group_room(ingest *in, size_t n)
+{
+	size_t nc = in->pgcap ? in->pgcap : 1024;
+	void  *p;
+
+	if (n <= in->pgcap)
+		return 0;
+	while (nc < n)
+		nc *= 2;
+	if ((p = realloc(in->pseries, nc * sizeof(*in->pseries))) == NULL)
+		return STORE_ENOMEM;
+	in->pseries = p;
+	if ((p = realloc(in->psort, nc * sizeof(*in->psort))) == NULL)
+		return STORE_ENOMEM;
+	in->psort = p;
+	if ((p = realloc(in->pstart, nc * sizeof(*in->pstart))) == NULL)
+		return STORE_ENOMEM;
+	in->pstart = p;
+	if ((p = realloc(in->pgroups, nc * sizeof(*in->pgroups))) == NULL)
+		return STORE_ENOMEM;
+	in->pgroups = p;
+	in->pgcap   = nc;
+	return 0;
+}
+
+/*
  * The transaction's samples as one journal record: grouped by series in
  * sid order, each series' samples in the order they arrived. Linear in
- * the samples, plus a sort of the series touched (on their sids copied
- * out, so that a wide commit visits each series twice, not at every
- * comparison). Returns 0 or a store_err.
+ * the samples and the series, and reads only the commit's own arrays
+ * (dser, pidx), not the series (see ser_dirty). Returns 0 or a
+ * store_err.
  */
 static int
 put_journal(ingest *in)
 {
-	size_t ng = 0, off = 0;
+	size_t ng = in->ndser, off = 0;
 	int    rc;
 
 	if (in->np == 0)
 		return 0;
-	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty) {
-		if (s->jn == 0)
-			continue;
-		if (ng == in->pgcap) {
-			size_t      nc = in->pgcap ? in->pgcap * 2 : 1024;
-			ser_by_sid *ns
-			    = realloc(in->pseries, nc * sizeof(*ns));
-			store_group *ng2;
-
-			if (ns == NULL)
-				return STORE_ENOMEM;
-			in->pseries = ns;
-			ng2         = realloc(in->pgroups, nc * sizeof(*ng2));
-			if (ng2 == NULL)
-				return STORE_ENOMEM;
-			in->pgroups = ng2;
-			in->pgcap   = nc;
-		}
-		in->pseries[ng].sid = s->rec.sid;
-		in->pseries[ng++].s = s;
+	if ((rc = group_room(in, ng)) != 0)
+		return rc;
+	for (size_t k = 0; k < ng; k++) {
+		in->pseries[k].sid = in->dser[k].sid;
+		in->pseries[k].k   = (uint32_t) k;
+		in->pseries[k].s   = NULL;
 	}
-	qsort(in->pseries, ng, sizeof(*in->pseries), ser_sid_cmp);
+	sort_by_sid(in->pseries, in->psort, ng);
 	for (size_t i = 0; i < ng; i++) {
-		ser *s             = in->pseries[i].s;
+		uint32_t k = in->pseries[i].k;
+
 		in->pgroups[i].sid = in->pseries[i].sid;
-		in->pgroups[i].n   = s->jn;
-		s->jpos            = (uint32_t) off;
-		off += s->jn;
+		in->pgroups[i].n   = in->dser[k].n;
+		in->pstart[k]      = (uint32_t) off;
+		off += in->dser[k].n;
 	}
 	for (size_t i = 0; i < in->np; i++)
-		in->pgrouped[in->pser[i]->jpos++] = in->psamp[i];
+		in->pgrouped[in->pstart[in->pidx[i]]++] = in->psamp[i];
 	rc = store_journal_put(in->txn, in->pgroups, ng, in->pgrouped);
-	for (size_t i = 0; i < ng; i++)
-		in->pseries[i].s->jn = 0;
 	in->np = 0;
 	return rc;
 }
@@ -663,10 +741,14 @@ flush_dirty(ingest *in)
 	/* Only new series: the others' records are the fold's to write,
 	 * so a commit does not touch one page per series it brings. New
 	 * ones first: store_journal_put may append a series' samples to
-	 * its blocks and count them in its record. */
-	for (ser *s = in->dirty_series; s != NULL; s = s->next_dirty) {
-		if (!s->isnew)
-			continue;
+	 * its blocks and count them in its record. By sid, so that the
+	 * store appends their statistics at the end of their database. */
+	if ((rc = group_room(in, in->ndnew)) != 0)
+		return rc;
+	sort_by_sid(in->dnew, in->psort, in->ndnew);
+	for (size_t i = 0; i < in->ndnew; i++) {
+		ser *s = in->dnew[i].s;
+
 		rc = store_put_new_series(
 		    in->txn, s->key, s->keylen, s->rec.sid);
 		if (rc != 0)

@@ -15,22 +15,33 @@
  * store from the journal, not here). The key is sized to fit, as a cache
  * of many series is mostly keys. */
 typedef struct ser {
-	series_rec  rec;
-	size_t      keylen;
-	uint32_t    jn;   /* samples of it in the open transaction */
-	uint32_t    jpos; /* where they go in the journal record */
-	uint64_t    used; /* number of the last commit that touched it */
-	uint32_t    opos; /* its place in an emitter's order (emi) */
-	int         dirty;
-	int         isnew; /* created by the open transaction */
-	struct ser *next_dirty;
-	uint8_t     key[];
+	series_rec rec;
+	size_t     keylen;
+	uint64_t   used;     /* number of the last commit that touched it */
+	uint64_t   dirty_at; /* stats.commits + 1 while the open
+	                      * transaction has samples of it */
+	uint32_t   dix;      /* then: its entry in ingest.dser */
+	uint32_t   opos;     /* its place in an emitter's order (emi) */
+	uint8_t    key[];
 } ser;
 
-/* A series with samples in the commit, sorted by its sid: the sid is
- * copied out so that the sort does not visit every series. */
+/*
+ * A series with samples in the open transaction: its sid and count are
+ * copied out, so that grouping the commit's samples by series, in sid
+ * order, reads these arrays only and never the series themselves (at
+ * 100,000 series a commit, each visit of a series is a cache miss).
+ */
+typedef struct ser_dirty {
+	uint32_t sid;
+	uint32_t n; /* its samples in the transaction */
+	ser     *s;
+} ser_dirty;
+
+/* A series by sid, for sorting: k is its index in ingest.dser (or the
+ * series, for new ones). */
 typedef struct ser_by_sid {
 	uint32_t sid;
+	uint32_t k;
 	ser     *s;
 } ser_by_sid;
 
@@ -66,17 +77,21 @@ struct ingest {
 	ingest_opts opts;
 	store_txn  *txn;
 	table      *series, *emitters, *runs;
-	ser        *dirty_series;
 	emi        *dirty_emitters;
 	run        *dirty_runs;
 	ser **names; /* per batch: name index -> series (NULL: refused) */
 	/* The samples of the open transaction in arrival order, each with
 	 * its series; grouped by series into one journal record at commit
 	 * (store/journal.h). At most one commit's samples. */
-	ser         **pser;
+	uint32_t     *pidx; /* per sample: its series' entry in dser */
 	store_sample *psamp, *pgrouped;
 	size_t        np, pcap;
-	ser_by_sid   *pseries; /* the series with samples, by sid */
+	ser_dirty    *dser; /* the series with samples, in arrival order */
+	size_t        ndser, dscap;
+	ser_by_sid   *dnew; /* the series the transaction creates */
+	size_t        ndnew, dncap;
+	ser_by_sid   *pseries, *psort; /* dser by sid, and scratch */
+	uint32_t     *pstart;          /* per dser entry: where its samples go */
 	store_group  *pgroups;
 	size_t        pgcap;
 	uint8_t      *used;        /* per batch: name index has a sample */
@@ -95,10 +110,12 @@ void cache_drop(ingest *in);
 /* Free an emitter entry and its order. */
 void cache_free_emitter(ingest *in, emi *e);
 
-/* Mark an entry dirty: written by the next commit. */
+/* Mark an entry dirty: written by the next commit. A series is marked
+ * when the transaction brings a sample of it (returns 0 or
+ * STORE_ENOMEM). */
 void cache_mark_run(ingest *in, run *r);
 void cache_mark_emitter(ingest *in, emi *e);
-void cache_mark_series(ingest *in, ser *s);
+int  cache_mark_series(ingest *in, ser *s);
 /* After a commit: every entry is clean again. */
 void cache_settle(ingest *in);
 

@@ -23,13 +23,25 @@
 #define REC_GROUP 8
 #define SAMPLE_MAX 31 /* two 10-byte varints, a tag and a varint */
 
-/* A record as read: its groups and samples, checked against its size. */
+/* A record as read: its groups and samples, checked against its size
+ * (the layouts: "records", below). */
 typedef struct jrec {
 	uint64_t       no;
-	const uint8_t *p;
+	const uint8_t *p, *idx, *pay; /* the record, its table, its code */
 	uint32_t       ngroups, nsamples;
 	size_t         size;
+	int            v3;         /* written by format 3 */
+	uint64_t       step, unit; /* base step, time unit */
+	int64_t        time;       /* base time */
 } jrec;
+
+/* Where a reader is in a record: at group g (g == ngroups: past the
+ * last), of series sid. Format 3: p is where the group's count is, and
+ * next, once known, where the next group's code starts. */
+typedef struct jcur {
+	uint32_t       g, sid;
+	const uint8_t *p, *next;
+} jcur;
 
 static int
 corrupt(store *st, uint64_t no)
@@ -87,25 +99,42 @@ get_var(const uint8_t **p, const uint8_t *end, uint64_t *v)
 /*
  * What each sample is coded against: the previous sample of its group
  * (the first against the record's base step and time and a zero value).
- * The step as a signed delta, the time as a signed delta of deltas, the
- * value as the xor of its bit pattern with the previous one: a tag byte
- * (0: equal; else 1 + its trailing zero bits) and the xor shifted right
- * by them, as a varint. Realistic samples take 6 to 10 bytes.
+ * The step as a signed delta, the time as a signed delta of deltas in
+ * the record's time unit (every one of them is a multiple of it: 1 ms
+ * for vitalsd's default times), the value as the xor of its bit pattern
+ * with the previous one: a tag byte (0: equal; else 1 + its trailing
+ * zero bits) and the xor shifted right by them, as a varint. Realistic
+ * samples take 4 to 10 bytes.
  */
 typedef struct jcoder {
 	uint64_t step, bits;
 	int64_t  time, dtime;
+	uint64_t unit; /* the time unit (1: format-2 records) */
 } jcoder;
+
+/* The time's delta of deltas of s against c (before the unit), moving
+ * c's time on. */
+static inline int64_t
+sample_dd(jcoder *c, const store_sample *s)
+{
+	int64_t dt = (int64_t) ((uint64_t) s->time_ns - (uint64_t) c->time);
+	int64_t dd = (int64_t) ((uint64_t) dt - (uint64_t) c->dtime);
+
+	c->time  = s->time_ns;
+	c->dtime = dt;
+	return dd;
+}
 
 static uint8_t *
 sample_put(uint8_t *p, jcoder *c, const store_sample *s)
 {
 	uint64_t bits, x;
-	int64_t  dt = (int64_t) ((uint64_t) s->time_ns - (uint64_t) c->time);
+	int64_t  dd = sample_dd(c, s);
 
 	memcpy(&bits, &s->value, sizeof(bits));
 	p = put_var(p, zz((int64_t) (s->step - c->step)));
-	p = put_var(p, zz((int64_t) ((uint64_t) dt - (uint64_t) c->dtime)));
+	/* dd is a multiple of the unit, which is at most 10^6. */
+	p = put_var(p, zz(dd / (int64_t) c->unit));
 	x = bits ^ c->bits;
 	if (x == 0) {
 		*p++ = 0;
@@ -115,10 +144,8 @@ sample_put(uint8_t *p, jcoder *c, const store_sample *s)
 		*p++ = (uint8_t) (tz + 1);
 		p    = put_var(p, x >> tz);
 	}
-	c->step  = s->step;
-	c->time  = s->time_ns;
-	c->dtime = dt;
-	c->bits  = bits;
+	c->step = s->step;
+	c->bits = bits;
 	return p;
 }
 
@@ -140,7 +167,7 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
 	} else {
 		(*p)++;
 	}
-	dt       = (int64_t) ((uint64_t) c->dtime + (uint64_t) unzz(dd));
+	dt = (int64_t) ((uint64_t) c->dtime + (uint64_t) unzz(dd) * c->unit);
 	c->step  = c->step + (uint64_t) unzz(d);
 	c->time  = (int64_t) ((uint64_t) c->time + (uint64_t) dt);
 	c->dtime = dt;
@@ -155,52 +182,227 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
  */
 
 /*
- * A record (little-endian): u32 groups, u32 samples, u64 base step, u64
- * base time; per group { u32 sid, u32 offset of its code in the payload },
- * sids strictly ascending; then the payload: per group a varint count and
- * its samples (sample_put).
+ * A record (little-endian), as format 3 writes it: u32 REC_TAG, u32
+ * groups, u32 samples, u64 base step, u64 base time, u32 time unit;
+ * then per chunk of REC_CHUNK groups { u32 sid of its first group, u32
+ * offset of its code in the payload }; then the payload: per group a
+ * varint of its sid less the one before it in the chunk (0 for the
+ * first), a varint count and its samples (sample_put). Sids ascend
+ * strictly. A reader finds a series by binary search over the chunks
+ * and a walk of at most REC_CHUNK groups: a wide record's sample costs
+ * about 2 bytes besides its code, where format 2's group table cost 8.
+ *
+ * Format 2's records (no tag: their first u32, the group count, is
+ * below 2^29) are read as they are: u32 groups, u32 samples, u64 base
+ * step, u64 base time; per group { u32 sid, u32 offset of its code },
+ * then per group a varint count and its samples (time unit 1).
  */
+#define REC_TAG 0xffffffffu
+#define REC3_HEAD 32
+#define REC_CHUNK 16
+
 static int
 rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 {
 	const uint8_t *p = v->mv_data;
+	uint64_t       table;
 
 	if (k->mv_size != 8)
 		return corrupt(st, 0);
 	r->no = be_get64(k->mv_data);
 	if (v->mv_size < REC_HEAD)
 		return corrupt(st, r->no);
-	r->p        = p;
+	r->p    = p;
+	r->size = v->mv_size;
+	r->v3   = wire_get32(p) == REC_TAG;
+	if (r->v3) {
+		if (v->mv_size < REC3_HEAD)
+			return corrupt(st, r->no);
+		r->ngroups  = wire_get32(p + 4);
+		r->nsamples = wire_get32(p + 8);
+		r->step     = wire_get64(p + 12);
+		r->time     = (int64_t) wire_get64(p + 20);
+		r->unit     = wire_get32(p + 28);
+		r->idx      = p + REC3_HEAD;
+		table
+		    = ((uint64_t) r->ngroups + REC_CHUNK - 1) / REC_CHUNK * 8;
+		if (r->unit == 0 || v->mv_size < REC3_HEAD + table)
+			return corrupt(st, r->no);
+		r->pay = r->idx + table;
+		return 0;
+	}
 	r->ngroups  = wire_get32(p);
 	r->nsamples = wire_get32(p + 4);
-	r->size     = v->mv_size;
+	r->step     = wire_get64(p + 8);
+	r->time     = (int64_t) wire_get64(p + 16);
+	r->unit     = 1;
+	r->idx      = p + REC_HEAD;
 	if (v->mv_size < REC_HEAD + (uint64_t) r->ngroups * REC_GROUP)
 		return corrupt(st, r->no);
+	r->pay = r->idx + (size_t) r->ngroups * REC_GROUP;
 	return 0;
 }
 
-static uint32_t
-grp_sid(const jrec *r, uint32_t g)
+/* Format 3: open chunk ch at its first group. Returns 0 or a store_err. */
+static int
+chunk_open(store *st, const jrec *r, uint32_t ch, jcur *c)
 {
-	return wire_get32(r->p + REC_HEAD + (size_t) g * REC_GROUP);
+	const uint8_t *end = r->p + r->size;
+	uint32_t       off = wire_get32(r->idx + (size_t) ch * 8 + 4);
+	uint64_t       d;
+
+	c->g    = ch * REC_CHUNK;
+	c->next = NULL;
+	if (off > (size_t) (end - r->pay))
+		return corrupt(st, r->no);
+	c->p = r->pay + off;
+	if (get_var(&c->p, end, &d) != 0 || d != 0)
+		return corrupt(st, r->no);
+	c->sid = wire_get32(r->idx + (size_t) ch * 8);
+	return 0;
 }
 
-/* Decode group g of r, appending its samples to a growing array; *n:
- * how many. Returns 0 or a store_err. */
+/* The cursor c at the first group of r (c->g == r->ngroups: none).
+ * Returns 0 or a store_err. */
 static int
-grp_copy(store *st, const jrec *r, uint32_t g, store_sample **buf, size_t *len,
+cur_first(store *st, const jrec *r, jcur *c)
+{
+	c->g    = 0;
+	c->next = NULL;
+	c->p    = NULL;
+	if (r->ngroups == 0)
+		return 0;
+	if (r->v3)
+		return chunk_open(st, r, 0, c);
+	c->sid = wire_get32(r->idx);
+	return 0;
+}
+
+/* Format 3: the end of the code of c's group (its count and samples),
+ * read without decoding the samples. NULL if it does not parse. */
+static const uint8_t *
+grp_skip(const jrec *r, const jcur *c)
+{
+	const uint8_t *end = r->p + r->size, *p = c->p;
+	uint64_t       cnt, x;
+
+	if (get_var(&p, end, &cnt) != 0 || cnt == 0
+	    || cnt > (uint64_t) (end - p))
+		return NULL;
+	for (uint64_t i = 0; i < cnt; i++) {
+		if (get_var(&p, end, &x) != 0 || get_var(&p, end, &x) != 0
+		    || p >= end)
+			return NULL;
+		if (*p++ != 0 && get_var(&p, end, &x) != 0)
+			return NULL;
+	}
+	return p;
+}
+
+/* The cursor c at the next group of r (c->g == r->ngroups: none left).
+ * Returns 0 or a store_err. */
+static int
+cur_next(store *st, const jrec *r, jcur *c)
+{
+	const uint8_t *end = r->p + r->size, *p;
+	uint64_t       d;
+
+	if (++c->g >= r->ngroups) {
+		c->g = r->ngroups;
+		return 0;
+	}
+	if (!r->v3) {
+		c->sid = wire_get32(r->idx + (size_t) c->g * REC_GROUP);
+		return 0;
+	}
+	if (c->g % REC_CHUNK == 0)
+		return chunk_open(st, r, c->g / REC_CHUNK, c);
+	if ((p = c->next) == NULL && (p = grp_skip(r, c)) == NULL)
+		return corrupt(st, r->no);
+	if (get_var(&p, end, &d) != 0 || d == 0 || d > UINT32_MAX - c->sid)
+		return corrupt(st, r->no);
+	c->sid += (uint32_t) d;
+	c->p    = p;
+	c->next = NULL;
+	return 0;
+}
+
+/* Find series sid in r: *found 1 with c at its group, or 0. Returns 0
+ * or a store_err. */
+static int
+cur_find(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
+{
+	uint32_t lo = 0, hi, n;
+	int      rc;
+
+	*found = 0;
+	if (!r->v3) {
+		hi = r->ngroups;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (wire_get32(r->idx + (size_t) mid * REC_GROUP)
+			    < sid)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == r->ngroups
+		    || wire_get32(r->idx + (size_t) lo * REC_GROUP) != sid)
+			return 0;
+		c->g    = lo;
+		c->sid  = sid;
+		c->next = NULL;
+		*found  = 1;
+		return 0;
+	}
+	/* The last chunk starting at or before sid. */
+	n  = (r->ngroups + REC_CHUNK - 1) / REC_CHUNK;
+	hi = n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (wire_get32(r->idx + (size_t) mid * 8) <= sid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return 0;
+	if ((rc = chunk_open(st, r, lo - 1, c)) != 0)
+		return rc;
+	while (c->sid < sid) {
+		uint32_t ch = c->g / REC_CHUNK;
+
+		if ((rc = cur_next(st, r, c)) != 0)
+			return rc;
+		if (c->g == r->ngroups || c->g / REC_CHUNK != ch)
+			return 0;
+	}
+	*found = c->sid == sid;
+	return 0;
+}
+
+/* Decode the group c is at, appending its samples to a growing array;
+ * *n: how many. Returns 0 or a store_err. */
+static int
+grp_copy(store *st, const jrec *r, jcur *c, store_sample **buf, size_t *len,
     size_t *cap, uint32_t *n)
 {
-	const uint8_t *pay = r->p + REC_HEAD + (size_t) r->ngroups * REC_GROUP;
 	const uint8_t *end = r->p + r->size, *p;
-	uint32_t       off
-	    = wire_get32(r->p + REC_HEAD + (size_t) g * REC_GROUP + 4);
-	uint64_t cnt;
-	jcoder   c;
+	uint64_t       cnt;
+	jcoder         jc;
 
-	if (off > (size_t) (end - pay))
-		return corrupt(st, r->no);
-	p = pay + off;
+	if (r->v3) {
+		p = c->p;
+	} else {
+		uint32_t off
+		    = wire_get32(r->idx + (size_t) c->g * REC_GROUP + 4);
+
+		if (off > (size_t) (end - r->pay))
+			return corrupt(st, r->no);
+		p = r->pay + off;
+	}
 	if (get_var(&p, end, &cnt) != 0 || cnt == 0
 	    || cnt > (uint64_t) (end - p))
 		return corrupt(st, r->no);
@@ -218,13 +420,15 @@ grp_copy(store *st, const jrec *r, uint32_t g, store_sample **buf, size_t *len,
 		*buf = nb;
 		*cap = nc;
 	}
-	c.step  = wire_get64(r->p + 8);
-	c.time  = (int64_t) wire_get64(r->p + 16);
-	c.dtime = 0;
-	c.bits  = 0;
+	jc.step  = r->step;
+	jc.time  = r->time;
+	jc.dtime = 0;
+	jc.bits  = 0;
+	jc.unit  = r->unit;
 	for (uint64_t i = 0; i < cnt; i++)
-		if (sample_get(&p, end, &c, &(*buf)[*len + i]) != 0)
+		if (sample_get(&p, end, &jc, &(*buf)[*len + i]) != 0)
 			return corrupt(st, r->no);
+	c->next = p;
 	*len += cnt;
 	*n = (uint32_t) cnt;
 	return 0;
@@ -297,23 +501,22 @@ store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples)
 
 /*
  * The cursors a fold (or a commit's direct appends) keeps open across
- * its series: they go in ascending sid order, so the sid index and the
+ * its series: they go in ascending sid order, so the statistics and the
  * blocks are read and written near where the last series left the
  * cursor, which LMDB finds without descending from the root; the
- * series record is rewritten where it was read.
+ * statistics are rewritten where they were read.
  */
 typedef struct fold_cur {
-	MDB_cursor *sids, *series, *blocks;
+	MDB_cursor *stats, *blocks;
 } fold_cur;
 
 static int  fold_cur_open(store_txn *t, fold_cur *fc);
 static void fold_cur_close(fold_cur *fc);
-static int  series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid,
-     uint8_t *key, size_t *klen, series_rec *r);
-static int  series_put(store_txn *t, fold_cur *fc, const uint8_t *key,
-     size_t klen, const series_rec *r);
-static int  put_block(
-     void *vctx, uint64_t first_step, uint32_t no, block_enc *enc);
+static int  series_of_sid(
+     store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r);
+static int series_put(store_txn *t, fold_cur *fc, const series_rec *r);
+static int put_block(
+    void *vctx, uint64_t first_step, uint32_t no, block_enc *enc);
 
 /* Where fold stores the blocks of one series, and the key of the last
  * block it stored (the tail). */
@@ -363,30 +566,24 @@ pending_in_journal(
 	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
 		return store_fail(st, rc, "reading the journal");
 	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
-		jrec     r;
-		uint32_t lo = 0;
+		jrec r;
+		jcur c;
+		int  found = 0;
 
 		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
 			own = 1;
 			break;
 		}
-		/* Candidates ascend by sid: each search starts where the
-		 * last one ended. */
-		for (size_t i = 0; i < ng && lo < r.ngroups; i++) {
-			uint32_t hi = r.ngroups;
-
+		for (size_t i = 0; i < ng && rc == 0; i++) {
 			if (!direct[i])
 				continue;
-			while (lo < hi) {
-				uint32_t mid = lo + (hi - lo) / 2;
-
-				if (grp_sid(&r, mid) < g[i].sid)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo < r.ngroups && grp_sid(&r, lo) == g[i].sid)
+			rc = cur_find(st, &r, g[i].sid, &c, &found);
+			if (rc == 0 && found)
 				direct[i] = 0;
+		}
+		if (rc != 0) {
+			own = 1;
+			break;
 		}
 	}
 	mdb_cursor_close(cur);
@@ -409,8 +606,6 @@ direct_put(store_txn *t, fold_cur *fc, uint32_t sid, const store_sample *s,
 	store               *st = t->st;
 	fold_ctx             c  = { t, fc->blocks, sid, 0, 0 };
 	series_rec           rec;
-	uint8_t              skey[STORE_KEY_MAX];
-	size_t               sklen = 0;
 	struct journal_tail *slot;
 	int                  rc;
 
@@ -422,7 +617,7 @@ direct_put(store_txn *t, fold_cur *fc, uint32_t sid, const store_sample *s,
 		return STORE_ENOMEM;
 	}
 	slot = &st->jtails[sid % TAIL_SLOTS];
-	if ((rc = series_of_sid(t, fc, sid, skey, &sklen, &rec)) != 0)
+	if ((rc = series_of_sid(t, fc, sid, &rec)) != 0)
 		return rc;
 	rc = journal_fold_series(
 	    t, fc->blocks, slot, sid, s, n, enc, put_block, &c);
@@ -437,7 +632,7 @@ direct_put(store_txn *t, fold_cur *fc, uint32_t sid, const store_sample *s,
 	store_series_add(&rec, s, n);
 	if (rec.jseen < t->st->jnext - 1)
 		rec.jseen = t->st->jnext - 1;
-	return series_put(t, fc, skey, sklen, &rec);
+	return series_put(t, fc, &rec);
 }
 
 int
@@ -447,7 +642,9 @@ store_journal_put(
 	store              *st = t->st;
 	uint64_t            ns = 0;
 	uint8_t             key[8], *p, *pay, *q, *direct = NULL;
-	size_t              need, nj = 0, ndirect = 0;
+	size_t              need, nj = 0, ndirect = 0, nch;
+	uint64_t            unit  = 1000000;
+	uint32_t            prev  = 0;
 	const store_sample *first = NULL;
 	MDB_val             k, v;
 	int                 rc;
@@ -509,7 +706,8 @@ store_journal_put(
 		rc = STORE_ECORRUPT;
 		goto out;
 	}
-	need = REC_HEAD + nj * REC_GROUP + nj * 10 + ns * SAMPLE_MAX;
+	nch  = (nj + REC_CHUNK - 1) / REC_CHUNK;
+	need = REC3_HEAD + nch * 8 + nj * 10 + ns * SAMPLE_MAX;
 	if (need > st->jcap) {
 		uint8_t *nb = realloc(st->jbuf, need);
 
@@ -518,23 +716,45 @@ store_journal_put(
 		st->jbuf = nb;
 		st->jcap = need;
 	}
-	p = st->jbuf;
-	wire_put32(p, (uint32_t) nj);
-	wire_put32(p + 4, (uint32_t) ns);
-	wire_put64(p + 8, first->step);
-	wire_put64(p + 16, (uint64_t) first->time_ns);
-	pay = p + REC_HEAD + nj * REC_GROUP;
-	q   = pay;
-	for (size_t i = 0, at = 0, j = 0; i < ng; at += g[i].n, i++) {
-		jcoder c = { first->step, 0, first->time_ns, 0 };
+	/* The time unit: the largest of 10^6, 10^3 and 1 that divides
+	 * every time delta of deltas the record codes. */
+	for (size_t i = 0, at = 0; i < ng && unit > 1; at += g[i].n, i++) {
+		jcoder c = { first->step, 0, first->time_ns, 0, 1 };
 
 		if (direct != NULL && direct[i])
 			continue;
-		wire_put32(p + REC_HEAD + j * REC_GROUP, g[i].sid);
-		wire_put32(
-		    p + REC_HEAD + j * REC_GROUP + 4, (uint32_t) (q - pay));
+		for (uint32_t m = 0; m < g[i].n && unit > 1; m++) {
+			int64_t dd = sample_dd(&c, &s[at + m]);
+
+			while (unit > 1 && dd % (int64_t) unit != 0)
+				unit /= 1000;
+		}
+	}
+	p = st->jbuf;
+	wire_put32(p, REC_TAG);
+	wire_put32(p + 4, (uint32_t) nj);
+	wire_put32(p + 8, (uint32_t) ns);
+	wire_put64(p + 12, first->step);
+	wire_put64(p + 20, (uint64_t) first->time_ns);
+	wire_put32(p + 28, (uint32_t) unit);
+	pay = p + REC3_HEAD + nch * 8;
+	q   = pay;
+	for (size_t i = 0, at = 0, j = 0; i < ng; at += g[i].n, i++) {
+		jcoder c = { first->step, 0, first->time_ns, 0, unit };
+
+		if (direct != NULL && direct[i])
+			continue;
+		if (j % REC_CHUNK == 0) {
+			uint8_t *e = p + REC3_HEAD + (j / REC_CHUNK) * 8;
+
+			wire_put32(e, g[i].sid);
+			wire_put32(e + 4, (uint32_t) (q - pay));
+			prev = g[i].sid;
+		}
 		j++;
-		q = put_var(q, g[i].n);
+		q    = put_var(q, g[i].sid - prev);
+		prev = g[i].sid;
+		q    = put_var(q, g[i].n);
 		for (uint32_t m = 0; m < g[i].n; m++)
 			q = sample_put(q, &c, &s[at + m]);
 	}
@@ -667,25 +887,18 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 		return store_fail(st, rc, "reading the journal");
 	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
 		jrec     r;
-		uint32_t lo, hi, cnt;
+		jcur     c;
+		uint32_t cnt;
+		int      found;
 
-		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0
+		    || (rc = cur_find(st, &r, sid, &c, &found)) != 0) {
 			own = 1;
 			break;
 		}
-		lo = 0;
-		hi = r.ngroups;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if (grp_sid(&r, mid) < sid)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo == r.ngroups || grp_sid(&r, lo) != sid)
+		if (!found)
 			continue;
-		if ((rc = grp_copy(st, &r, lo, out, n, &cap, &cnt)) != 0) {
+		if ((rc = grp_copy(st, &r, &c, out, n, &cap, &cnt)) != 0) {
 			own = 1;
 			break;
 		}
@@ -712,6 +925,28 @@ journal_patch_series(store_txn *t, series_rec *r)
 	size_t        len = 0, cap = 0;
 	int           rc, own = 0, op = MDB_SET_RANGE;
 
+	if (st->has_stats) {
+		/* Format 3: the statistics are kept by sid. */
+		uint8_t sk[4];
+		MDB_val sv;
+
+		be_put32(sk, r->sid);
+		k.mv_data = sk;
+		k.mv_size = 4;
+		rc        = mdb_get(t->txn, st->stats, &k, &sv);
+		if (rc == MDB_NOTFOUND
+		    || (rc == 0
+		        && store_stats_decode(sv.mv_data, sv.mv_size, r)
+		            != 0)) {
+			snprintf(st->err, sizeof(st->err),
+			    "%s: the statistics of series %u are missing or "
+			    "do not parse",
+			    st->dir, r->sid);
+			return STORE_ECORRUPT;
+		}
+		if (rc != 0)
+			return store_fail(st, rc, "reading a series");
+	}
 	if (!st->has_journal || r->jseen == UINT64_MAX)
 		return 0;
 	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
@@ -721,25 +956,19 @@ journal_patch_series(store_txn *t, series_rec *r)
 	k.mv_size = 8;
 	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_NEXT) {
 		jrec     jr;
-		uint32_t lo = 0, hi, cnt;
+		jcur     c;
+		uint32_t cnt;
+		int      found;
 
-		if ((rc = rec_parse(st, &k, &v, &jr)) != 0) {
+		if ((rc = rec_parse(st, &k, &v, &jr)) != 0
+		    || (rc = cur_find(st, &jr, r->sid, &c, &found)) != 0) {
 			own = 1;
 			break;
 		}
-		hi = jr.ngroups;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if (grp_sid(&jr, mid) < r->sid)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo == jr.ngroups || grp_sid(&jr, lo) != r->sid)
+		if (!found)
 			continue;
 		len = 0;
-		if ((rc = grp_copy(st, &jr, lo, &buf, &len, &cap, &cnt))
+		if ((rc = grp_copy(st, &jr, &c, &buf, &len, &cap, &cnt))
 		    != 0) {
 			own = 1;
 			break;
@@ -760,8 +989,8 @@ journal_patch_series(store_txn *t, series_rec *r)
 
 /* Where the merge of the records by sid stands in one record. */
 typedef struct jpos {
-	jrec     r;
-	uint32_t g; /* next group */
+	jrec r;
+	jcur c; /* its next group */
 } jpos;
 
 static int
@@ -771,8 +1000,7 @@ fold_cur_open(store_txn *t, fold_cur *fc)
 	int    rc;
 
 	memset(fc, 0, sizeof(*fc));
-	if ((rc = mdb_cursor_open(t->txn, st->sids, &fc->sids)) != 0
-	    || (rc = mdb_cursor_open(t->txn, st->series, &fc->series)) != 0
+	if ((rc = mdb_cursor_open(t->txn, st->stats, &fc->stats)) != 0
 	    || (rc = mdb_cursor_open(t->txn, st->blocks, &fc->blocks)) != 0) {
 		fold_cur_close(fc);
 		return store_fail(st, rc, "opening cursors");
@@ -783,21 +1011,17 @@ fold_cur_open(store_txn *t, fold_cur *fc)
 static void
 fold_cur_close(fold_cur *fc)
 {
-	if (fc->sids != NULL)
-		mdb_cursor_close(fc->sids);
-	if (fc->series != NULL)
-		mdb_cursor_close(fc->series);
+	if (fc->stats != NULL)
+		mdb_cursor_close(fc->stats);
 	if (fc->blocks != NULL)
 		mdb_cursor_close(fc->blocks);
 	memset(fc, 0, sizeof(*fc));
 }
 
-/* The key (copied into key, STORE_KEY_MAX bytes) and record of series
- * sid, leaving fc->series on the record (for series_put). Returns 0 or
- * a store_err. */
+/* The statistics of series sid, leaving fc->stats on them (for
+ * series_put). Returns 0 or a store_err. */
 static int
-series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, uint8_t *key,
-    size_t *klen, series_rec *r)
+series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r)
 {
 	store  *st    = t->st;
 	uint8_t sk[4] = { (uint8_t) (sid >> 24), (uint8_t) (sid >> 16),
@@ -805,51 +1029,35 @@ series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, uint8_t *key,
 	MDB_val k     = { 4, sk }, v;
 	int     rc;
 
-	if ((rc = mdb_cursor_get(fc->sids, &k, &v, MDB_SET_KEY)) != 0
-	    || v.mv_size > STORE_KEY_MAX) {
+	memset(r, 0, sizeof(*r));
+	r->sid = sid;
+	if ((rc = mdb_cursor_get(fc->stats, &k, &v, MDB_SET_KEY)) != 0
+	    || store_stats_decode(v.mv_data, v.mv_size, r) != 0) {
 		if (rc == MDB_NOTFOUND || rc == 0) {
 			snprintf(st->err, sizeof(st->err),
-			    "%s: series %u has samples in the journal and no "
-			    "index entry",
-			    st->dir, sid);
-			return STORE_ECORRUPT;
-		}
-		return store_fail(st, rc, "reading a series id");
-	}
-	memcpy(key, v.mv_data, v.mv_size);
-	*klen     = v.mv_size;
-	k.mv_data = key;
-	k.mv_size = *klen;
-	if ((rc = mdb_cursor_get(fc->series, &k, &v, MDB_SET_KEY)) != 0) {
-		if (rc == MDB_NOTFOUND) {
-			snprintf(st->err, sizeof(st->err),
-			    "%s: series %u is indexed and has no record",
+			    "%s: series %u has samples and its statistics are "
+			    "missing or do not parse",
 			    st->dir, sid);
 			return STORE_ECORRUPT;
 		}
 		return store_fail(st, rc, "reading a series");
 	}
-	if (store_series_decode(v.mv_data, v.mv_size, r) != 0) {
-		snprintf(st->err, sizeof(st->err),
-		    "%s: a series record does not parse", st->dir);
-		return STORE_ECORRUPT;
-	}
 	return 0;
 }
 
-/* Rewrite the record series_of_sid left fc->series on (only blocks were
- * written since, in another database). Returns 0 or a store_err. */
+/* Rewrite the statistics series_of_sid left fc->stats on (only blocks
+ * were written since, in another database): the same size, so LMDB
+ * writes them in place. Returns 0 or a store_err. */
 static int
-series_put(store_txn *t, fold_cur *fc, const uint8_t *key, size_t klen,
-    const series_rec *r)
+series_put(store_txn *t, fold_cur *fc, const series_rec *r)
 {
-	uint8_t buf[SERIES_REC_SIZE];
-	MDB_val k = { klen, (void *) (uintptr_t) key },
-	        v = { sizeof(buf), buf };
-	int rc;
+	uint8_t sk[4], buf[STATS_REC_SIZE];
+	MDB_val k = { 4, sk }, v = { sizeof(buf), buf };
+	int     rc;
 
-	store_series_encode(buf, r);
-	if ((rc = mdb_cursor_put(fc->series, &k, &v, MDB_CURRENT)) != 0)
+	be_put32(sk, r->sid);
+	store_stats_encode(buf, r);
+	if ((rc = mdb_cursor_put(fc->stats, &k, &v, MDB_CURRENT)) != 0)
 		return store_fail(t->st, rc, "writing a series");
 	return 0;
 }
@@ -886,11 +1094,9 @@ lowest(const jpos *p, size_t n)
 	long best = -1;
 
 	for (size_t i = 0; i < n; i++) {
-		if (p[i].g == p[i].r.ngroups)
+		if (p[i].c.g == p[i].r.ngroups)
 			continue;
-		if (best < 0
-		    || grp_sid(&p[i].r, p[i].g)
-		        < grp_sid(&p[best].r, p[best].g))
+		if (best < 0 || p[i].c.sid < p[best].c.sid)
 			best = (long) i;
 	}
 	return best;
@@ -906,7 +1112,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	size_t        npos = 0, cap = 0, len = 0, scap = 0;
 	store_sample *buf   = NULL;
 	block_enc    *enc   = NULL;
-	fold_cur      fc    = { NULL, NULL, NULL };
+	fold_cur      fc    = { NULL, NULL };
 	uint64_t      total = 0;
 	int           rc;
 
@@ -932,8 +1138,10 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			pos = np;
 			cap = nc;
 		}
-		pos[npos].r   = r;
-		pos[npos++].g = 0;
+		pos[npos].r = r;
+		if ((rc = cur_first(st, &r, &pos[npos].c)) != 0)
+			goto out;
+		npos++;
 		total += r.nsamples;
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND) {
@@ -953,32 +1161,28 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	 * order they arrived in.
 	 */
 	for (long b; (b = lowest(pos, npos)) >= 0;) {
-		fold_ctx c
-		    = { t, fc.blocks, grp_sid(&pos[b].r, pos[b].g), 0, 0 };
+		fold_ctx   c = { t, fc.blocks, pos[b].c.sid, 0, 0 };
 		series_rec rec;
-		uint8_t    skey[STORE_KEY_MAX];
-		size_t     sklen = 0;
 
-		/* The series record counts these samples from now on: the
-		 * records holding them are deleted below. */
-		if ((rc = series_of_sid(t, &fc, c.sid, skey, &sklen, &rec))
-		    != 0)
+		/* The series' statistics count these samples from now on:
+		 * the records holding them are deleted below. */
+		if ((rc = series_of_sid(t, &fc, c.sid, &rec)) != 0)
 			goto out;
 		len = 0;
 		for (size_t i = (size_t) b; i < npos; i++) {
 			uint32_t n;
 			size_t   at = len;
 
-			if (pos[i].g == pos[i].r.ngroups
-			    || grp_sid(&pos[i].r, pos[i].g) != c.sid)
+			if (pos[i].c.g == pos[i].r.ngroups
+			    || pos[i].c.sid != c.sid)
 				continue;
-			if ((rc = grp_copy(st, &pos[i].r, pos[i].g, &buf, &len,
-			         &scap, &n))
-			    != 0)
+			if ((rc = grp_copy(st, &pos[i].r, &pos[i].c, &buf,
+			         &len, &scap, &n))
+			        != 0
+			    || (rc = cur_next(st, &pos[i].r, &pos[i].c)) != 0)
 				goto out;
 			if (pos[i].r.no > rec.jseen)
 				store_series_add(&rec, buf + at, n);
-			pos[i].g++;
 		}
 		rc = journal_fold_series(
 		    t, fc.blocks, NULL, c.sid, buf, len, enc, put_block, &c);
@@ -986,7 +1190,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			goto out;
 		if (rec.jseen < pos[npos - 1].r.no)
 			rec.jseen = pos[npos - 1].r.no;
-		if ((rc = series_put(t, &fc, skey, sklen, &rec)) != 0)
+		if ((rc = series_put(t, &fc, &rec)) != 0)
 			goto out;
 	}
 	/* The records go in the same transaction as their blocks. */

@@ -82,16 +82,20 @@ store_fail(store *st, int rc, const char *what)
 }
 
 /*
- * Converting a format-1 store: the fold finds a series record by its id
- * (sids: sid BE -> series key), which format 1 did not keep. One pass
- * over the series records. Returns 0 or an LMDB error.
+ * Converting a format-1 or 2 store to format 3: the statistics of each
+ * series move from its record to the stats database (sid BE ->
+ * statistics), where the fold reads and rewrites them in sid order;
+ * format 1 also gets the sid index (sids: sid BE -> series key), which
+ * it did not keep. The series records are left as they are (their
+ * statistics are no longer read). One pass over the series records.
+ * Returns 0 or an LMDB error.
  */
 static int
-index_sids(store *st, MDB_txn *txn)
+convert_series(store *st, MDB_txn *txn, int format)
 {
 	MDB_cursor *cur;
-	MDB_val     k, v, sk;
-	uint8_t     sid[4];
+	MDB_val     k, v, sk, sv;
+	uint8_t     sid[4], buf[STATS_REC_SIZE];
 	int         rc;
 
 	if ((rc = mdb_cursor_open(txn, st->series, &cur)) != 0)
@@ -99,14 +103,21 @@ index_sids(store *st, MDB_txn *txn)
 	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
 		series_rec r;
 
-		if (store_series_decode(v.mv_data, v.mv_size, &r) != 0) {
+		if (v.mv_size == SERIES_REC_SIZE_V3
+		    || store_series_decode(v.mv_data, v.mv_size, &r) != 0) {
 			rc = MDB_CORRUPTED;
 			break;
 		}
 		be_put32(sid, r.sid);
 		sk.mv_data = sid;
 		sk.mv_size = 4;
-		if ((rc = mdb_put(txn, st->sids, &sk, &k, 0)) != 0)
+		if (format == 1
+		    && (rc = mdb_put(txn, st->sids, &sk, &k, 0)) != 0)
+			break;
+		store_stats_encode(buf, &r);
+		sv.mv_data = buf;
+		sv.mv_size = sizeof(buf);
+		if ((rc = mdb_put(txn, st->stats, &sk, &sv, 0)) != 0)
 			break;
 	}
 	mdb_cursor_close(cur);
@@ -122,6 +133,7 @@ open_dbs(store *st, char *err, size_t errlen)
 	int          rc;
 	MDB_val      k, v;
 	uint8_t      fmt[4];
+	uint32_t     had = 0;
 
 	rc = mdb_txn_begin(st->env, NULL, tflags, &txn);
 	if (rc != 0)
@@ -145,6 +157,16 @@ open_dbs(store *st, char *err, size_t errlen)
 		st->has_journal = 1;
 	if (rc == 0 && !(st->flags & STORE_RDONLY))
 		rc = mdb_dbi_open(txn, "sids", dbflags, &st->sids);
+	/* The statistics by series id (format 3). A format-1 or 2 store
+	 * has none: its reader takes them from the series records, its
+	 * writer builds them below. */
+	if (rc == 0) {
+		rc = mdb_dbi_open(txn, "stats", dbflags, &st->stats);
+		if (rc == MDB_NOTFOUND && (st->flags & STORE_RDONLY))
+			rc = 0;
+		else if (rc == 0)
+			st->has_stats = 1;
+	}
 	if (rc != 0) {
 		mdb_txn_abort(txn);
 		goto fail;
@@ -164,16 +186,18 @@ open_dbs(store *st, char *err, size_t errlen)
 		return STORE_EFORMAT;
 	}
 	/* A writer converts format 1 (no journal) by creating the empty
-	 * journal above and writing the new number; nothing is rewritten.
-	 * Older readers then refuse the store with their format message. */
+	 * journal above, and formats 1 and 2 by moving the statistics to
+	 * the stats database (convert_series), then writes the new number;
+	 * blocks and journal records are not rewritten. Older readers then
+	 * refuse the store with their format message. */
 	if (!(st->flags & STORE_RDONLY) && rc == 0
-	    && wire_get32(v.mv_data) == 1 && (rc = index_sids(st, txn)) != 0) {
+	    && (had = wire_get32(v.mv_data)) < 3
+	    && (rc = convert_series(st, txn, (int) had)) != 0) {
 		mdb_txn_abort(txn);
 		goto fail;
 	}
 	if (!(st->flags & STORE_RDONLY)
-	    && (rc == MDB_NOTFOUND
-	        || (rc == 0 && wire_get32(v.mv_data) != STORE_FORMAT))) {
+	    && (rc == MDB_NOTFOUND || (rc == 0 && had != STORE_FORMAT))) {
 		wire_put32(fmt, STORE_FORMAT);
 		v.mv_data = fmt;
 		v.mv_size = 4;
@@ -333,7 +357,7 @@ store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 
 	if ((rc = mdb_env_create(&st->env)) != 0)
 		goto fail;
-	if ((rc = mdb_env_set_maxdbs(st->env, 8)) != 0)
+	if ((rc = mdb_env_set_maxdbs(st->env, 10)) != 0)
 		goto fail;
 	if ((rc = mdb_env_set_maxreaders(st->env, 512)) != 0)
 		goto fail;
@@ -672,6 +696,13 @@ store_series_decode(const void *buf, size_t len, series_rec *r)
 {
 	const uint8_t *p = buf;
 
+	if (len == SERIES_REC_SIZE_V3) {
+		/* Format 3: the statistics are in the stats database. */
+		memset(r, 0, sizeof(*r));
+		r->sid = wire_get32(p);
+		store_stats_empty(r);
+		return 0;
+	}
 	if (len != SERIES_REC_SIZE && len != SERIES_REC_SIZE_V1)
 		return STORE_ECORRUPT;
 	r->jseen           = len == SERIES_REC_SIZE ? wire_get64(p + 72) : 0;
@@ -685,6 +716,47 @@ store_series_decode(const void *buf, size_t len, series_rec *r)
 	r->last_value      = get_f64(p + 48);
 	r->tail_first_step = wire_get64(p + 56);
 	r->tail_no         = wire_get32(p + 64);
+	return 0;
+}
+
+void
+store_stats_empty(series_rec *r)
+{
+	r->samples    = 0;
+	r->first_step = UINT64_MAX;
+	r->last_step  = 0;
+	r->first_time = INT64_MAX;
+	r->last_time  = INT64_MIN;
+	r->last_value = 0;
+	r->jseen      = 0;
+}
+
+void
+store_stats_encode(uint8_t buf[STATS_REC_SIZE], const series_rec *r)
+{
+	wire_put64(buf, r->samples);
+	wire_put64(buf + 8, r->first_step);
+	wire_put64(buf + 16, r->last_step);
+	wire_put64(buf + 24, (uint64_t) r->first_time);
+	wire_put64(buf + 32, (uint64_t) r->last_time);
+	put_f64(buf + 40, r->last_value);
+	wire_put64(buf + 48, r->jseen);
+}
+
+int
+store_stats_decode(const void *buf, size_t len, series_rec *r)
+{
+	const uint8_t *p = buf;
+
+	if (len != STATS_REC_SIZE)
+		return STORE_ECORRUPT;
+	r->samples    = wire_get64(p);
+	r->first_step = wire_get64(p + 8);
+	r->last_step  = wire_get64(p + 16);
+	r->first_time = (int64_t) wire_get64(p + 24);
+	r->last_time  = (int64_t) wire_get64(p + 32);
+	r->last_value = get_f64(p + 40);
+	r->jseen      = wire_get64(p + 48);
 	return 0;
 }
 

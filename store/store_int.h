@@ -24,8 +24,11 @@ struct store {
 	MDB_dbi runs;     /* run -> run record */
 	MDB_dbi alerts;   /* run NUL seq BE -> alert as one JSON object */
 	MDB_dbi journal;  /* record number BE -> samples of one commit */
-	MDB_dbi sids;     /* sid BE -> series key (for the fold) */
+	MDB_dbi sids;     /* sid BE -> series key */
+	MDB_dbi stats;    /* sid BE -> statistics (format 3) */
 	int     has_journal; /* 0: a format-1 store opened read-only */
+	int     has_stats;   /* 0: a format-1 or 2 store opened read-only:
+	                      * the statistics are in the series records */
 	int     flags;
 	int     lock_fd; /* writer: holds the folder's writer.lock */
 	/*
@@ -75,6 +78,8 @@ int store_fail(store *st, int rc, const char *what);
 /* Records (explicit little-endian encodings, independent of the ABI). */
 #define SERIES_REC_SIZE 80
 #define SERIES_REC_SIZE_V1 72 /* format 1: no jseen */
+#define SERIES_REC_SIZE_V3 4  /* format 3: the sid; statistics in stats */
+#define STATS_REC_SIZE 56
 #define RUN_REC_SIZE 60
 /* The fixed part of an emitter record: 11 u64, 4 u32, the window, the
  * host length (u16); then the host and, once set, ended (u64). */
@@ -83,6 +88,13 @@ int store_fail(store *st, int rc, const char *what);
 
 void   store_series_encode(uint8_t buf[SERIES_REC_SIZE], const series_rec *r);
 int    store_series_decode(const void *buf, size_t len, series_rec *r);
+/* The statistics of a series (samples, first and last step and time,
+ * last value, jseen) as the stats database keeps them; decode leaves
+ * r->sid and the format-1 fields alone. decode: 0 or STORE_ECORRUPT. */
+void store_stats_encode(uint8_t buf[STATS_REC_SIZE], const series_rec *r);
+int  store_stats_decode(const void *buf, size_t len, series_rec *r);
+/* The statistics of a series with no samples. */
+void store_stats_empty(series_rec *r);
 size_t store_emitter_encode(uint8_t *buf, const emitter_rec *r);
 int    store_emitter_decode(const void *buf, size_t len, emitter_rec *r);
 void   store_run_encode(uint8_t buf[RUN_REC_SIZE], const run_rec *r);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "store/store_int.h"
+#include "wire/le.h"
 
 /* Forget the counters: reloaded from the store when next needed. */
 static void
@@ -135,15 +136,28 @@ store_get_series(
 	return 0;
 }
 
-int
-store_put_series(
-    store_txn *t, const uint8_t *key, size_t klen, const series_rec *r)
+/*
+ * Put key -> val at the end of dbi (MDB_APPEND: pages filled to the
+ * brim, no descent), or where it belongs when it does not sort last.
+ * Returns 0 or a store_err naming what.
+ */
+static int
+put_last(store_txn *t, MDB_dbi dbi, const void *key, size_t klen,
+    const void *val, size_t vlen, const char *what)
 {
-	uint8_t buf[SERIES_REC_SIZE];
+	MDB_val k, v;
+	int     rc;
 
-	store_series_encode(buf, r);
-	return put(
-	    t, t->st->series, key, klen, buf, sizeof(buf), "writing a series");
+	k.mv_data = (void *) (uintptr_t) key;
+	k.mv_size = klen;
+	v.mv_data = (void *) (uintptr_t) val;
+	v.mv_size = vlen;
+	rc        = mdb_put(t->txn, dbi, &k, &v, MDB_APPEND);
+	if (rc == MDB_KEYEXIST)
+		rc = mdb_put(t->txn, dbi, &k, &v, 0);
+	if (rc != 0)
+		return store_fail(t->st, rc, what);
+	return 0;
 }
 
 int
@@ -153,15 +167,24 @@ store_put_new_series(
 	series_rec r = { 0 };
 	uint8_t    sk[4] = { (uint8_t) (sid >> 24), (uint8_t) (sid >> 16),
 		   (uint8_t) (sid >> 8), (uint8_t) sid };
+	uint8_t    rec[SERIES_REC_SIZE_V3], stats[STATS_REC_SIZE];
 	int        rc;
 
-	r.sid        = sid;
-	r.first_step = UINT64_MAX;
-	r.first_time = INT64_MAX;
-	r.last_time  = INT64_MIN;
-	if ((rc = store_put_series(t, key, klen, &r)) != 0)
+	/* Format 3: the series record is its id, never rewritten; the
+	 * statistics go by id (appended, as ids only grow), where the
+	 * fold rewrites them in id order. */
+	r.sid = sid;
+	store_stats_empty(&r);
+	store_stats_encode(stats, &r);
+	wire_put32(rec, sid);
+	if ((rc = put(t, t->st->series, key, klen, rec, sizeof(rec),
+	         "writing a series"))
+	        != 0
+	    || (rc = put_last(t, t->st->stats, sk, sizeof(sk), stats,
+	            sizeof(stats), "writing a series' statistics"))
+	        != 0)
 		return rc;
-	return put(t, t->st->sids, sk, sizeof(sk), key, klen,
+	return put_last(t, t->st->sids, sk, sizeof(sk), key, klen,
 	    "writing a series id");
 }
 

@@ -10,8 +10,8 @@
  *	store_write_begin(st, &t);
  *	store_get_series(t, key, klen, &rec);     (STORE_ENOTFOUND: new)
  *	store_new_sid(t, &rec.sid);
- *	store_put_tail(t, &rec, enc);
- *	store_put_series(t, key, klen, &rec);
+ *	store_put_new_series(t, key, klen, rec.sid);
+ *	store_journal_put(t, groups, ng, samples);   (store/journal.h)
  *	store_commit(t);                          (or store_abort(t))
  *
  * Any call may return STORE_EMAPFULL: abort, store_grow(), and do the
@@ -42,20 +42,20 @@ void store_abort(store_txn *t);
  * Records by key (keys as built by store_series_key() and
  * store_emitter_key(); a run's key is its name). get: 0,
  * STORE_ENOTFOUND, or a store_err (STORE_ECORRUPT when the record does
- * not parse). put: 0 or a store_err.
+ * not parse). put: 0 or a store_err. A series record read here gives
+ * its sid; its statistics are not kept current there (format 3 keeps
+ * them by sid, and readers add the journal's: scan_series_of).
  */
 int store_get_series(
     store_txn *t, const uint8_t *key, size_t klen, series_rec *out);
 /*
- * A new series (its id from store_new_sid()): its record with no samples
- * (they are in the journal, and the statistics count them from there:
- * series_rec.jseen) and its id in the index the fold uses. Returns 0 or
- * a store_err.
+ * A new series (its id from store_new_sid()): its record (the sid), its
+ * statistics with no samples (they are in the journal, and the
+ * statistics count them from there: series_rec.jseen) and its key by
+ * id. Returns 0 or a store_err.
  */
 int store_put_new_series(
     store_txn *t, const uint8_t *key, size_t klen, uint32_t sid);
-int store_put_series(
-    store_txn *t, const uint8_t *key, size_t klen, const series_rec *r);
 int store_get_emitter(
     store_txn *t, const uint8_t *key, size_t klen, emitter_rec *out);
 int store_put_emitter(

@@ -972,23 +972,50 @@ TEST(journal_reads_equal_folded_reference)
 	store_close(b);
 }
 
-/* Rewrite the store in dir as a format-1 store (what vitals wrote before
- * the journal: no journal and no sids database; its 72-byte series
- * records are not reproduced) or stamp another format number. */
-static int
-set_format(const char *d, uint32_t format, int drop_journal)
+/* Little-endian puts and gets for the older formats' records. */
+static void
+le_put(uint8_t *p, uint64_t v, int width)
 {
-	MDB_env *env;
-	MDB_txn *txn;
-	MDB_dbi  meta, jdb;
-	MDB_val  k = { 6, (void *) (uintptr_t) "format" }, v;
-	uint8_t  f[4] = { (uint8_t) format, (uint8_t) (format >> 8),
-		 (uint8_t) (format >> 16), (uint8_t) (format >> 24) };
-	int      rc;
+	for (int i = 0; i < width; i++)
+		p[i] = (uint8_t) (v >> (8 * i));
+}
 
+static uint64_t
+le_get(const uint8_t *p, int width)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < width; i++)
+		v |= (uint64_t) p[i] << (8 * i);
+	return v;
+}
+
+/*
+ * Rewrite the store in dir as vitals wrote it in an older format, or
+ * stamp another format number (format > 3). Format 2 (the journal, and
+ * each series' statistics in its 80-byte record: sid, blocks, samples,
+ * first/last step, first/last time, last value, tail first step, tail
+ * number, 4 bytes of padding, jseen) or format 1 (no journal and no sids
+ * database; 72-byte records, no jseen): the statistics go back from the
+ * stats database into the series records, which format 3 keeps as the
+ * bare sid, and the stats database goes. Format 1 wants the journal
+ * folded first.
+ */
+static int
+set_format(const char *d, uint32_t format)
+{
+	MDB_env    *env;
+	MDB_txn    *txn;
+	MDB_dbi     meta, jdb, series, stats;
+	MDB_cursor *cur;
+	MDB_val     k = { 6, (void *) (uintptr_t) "format" }, v, sk, sv;
+	uint8_t     f[4], rec[80], key[4];
+	int         rc;
+
+	le_put(f, format, 4);
 	if (mdb_env_create(&env) != 0)
 		return -1;
-	mdb_env_set_maxdbs(env, 8);
+	mdb_env_set_maxdbs(env, 10);
 	if ((rc = mdb_env_open(env, d, 0, 0600)) != 0 ||
 	    (rc = mdb_txn_begin(env, NULL, 0, &txn)) != 0) {
 		mdb_env_close(env);
@@ -997,28 +1024,61 @@ set_format(const char *d, uint32_t format, int drop_journal)
 	v.mv_size = 4;
 	v.mv_data = f;
 	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) != 0 ||
-	    (rc = mdb_put(txn, meta, &k, &v, 0)) != 0 ||
-	    (drop_journal &&
-		((rc = mdb_dbi_open(txn, "journal", 0, &jdb)) != 0 ||
-		    (rc = mdb_drop(txn, jdb, 1)) != 0 ||
-		    (rc = mdb_dbi_open(txn, "sids", 0, &jdb)) != 0 ||
-		    (rc = mdb_drop(txn, jdb, 1)) != 0))) {
-		mdb_txn_abort(txn);
-		mdb_env_close(env);
-		return rc;
+	    (rc = mdb_put(txn, meta, &k, &v, 0)) != 0)
+		goto fail;
+	if (format > 2)
+		goto done;
+	if ((rc = mdb_dbi_open(txn, "series", 0, &series)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "stats", 0, &stats)) != 0 ||
+	    (rc = mdb_cursor_open(txn, series, &cur)) != 0)
+		goto fail;
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		const uint8_t *st;
+		uint32_t       sid;
+
+		if (v.mv_size != 4) {
+			rc = -3;
+			break;
+		}
+		sid = (uint32_t) le_get(v.mv_data, 4);
+		key[0] = (uint8_t) (sid >> 24), key[1] = (uint8_t) (sid >> 16);
+		key[2] = (uint8_t) (sid >> 8), key[3] = (uint8_t) sid;
+		sk.mv_data = key;
+		sk.mv_size = 4;
+		if ((rc = mdb_get(txn, stats, &sk, &sv)) != 0 ||
+		    sv.mv_size != 56)
+			break;
+		st = sv.mv_data;
+		memset(rec, 0, sizeof(rec));
+		le_put(rec, sid, 4);
+		memcpy(rec + 8, st, 48);       /* samples .. last value */
+		memcpy(rec + 72, st + 48, 8);  /* jseen */
+		v.mv_data = rec;
+		v.mv_size = format == 1 ? 72 : 80;
+		if ((rc = mdb_cursor_put(cur, &k, &v, MDB_CURRENT)) != 0)
+			break;
 	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_NOTFOUND && rc != 0)
+		goto fail;
+	if ((rc = mdb_drop(txn, stats, 1)) != 0)
+		goto fail;
+	if (format == 1 &&
+	    ((rc = mdb_dbi_open(txn, "journal", 0, &jdb)) != 0 ||
+		(rc = mdb_drop(txn, jdb, 1)) != 0 ||
+		(rc = mdb_dbi_open(txn, "sids", 0, &jdb)) != 0 ||
+		(rc = mdb_drop(txn, jdb, 1)) != 0))
+		goto fail;
+done:
 	rc = mdb_txn_commit(txn);
+	mdb_env_close(env);
+	return rc;
+fail:
+	mdb_txn_abort(txn);
 	mdb_env_close(env);
 	return rc;
 }
 
-/*
- * A database written before the journal (format 1) is read as it is, and
- * converted when vitalsd opens it: the empty journal is created and the
- * format becomes 2 (which older readers refuse with their format
- * message); nothing else is rewritten. A format this version does not
- * know is refused, naming it.
- */
 /* Extreme samples (steps near 2^64, times at both ends of int64, NaN
  * payloads, -0.0, infinities) read back bit for bit from the journal and
  * after the fold. */
@@ -1224,13 +1284,47 @@ TEST(narrow_commit_writes_blocks_directly)
 	CHECK(ordered);
 }
 
+/* The series (run, metric, rank) as scan_series_of lists it. Returns 0
+ * or -1 (not found, or the store does not open). */
+static int
+listed(const char *run, const char *metric, int32_t rank, series_rec *out)
+{
+	store     *st;
+	store_txn *txn;
+	char       err[1400];
+	find_ctx   f = { metric, rank, 0, { 0 } };
+	int        rc;
+
+	if (store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) != 0) {
+		printf("  %s\n", err);
+		return -1;
+	}
+	if (store_read_begin(st, &txn) != 0) {
+		store_close(st);
+		return -1;
+	}
+	rc = scan_series_of(st, txn, run, find_series, &f);
+	store_read_end(txn);
+	store_close(st);
+	*out = f.rec;
+	return rc == 0 && f.sid != 0 ? 0 : -1;
+}
+
+/*
+ * A database written before the journal (format 1) is read as it is, and
+ * converted when vitalsd opens it: the empty journal is created, the
+ * statistics move to the stats database and the format becomes 3 (which
+ * older readers refuse with their format message). A format this version
+ * does not know is refused, naming it.
+ */
 TEST(format1_store_read_and_converted)
 {
-	store  *st;
-	ingest *in;
-	got     g;
-	char    err[1400];
-	spec    s = { "f1", 10, 1, 1, 0, 0, "loss", 0, 1500, val_lin };
+	store     *st;
+	ingest    *in;
+	got        g;
+	series_rec r;
+	char       err[1400];
+	spec       s = { "f1", 10, 1, 1, 0, 0, "loss", 0, 1500, val_lin };
 
 	fresh_dir();
 	open_both(&st, &in);
@@ -1238,11 +1332,13 @@ TEST(format1_store_read_and_converted)
 	REQUIRE(ingest_fold(in, 1) == 0);
 	ingest_close(in);
 	store_close(st);
-	REQUIRE(set_format(dir, 1, 1) == 0);
+	REQUIRE(set_format(dir, 1) == 0);
 
 	/* Read as it is, read-only (no journal there). */
 	CHECK(read_series("f1", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 1500);
+	REQUIRE(listed("f1", "loss", 0, &r) == 0);
+	CHECK(r.samples == 1500 && r.last_step == 1499);
 
 	/* The writer converts it and goes on. */
 	open_both(&st, &in);
@@ -1253,15 +1349,186 @@ TEST(format1_store_read_and_converted)
 	CHECK(read_series("f1", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 2000);
 	CHECK(g.steps[1999] == 1999 && g.values[1999] == val_lin(1999));
+	REQUIRE(listed("f1", "loss", 0, &r) == 0);
+	CHECK(r.samples == 2000 && r.first_step == 0 && r.last_step == 1999);
+	CHECK(r.last_value == val_lin(1999));
 
-	REQUIRE(set_format(dir, 3, 0) == 0);
+	REQUIRE(set_format(dir, 4) == 0);
 	CHECK(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) ==
 	    STORE_EFORMAT);
-	CHECK(strstr(err, "database format 3") != NULL);
-	/* Stamped 2 again, it opens. */
-	REQUIRE(set_format(dir, 2, 0) == 0);
+	CHECK(strstr(err, "database format 4") != NULL);
+	/* Stamped 3 again, it opens. */
+	REQUIRE(set_format(dir, 3) == 0);
 	CHECK(read_series("f1", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 2000);
+}
+
+static uint8_t *
+v2_var(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t) (v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t) v;
+	return p;
+}
+
+static uint64_t
+v2_zz(int64_t v)
+{
+	return ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+}
+
+/*
+ * Replace the one journal record of the store in dir by the record
+ * format 2 wrote for the same samples (make()'s: steps step0.., one
+ * series sid): u32 groups, u32 samples, u64 base step, u64 base time,
+ * { u32 sid, u32 offset }, then a varint count and per sample the step
+ * delta and the time's delta of deltas (zigzag varints, in ns) and the
+ * value's xor with the previous (a tag byte: 0, or 1 + its trailing
+ * zero bits, then the xor shifted right by them as a varint).
+ */
+static int
+journal_v2(const char *d, uint32_t sid, uint64_t step0, uint32_t n)
+{
+	MDB_env    *env;
+	MDB_txn    *txn;
+	MDB_dbi     jdb;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	uint8_t     rec[4096], *p = rec + 32, key[8];
+	uint64_t    bits = 0, step = step0;
+	int64_t     t0 = 1700000000000000000ll + (int64_t) step0 * 100000000;
+	int64_t     time = t0, dtime = 0;
+	int         rc;
+
+	if (n > 100)
+		return -1;
+	le_put(rec, 1, 4);
+	le_put(rec + 4, n, 4);
+	le_put(rec + 8, step0, 8);
+	le_put(rec + 16, (uint64_t) t0, 8);
+	le_put(rec + 24, sid, 4);
+	le_put(rec + 28, 0, 4);
+	p = v2_var(p, n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t s  = step0 + i, b, x;
+		int64_t  t  = 1700000000000000000ll + (int64_t) s * 100000000;
+		double   vv = val_lin(s);
+
+		memcpy(&b, &vv, 8);
+		p     = v2_var(p, v2_zz((int64_t) (s - step)));
+		p     = v2_var(p, v2_zz((t - time) - dtime));
+		dtime = t - time;
+		time  = t;
+		step  = s;
+		x     = b ^ bits;
+		bits  = b;
+		if (x == 0) {
+			*p++ = 0;
+		} else {
+			int tz = __builtin_ctzll(x);
+
+			*p++ = (uint8_t) (tz + 1);
+			p    = v2_var(p, x >> tz);
+		}
+	}
+	if (mdb_env_create(&env) != 0)
+		return -1;
+	mdb_env_set_maxdbs(env, 10);
+	if ((rc = mdb_env_open(env, d, 0, 0600)) != 0 ||
+	    (rc = mdb_txn_begin(env, NULL, 0, &txn)) != 0) {
+		mdb_env_close(env);
+		return rc;
+	}
+	if ((rc = mdb_dbi_open(txn, "journal", 0, &jdb)) != 0 ||
+	    (rc = mdb_cursor_open(txn, jdb, &cur)) != 0)
+		goto fail;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	if (rc == 0 && k.mv_size == 8)
+		memcpy(key, k.mv_data, 8);
+	if (rc == 0 && mdb_cursor_get(cur, &k, &v, MDB_NEXT) != MDB_NOTFOUND)
+		rc = -4; /* one record only */
+	mdb_cursor_close(cur);
+	if (rc != 0)
+		goto fail;
+	k.mv_data = key;
+	k.mv_size = 8;
+	v.mv_data = rec;
+	v.mv_size = (size_t) (p - rec);
+	if ((rc = mdb_put(txn, jdb, &k, &v, 0)) != 0)
+		goto fail;
+	rc = mdb_txn_commit(txn);
+	mdb_env_close(env);
+	return rc;
+fail:
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	return rc;
+}
+
+/*
+ * A format-2 store (statistics in the series records) with samples
+ * still in the journal is read as it is, and converted when vitalsd
+ * opens it: the statistics move to the stats database, the journal
+ * record (in format 2's layout) stays and is folded later; listings and
+ * samples are the same before and after, and go on counting.
+ */
+TEST(format2_store_with_journal_converted)
+{
+	store     *st;
+	ingest    *in;
+	got        g;
+	series_rec r;
+	spec       a = { "f2", 10, 1, 1, 0, 0, "loss", 0, 100, val_lin };
+	spec       b = { "f2", 10, 2, 2, 0, 0, "loss", 100, 100, val_lin };
+	int        in_order = 1;
+
+	fresh_dir();
+	open_both(&st, &in);
+	CHECK_EQ_INT(apply(in, &a), WIRE_ACK_STORED);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	/* Under 256 samples: journalled, left there. */
+	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED);
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(listed("f2", "loss", 0, &r) == 0);
+	REQUIRE(set_format(dir, 2) == 0);
+	REQUIRE(journal_v2(dir, r.sid, 100, 100) == 0);
+
+	CHECK(read_series("f2", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 200);
+	for (uint64_t i = 0; i < g.n && i < 200; i++)
+		in_order &= g.steps[i] == i && g.values[i] == val_lin(i) &&
+		    g.times[i] == 1700000000000000000ll + (int64_t) i * 100000000;
+	CHECK(in_order);
+	REQUIRE(listed("f2", "loss", 0, &r) == 0);
+	CHECK(r.samples == 200 && r.last_step == 199);
+	CHECK(r.jseen != 0); /* the fold moved it past the first record */
+
+	open_both(&st, &in);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("f2", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 200);
+	REQUIRE(listed("f2", "loss", 0, &r) == 0);
+	CHECK(r.samples == 200 && r.first_step == 0 && r.last_step == 199);
+
+	open_both(&st, &in);
+	b.seq = 3, b.floor = 3, b.step0 = 200;
+	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("f2", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 300);
+	for (uint64_t i = 0; i < g.n && i < 300; i++)
+		in_order &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(in_order);
+	REQUIRE(listed("f2", "loss", 0, &r) == 0);
+	CHECK(r.samples == 300 && r.last_step == 299);
+	CHECK(r.last_value == val_lin(299));
 }
 
 TEST(readonly_missing_db_is_clear)
@@ -1455,6 +1722,7 @@ main(void)
 	RUN(journal_records_bounded);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
+	RUN(format2_store_with_journal_converted);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
