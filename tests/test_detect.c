@@ -586,6 +586,32 @@ TEST(drop_sustained_not_periodic)
 	detect_engine_free(e);
 }
 
+TEST(drop_quick_test_names_a_step_within_30_samples)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	tps(e, 0, 3000, 1e5, 20);
+	if (S.n)
+		dump();
+	CHECK(S.n == 0);
+	/* A slow node: 6% down at once. The quick test (8 samples against
+	 * the 8 before) sees it while the windows of 64 still straddle
+	 * it; the periodic slow steps (every 20) do not move a median of
+	 * 8. */
+	tps(e, 3000, 3100, 0.94e5, 20);
+	g = first("drop", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step > 3000 && g->step <= 3030);
+	CHECK(strstr(g->msg, "median of 8 samples") != NULL);
+	CHECK(fabs(g->baseline - 1e5) < 2e3);
+	tps(e, 3100, 3600, 1e5, 20);
+	CHECK(count("drop", DETECT_FIRING) == 1);
+	CHECK(count("drop", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
 /* tokens_per_sec of run "noisy", steps a to b, at level with 5% noise. */
 static void
 noisy_tps(detect_engine *e, uint64_t a, uint64_t b, double level)
@@ -1988,6 +2014,7 @@ main(void)
 	RUN(restart_is_one_event_and_not_a_spike);
 	RUN(drop_sustained_not_periodic);
 	RUN(drop_recovery_does_not_teach_noise);
+	RUN(drop_quick_test_names_a_step_within_30_samples);
 	RUN(level_gradual_drift_quiet_abrupt_shift_fires);
 	RUN(stall_of_run_rank_and_progress);
 	RUN(rank_left_behind_after_a_run_pause_is_its_own_alert);
