@@ -423,6 +423,38 @@ TEST(spike_sustained_fires_next_step_and_resolves)
 	detect_engine_free(e);
 }
 
+/* The heavy-tailed gradient norm: a jump of one or two steps is noise,
+ * a third step is a spike. */
+static void
+grad_jump(detect_engine *e, uint64_t at, uint64_t len, uint64_t to)
+{
+	for (uint64_t st = at - 300; st < to; st++)
+		feed(e, "g", 0, "grad_norm", st, 2.0 * (double) st,
+		    0.5 * exp(0.1 * noise())
+		        * (st >= at && st < at + len ? 30 : 1));
+}
+
+TEST(spike_grad_norm_two_step_jump_is_no_warning)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	grad_jump(e, 300, 2, 400);
+	if (S.n)
+		dump();
+	CHECK(count("spike", -1) == 0);
+	detect_engine_free(e);
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	grad_jump(e, 300, 3, 400);
+	g = first("spike", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 302 && g->severity == DETECT_WARNING);
+	CHECK(strcmp(g->rule, "grad_norm_spike") == 0);
+	detect_engine_free(e);
+}
+
 TEST(spike_not_recovered_becomes_critical)
 {
 	detect_engine *e = engine(NULL);
@@ -2008,6 +2040,7 @@ main(void)
 	RUN(spike_healthy_is_quiet);
 	RUN(spike_blip_is_info_and_recovers);
 	RUN(spike_sustained_fires_next_step_and_resolves);
+	RUN(spike_grad_norm_two_step_jump_is_no_warning);
 	RUN(spike_not_recovered_becomes_critical);
 	RUN(spike_divergence_is_critical);
 	RUN(slow_divergence_fires_before_nan);
