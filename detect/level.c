@@ -19,6 +19,12 @@
  * from an abrupt shift back). On a busy host whose step time swings by
  * tens of percent the threshold rises with it.
  *
+ * The quick test does the same at a short lag: the median of the last
+ * `short` samples S against the `short` before them R, while R is about
+ * where B was, with its own noise scale. A clean step is named ~20
+ * samples after it instead of ~48; on a series whose level wanders (a
+ * busy host) a step stands out most at that lag.
+ *
  * `drift` (a fraction; 0: off) reports at info how far the level went
  * from a slow reference (time constant `follow` samples), once per
  * `drift` of travel: the planned drift, seen but not paged.
@@ -39,7 +45,8 @@ enum {
 	LV_FOLLOW,
 	LV_ADAPT,
 	LV_NOISE,
-	LV_DRIFT
+	LV_DRIFT,
+	LV_SHORT
 };
 static const detect_param lv_params[] = {
 	{ "by", DP_NUM, 0.05, 0, 0.001, 0.99, NULL },
@@ -50,6 +57,7 @@ static const detect_param lv_params[] = {
 	{ "adapt", DP_COUNT, 0, 0, 0, 1e9, NULL },
 	{ "noise", DP_NUM, 5, 0, 0, 1e6, NULL },
 	{ "drift", DP_NUM, 0, 0, 0, 100, NULL },
+	{ "short", DP_COUNT, 8, 0, 0, 4096, NULL },
 };
 
 typedef struct level_st {
@@ -64,14 +72,32 @@ typedef struct level_st {
 	                      * of an episode: not noise */
 	double slow;         /* the slow reference of `drift` */
 	int    has_slow;
-	double buf[]; /* 3 windows of 2 x window doubles */
+	/* The quick test: the last `short` samples S against the `short`
+	 * before them R, with its own noise scale. */
+	detect_win r, s;
+	double     scale_s;
+	uint64_t   nd_s;
+	int        quick; /* the episode was opened by the quick test */
+	double     buf[]; /* 3 windows of 2 x window doubles, then R and S
+	                   * of 2 x short doubles */
 } level_st;
+
+/* The quick test's window: `short`, at most half a window (0: off). */
+static uint32_t
+short_of(const detect_rule *r)
+{
+	uint32_t w = (uint32_t) detect_p(r, LV_WINDOW);
+	uint32_t q = (uint32_t) detect_p(r, LV_SHORT);
+
+	return q > w / 2 ? w / 2 : q;
+}
 
 static size_t
 level_size(const detect_rule *r)
 {
 	return sizeof(level_st)
-	    + 3 * detect_win_bytes((uint32_t) detect_p(r, LV_WINDOW));
+	    + 3 * detect_win_bytes((uint32_t) detect_p(r, LV_WINDOW))
+	    + 2 * detect_win_bytes(short_of(r));
 }
 
 static void
@@ -83,12 +109,18 @@ level_init(void *state, const detect_rule *r)
 	detect_win_init(&st->a, w);
 	detect_win_init(&st->b, w);
 	detect_win_init(&st->c, w);
+	detect_win_init(&st->r, short_of(r));
+	detect_win_init(&st->s, short_of(r));
 }
 
+/* Windows 0-2: A, B, C; 3 and 4: R and S. */
 static double *
 wbuf(level_st *st, int i)
 {
-	return st->buf + (size_t) i * 2 * st->a.cap;
+	if (i < 3)
+		return st->buf + (size_t) i * 2 * st->a.cap;
+	return st->buf + (size_t) 3 * 2 * st->a.cap
+	    + (size_t) (i - 3) * 2 * st->r.cap;
 }
 
 /* Push x into C; what C drops goes to B, what B drops to A. */
@@ -102,6 +134,14 @@ push3(level_st *st, double x)
 		out_c = wbuf(st, 2)[st->c.head];
 	if (full_b)
 		out_b = wbuf(st, 1)[st->b.head];
+	if (st->s.cap > 0) {
+		int    full_s = st->s.n == st->s.cap;
+		double out_s  = full_s ? wbuf(st, 4)[st->s.head] : 0;
+
+		detect_win_push(&st->s, wbuf(st, 4), x);
+		if (full_s)
+			detect_win_push(&st->r, wbuf(st, 3), out_s);
+	}
 	detect_win_push(&st->c, wbuf(st, 2), x);
 	if (!full_c)
 		return;
@@ -146,6 +186,20 @@ drift_info(detect_ctx *c, level_st *st, const detect_sample *s, double med)
 	st->slow += k * (med - st->slow);
 }
 
+/* Learn a change d into an average scale: a root mean square, so that
+ * swings weigh as they should; each change clipped at 4 times the
+ * average so that one shift cannot teach that shifts are usual. */
+static void
+learn(double *scale, uint64_t *nd, double d)
+{
+	double a = 1.0 / (double) (*nd < 500 ? *nd + 1 : 500);
+
+	if (*nd > 0 && d > 4 * *scale)
+		d = 4 * *scale;
+	*scale = sqrt(*scale * *scale + a * (d * d - *scale * *scale));
+	(*nd)++;
+}
+
 static void
 level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 {
@@ -153,7 +207,8 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	level_st          *st   = in->st;
 	const char        *kind = up ? "rise" : "drop";
 	double             by   = detect_p(r, LV_BY), ma, mb, mc, thr, d;
-	int                cond, tr;
+	double             mr = 0, ms = 0, thr_s;
+	int                cond, tr, quick_ok;
 
 	if (!isfinite(s->value))
 		return;
@@ -167,37 +222,56 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	if (ma == 0 || mb == 0)
 		return;
 	drift_info(c, st, s, mc);
-	d   = fabs(mc - mb) / fabs(mb);
-	thr = fmax(by, detect_p(r, LV_NOISE) * st->scale);
+	d        = fabs(mc - mb) / fabs(mb);
+	thr      = fmax(by, detect_p(r, LV_NOISE) * st->scale);
+	thr_s    = fmax(by, detect_p(r, LV_NOISE) * st->scale_s);
+	quick_ok = st->r.cap > 0 && st->r.n == st->r.cap;
+	if (quick_ok) {
+		mr       = detect_win_median(&st->r, wbuf(st, 3));
+		ms       = detect_win_median(&st->s, wbuf(st, 4));
+		quick_ok = mr != 0;
+	}
 	if (st->fsm.state == DETECT_FSM_CLEAR) {
 		/* Abrupt: C off B while B is about where A was. */
 		int steady = fabs(mb - ma) / fabs(ma) < thr / 3;
+		/* Quick: S off R while R is about where B was. The lag
+		 * from B to R is ten times the one from R to S, so a drift
+		 * cannot pass; on a series whose level wanders (a busy
+		 * host) the short lag is where a step stands out most. */
+		int steady_s
+		    = quick_ok && fabs(mr - mb) / fabs(mb) < thr_s / 3;
 
 		cond = st->nd >= st->a.cap && shift_of(mc, mb, up) >= thr
 		    && steady;
 		if (cond) {
-			st->ref = mb;
-			st->thr = thr;
-		} else if ((steady && shift_of(mc, mb, !up) >= thr)
-		    || st->n < st->settle) {
+			st->ref   = mb;
+			st->thr   = thr;
+			st->quick = 0;
+		} else if (steady_s && st->nd_s >= st->a.cap
+		    && shift_of(ms, mr, up) >= thr_s) {
+			cond      = 1;
+			st->ref   = mr;
+			st->thr   = thr_s;
+			st->quick = 1;
+		} else if (st->n >= st->settle) {
 			/* An abrupt shift the other way (the level coming
 			 * back), or windows that still hold samples of an
 			 * episode, are no noise: as a shift passes through
 			 * the windows it would teach a threshold that misses
 			 * the next one. */
-		} else {
-			double a
-			    = 1.0 / (double) (st->nd < 500 ? st->nd + 1 : 500);
-
-			/* A root mean square, so that swings weigh as they
-			 * should; each change clipped so that one shift cannot
-			 * teach that shifts are usual. */
-			if (st->nd > 0 && d > 4 * st->scale)
-				d = 4 * st->scale;
-			st->scale = sqrt(st->scale * st->scale
-			    + a * (d * d - st->scale * st->scale));
-			st->nd++;
+			if (!(steady && shift_of(mc, mb, !up) >= thr))
+				learn(&st->scale, &st->nd, d);
+			if (quick_ok
+			    && !(steady_s && shift_of(ms, mr, !up) >= thr_s))
+				learn(&st->scale_s, &st->nd_s,
+				    fabs(ms - mr) / fabs(mr));
 		}
+	} else if (st->quick) {
+		/* Judged on S; once firing, C (steadier) keeps it too. */
+		cond = st->fsm.state == DETECT_FSM_FIRING
+		    ? shift_of(ms, st->ref, up) >= st->thr / 2
+		        || shift_of(mc, st->ref, up) >= st->thr / 2
+		    : shift_of(ms, st->ref, up) >= st->thr;
 	} else {
 		cond = shift_of(mc, st->ref, up)
 		    >= (st->fsm.state == DETECT_FSM_FIRING ? st->thr / 2
@@ -214,10 +288,12 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 		    "%s level %s (median of %u samples) is %.1f%% %s its "
 		    "level %s before an abrupt shift at step %llu (threshold "
 		    "%.1f%%, rank %d)",
-		    c->s->metric, detect_fmt(mc).s, st->c.n,
-		    100 * shift_of(mc, st->ref, up), up ? "above" : "below",
-		    detect_fmt(st->ref).s, (unsigned long long) st->fsm.step0,
-		    100 * st->thr, (int) s->rank);
+		    c->s->metric, detect_fmt(st->quick ? ms : mc).s,
+		    st->quick ? st->s.n : st->c.n,
+		    100 * shift_of(st->quick ? ms : mc, st->ref, up),
+		    up ? "above" : "below", detect_fmt(st->ref).s,
+		    (unsigned long long) st->fsm.step0, 100 * st->thr,
+		    (int) s->rank);
 	} else if (tr == DETECT_FSM_RESOLVE) {
 		detect_emit_series(c, kind, r->severity, DETECT_RESOLVED, 0, s,
 		    mc, st->ref,
@@ -271,6 +347,8 @@ level_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	detect_win_clear(&st->a);
 	detect_win_clear(&st->b);
 	detect_win_clear(&st->c);
+	detect_win_clear(&st->r);
+	detect_win_clear(&st->s);
 	st->n      = 0;
 	st->settle = 0;
 }

@@ -423,6 +423,38 @@ TEST(spike_sustained_fires_next_step_and_resolves)
 	detect_engine_free(e);
 }
 
+/* The heavy-tailed gradient norm: a jump of one or two steps is noise,
+ * a third step is a spike. */
+static void
+grad_jump(detect_engine *e, uint64_t at, uint64_t len, uint64_t to)
+{
+	for (uint64_t st = at - 300; st < to; st++)
+		feed(e, "g", 0, "grad_norm", st, 2.0 * (double) st,
+		    0.5 * exp(0.1 * noise())
+		        * (st >= at && st < at + len ? 30 : 1));
+}
+
+TEST(spike_grad_norm_two_step_jump_is_no_warning)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	grad_jump(e, 300, 2, 400);
+	if (S.n)
+		dump();
+	CHECK(count("spike", -1) == 0);
+	detect_engine_free(e);
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	grad_jump(e, 300, 3, 400);
+	g = first("spike", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 302 && g->severity == DETECT_WARNING);
+	CHECK(strcmp(g->rule, "grad_norm_spike") == 0);
+	detect_engine_free(e);
+}
+
 TEST(spike_not_recovered_becomes_critical)
 {
 	detect_engine *e = engine(NULL);
@@ -582,6 +614,32 @@ TEST(drop_sustained_not_periodic)
 	CHECK(g->step > 5000 && g->step < 5200);
 	CHECK(fabs(g->baseline - 1e5) < 2e3);
 	tps(e, 6000, 6500, 1e5, 20);
+	CHECK(count("drop", DETECT_RESOLVED) == 1);
+	detect_engine_free(e);
+}
+
+TEST(drop_quick_test_names_a_step_within_30_samples)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	REQUIRE(e != NULL);
+	tps(e, 0, 3000, 1e5, 20);
+	if (S.n)
+		dump();
+	CHECK(S.n == 0);
+	/* A slow node: 6% down at once. The quick test (8 samples against
+	 * the 8 before) sees it while the windows of 64 still straddle
+	 * it; the periodic slow steps (every 20) do not move a median of
+	 * 8. */
+	tps(e, 3000, 3100, 0.94e5, 20);
+	g = first("drop", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step > 3000 && g->step <= 3030);
+	CHECK(strstr(g->msg, "median of 8 samples") != NULL);
+	CHECK(fabs(g->baseline - 1e5) < 2e3);
+	tps(e, 3100, 3600, 1e5, 20);
+	CHECK(count("drop", DETECT_FIRING) == 1);
 	CHECK(count("drop", DETECT_RESOLVED) == 1);
 	detect_engine_free(e);
 }
@@ -1982,12 +2040,14 @@ main(void)
 	RUN(spike_healthy_is_quiet);
 	RUN(spike_blip_is_info_and_recovers);
 	RUN(spike_sustained_fires_next_step_and_resolves);
+	RUN(spike_grad_norm_two_step_jump_is_no_warning);
 	RUN(spike_not_recovered_becomes_critical);
 	RUN(spike_divergence_is_critical);
 	RUN(slow_divergence_fires_before_nan);
 	RUN(restart_is_one_event_and_not_a_spike);
 	RUN(drop_sustained_not_periodic);
 	RUN(drop_recovery_does_not_teach_noise);
+	RUN(drop_quick_test_names_a_step_within_30_samples);
 	RUN(level_gradual_drift_quiet_abrupt_shift_fires);
 	RUN(stall_of_run_rank_and_progress);
 	RUN(rank_left_behind_after_a_run_pause_is_its_own_alert);
