@@ -120,6 +120,42 @@ hash_group(
 	return metric ? detect_hash(h, metric, mlen) : h;
 }
 
+/* len bytes at p mixed into h 8 at a time (a series key is hashed for
+ * every sample not found by next_series: detect_hash's byte at a time
+ * was a tenth of the detection thread at 100,000 series a run). */
+static uint64_t
+hash_words(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	uint64_t             w;
+
+	for (; len >= 8; b += 8, len -= 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 32;
+	}
+	w = 0;
+	if (len > 0)
+		memcpy(&w, b, len);
+	w ^= (uint64_t) len << 56;
+	return (h ^ w) * 0x9e3779b97f4a7c15ull;
+}
+
+/* The hash of a series key: its bits mixed (the table indexes with the
+ * low ones). */
+static uint64_t
+hash_series(const char *run, size_t runlen, const char *metric, size_t mlen,
+    int32_t rank)
+{
+	uint64_t h = hash_words(DETECT_HASH_INIT, run, runlen);
+
+	h = hash_words(h ^ 0x5bd1e995, metric, mlen);
+	h = (h ^ (uint32_t) rank) * 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
+}
+
 /* ---- runs, ranks ----------------------------------------------------------
  */
 
@@ -634,9 +670,7 @@ detect_feed(detect_engine *e, const detect_sample *sample, detect_emit_fn emit,
 		detect_budget_touch(&e->bud, ser, e->now);
 		goto found;
 	}
-	h   = hash_rank(detect_hash(hash_run(s->run, s->runlen) ^ 0x5bd1e995,
-	                    s->metric, s->mlen),
-	      s->rank);
+	h   = hash_series(s->run, s->runlen, s->metric, s->mlen, s->rank);
 	ser = detect_table_find(&e->series, h, eq_series, &k);
 	if (ser == NULL) {
 		detect_series *v;
@@ -861,7 +895,7 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 		}
 	/* Groups of kept rules now belong to the new rule set. */
 	for (size_t q = 0; q < e->groups.cap; q++) {
-		detect_group *g = e->groups.obj[q];
+		detect_group *g = e->groups.slot[q].obj;
 
 		if (g == NULL)
 			continue;
