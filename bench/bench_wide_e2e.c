@@ -22,8 +22,11 @@
  * sample (user + system, and user alone), bytes it passed to write(2)
  * (wchar) and bytes the kernel accounted to storage (write_bytes) per
  * sample, and the database's size per stored sample after vitalsd
- * stopped. With $BENCH_PERF set, `perf record` samples vitalsd during
- * the measure into that file (the width appended). Figures only; the machine
+ * stopped, and vitalsd's CPU per sample of the first step (creating
+ * the series, in the database and in detection). With $BENCH_PERF set,
+ * `perf record` samples vitalsd during the measure (with
+ * $BENCH_PERF_FIRST also set: during the first step) into that file,
+ * the width appended. Figures only; the machine
  *may be shared (CPU is vitalsd's own, so less affected by load than the wall
  *time).
  */
@@ -246,7 +249,8 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	pthread_t        *th    = calloc((size_t) ranks, sizeof(pthread_t));
 	char            **names = calloc((size_t) metrics, sizeof(char *));
 	pthread_barrier_t bar;
-	proc_figs         a = { 0 }, b = { 0 }, c;
+	proc_figs         z = { 0 }, a = { 0 }, b = { 0 }, c;
+	int               first = getenv("BENCH_PERF_FIRST") != NULL;
 	double            t0, t1, measured, bytes;
 	int               failed = 0, status;
 
@@ -298,6 +302,8 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	if (pid < 0)
 		return 1;
 	sleep_ms(300);
+	read_proc(pid, &z);
+	perf = first ? start_perf(pid, series) : -1;
 	pthread_barrier_init(&bar, NULL, (unsigned) ranks + 1);
 	for (int r = 0; r < ranks; r++)
 		pthread_create(&th[r], NULL, emit_rank, &jobs[r]);
@@ -308,7 +314,11 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 		sleep_ms(300);
 		read_proc(pid, &a);
 	} while (a.cpu != c.cpu);
-	perf = start_perf(pid, series);
+	if (first && perf > 0) {
+		kill(perf, SIGINT);
+		waitpid(perf, &status, 0);
+	}
+	perf = first ? -1 : start_perf(pid, series);
 	t0   = now_s();
 	pthread_barrier_wait(&bar);
 	for (int r = 0; r < ranks; r++) {
@@ -333,12 +343,13 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	printf("%7ld series (%d x %d) %4llu steps: %8.0f samples in %6.2f s, "
 	       "vitalsd %6.3f us/sample CPU (user %6.3f), wchar %7.1f "
 	       "B/sample, write_bytes %7.1f B/sample, on disk %6.2f "
-	       "B/sample%s\n",
+	       "B/sample; first step %6.3f us/sample CPU%s\n",
 	    series, ranks, metrics, (unsigned long long) steps, measured,
 	    t1 - t0, (b.cpu - a.cpu) / measured * 1e6,
 	    (b.user - a.user) / measured * 1e6, (b.wchar - a.wchar) / measured,
 	    (b.wbytes - a.wbytes) / measured,
 	    bytes / (measured + (double) ranks * metrics),
+	    (a.cpu - z.cpu) / ((double) ranks * metrics) * 1e6,
 	    failed ? " (NOT every sample acknowledged)" : "");
 	fflush(stdout);
 	for (int r = 0; r < ranks; r++) {
