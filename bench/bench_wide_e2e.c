@@ -31,6 +31,7 @@
  *time).
  */
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -392,6 +393,11 @@ main(int argc, char **argv)
 	if (strlen(argv[2]) > 1000) {
 		fprintf(
 		    stderr, "bench_wide_e2e: %s: path too long\n", argv[2]);
+		return 2;
+	}
+	if (mkdir(argv[2], 0700) != 0 && errno != EEXIST) {
+		fprintf(stderr, "bench_wide_e2e: %s: %s\n", argv[2],
+		    strerror(errno));
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
