@@ -188,6 +188,11 @@ bench-peers-wide: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)
 	@B=$(B) sh bench/peers.sh --wide
 
+.PHONY: bench-wide-e2e
+bench-wide-e2e: deps
+	@$(MAKE) --no-print-directory all $(B)/bench/bench_wide_e2e OPT="-O2 -g -DNDEBUG"
+	@T=$$(mktemp -d /tmp/vitals-wide-e2e.XXXXXX) && $(B)/bench/bench_wide_e2e $(B)/vitalsd $$T; rc=$$?; rm -rf $$T; exit $$rc
+
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@B=$(B) sh demo/demo.sh

@@ -22,7 +22,6 @@ else
 	METRICS=${PEERS_METRICS:-6}
 fi
 T=$(mktemp -d /tmp/vitals-peers.XXXXXX)
-VMPORT=18428
 trap 'kill $VMPID $VPID 2>/dev/null; rm -rf "$T"' EXIT
 
 if [ "$(id -u)" = 0 ]; then
@@ -35,6 +34,14 @@ command -v victoria-metrics >/dev/null || {
 	echo "bench-peers: victoria-metrics is not installed (apt-get install victoria-metrics)"
 	exit 1
 }
+
+# A port nothing answers on: other benchmarks (remote_write.sh, another
+# checkout's peers.sh) may run a VictoriaMetrics of their own meanwhile,
+# and importing into theirs would measure theirs.
+VMPORT=${PEERS_VM_PORT:-$((18428 + $$ % 500))}
+while curl -s -o /dev/null --max-time 1 http://127.0.0.1:$VMPORT/; do
+	VMPORT=$((VMPORT + 1))
+done
 
 N=$((RANKS * STEPS * METRICS))
 # Times end a minute ago: VictoriaMetrics keeps only its retention period,
@@ -68,9 +75,13 @@ EP=ipc://$T/collector.sock
 VPID=$!
 sleep 0.3
 rate=$(VITALS_ENDPOINT=$EP "$B/bench/bench_peers" emit $RANKS $STEPS $T0 $METRICS) || echo "vitals: not every sample acknowledged"
+# vitalsd's CPU (user + system) once detection caught up: the rate is
+# the wall time, which a shared machine stretches.
+sleep 1
+vcpu=$(awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' /proc/$VPID/stat)
 kill -TERM $VPID; wait $VPID; VPID=
 stored=$("$B/vitals" runs --db "$T/vitals" | awk -F, '$1 == "peers" { print $6 }')
 vbytes=$(du -sb "$T/vitals" | cut -f1)
-awk -v n=$N -v r="$rate" -v b=$vbytes -v c="$stored" 'BEGIN {
+awk -v n=$N -v r="$rate" -v b=$vbytes -v c="$stored" -v cpu="$vcpu" 'BEGIN {
 	split(r, f, " ");
-	printf "vitals:           %.2f M samples/s (all committed and acknowledged), %.2f bytes/sample on disk (%d bytes, data.mdb + lock.mdb), %s samples stored\n", f[1], b / n, b, c }'
+	printf "vitals:           %.2f M samples/s (all committed and acknowledged), %.2f bytes/sample on disk (%d bytes, data.mdb + lock.mdb), %s samples stored, vitalsd CPU %.2f s (%.2f us/sample)\n", f[1], b / n, b, c, cpu, cpu / n * 1e6 }'

@@ -55,6 +55,8 @@ echo "== vitalsd --http: a /metrics scrape of 100,000 series while batches are p
 "$B/bench/bench_scrape"
 echo "== wide runs: cost per sample against series per step (write path in-process, fsync per commit)"
 "$B/bench/bench_wide" "$T/wide" 1000000
+echo "== wide runs end to end: vitalsd's CPU and bytes per sample against series per step (vt_flush each step)"
+"$B/bench/bench_wide_e2e" "$B/vitalsd" "$T/wide_e2e"
 
 echo
 echo "== rules: parse time per rule as the file grows (linear: flat per rule)"

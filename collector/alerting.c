@@ -23,6 +23,8 @@ typedef struct job {
 	struct job *next;
 	int64_t     recv_ns;
 	size_t      len;
+	int         viewed; /* b is the view of msg (else decode it) */
+	wire_batch  b;
 	uint8_t     msg[]; /* the wire message */
 } job;
 
@@ -270,8 +272,10 @@ feed(alerting *al, const job *j)
 	char       err[256];
 
 	/* It was validated when it arrived; decoding again only rebuilds
-	 * the view into our copy. */
-	if (wire_batch_decode(j->msg, j->len, &b, err, sizeof(err)) != 0)
+	 * the view into a compacted copy. */
+	if (j->viewed)
+		b = j->b;
+	else if (wire_batch_decode(j->msg, j->len, &b, err, sizeof(err)) != 0)
 		return;
 	feed_batch(al->engine, &b, al->quantum, j->recv_ns, al->names,
 	    al->lens, on_alert, al);
@@ -429,25 +433,54 @@ alerting_close(alerting *al)
 	free(al);
 }
 
+/* p, a pointer into [from, ...), moved to the same offset in to. */
+static const void *
+rebase(const void *p, const void *from, const uint8_t *to)
+{
+	return to + ((const uint8_t *) p - (const uint8_t *) from);
+}
+
+/* A job holding a copy of msg, with the view b rebased into it; NULL
+ * when out of memory. */
+static job *
+copy_whole(const wire_batch *b, const void *msg, size_t len)
+{
+	job *j = malloc(sizeof(*j) + len);
+
+	if (j == NULL)
+		return NULL;
+	memcpy(j->msg, msg, len);
+	j->len       = len;
+	j->viewed    = 1;
+	j->b         = *b;
+	j->b.id.run  = rebase(b->id.run, msg, j->msg);
+	j->b.id.host = rebase(b->id.host, msg, j->msg);
+	j->b.names   = rebase(b->names, msg, j->msg);
+	j->b.samples = rebase(b->samples, msg, j->msg);
+	return j;
+}
+
 /*
- * The part of a stored batch detection reads, as a wire message in a new
- * job: its identity and samples, and only the names they use (a batch of
- * 65,535 names and one sample is queued as a few hundred bytes). Returns
- * NULL when nothing needs checking (no sample, not FINAL) or out of
- * memory (*oom set).
+ * The part of a stored batch (msg, decoded as b) detection reads, as a
+ * wire message in a new job: its identity and samples, and only the
+ * names they use (a batch of 65,535 names and one sample is queued as a
+ * few hundred bytes). A batch whose samples use every name (an emitter
+ * sends the names of its batch's samples) is copied as it is, with its
+ * view, so the detection thread does not decode it again. Returns NULL
+ * when nothing needs checking (no sample, not FINAL) or out of memory
+ * (*oom set).
  */
 static job *
-compact(alerting *al, const void *msg, size_t len, int *oom)
+compact(
+    alerting *al, const wire_batch *bp, const void *msg, size_t len, int *oom)
 {
-	wire_batch b;
-	char       err[256];
+	wire_batch b = *bp;
 	size_t     off, off_names = 0, nbytes = 0, size = 0;
 	uint16_t   used = 0;
 	job       *j;
 
 	*oom = 0;
-	if (wire_batch_decode(msg, len, &b, err, sizeof(err)) != 0
-	    || (b.nsamples == 0 && !(b.flags & WIRE_FINAL)))
+	if (b.nsamples == 0 && !(b.flags & WIRE_FINAL))
 		return NULL;
 	/* remap[k]: 0 unused, else 1 + the name's new index. Names are
 	 * walked in order (wire_batch_name is linear in k). */
@@ -461,6 +494,11 @@ compact(alerting *al, const void *msg, size_t len, int *oom)
 			al->remap[k] = (uint32_t) ++used;
 			nbytes += 1 + size;
 		}
+	}
+	if (used == b.nnames) {
+		if ((j = copy_whole(&b, msg, len)) == NULL)
+			*oom = 1;
+		return j;
 	}
 	size = wire_batch_header_size(&b.id, nbytes)
 	    + (size_t) b.nsamples * WIRE_SAMPLE_SIZE;
@@ -486,7 +524,8 @@ compact(alerting *al, const void *msg, size_t len, int *oom)
 		ws.name = (uint16_t) (al->remap[ws.name] - 1);
 		wire_put_sample(j->msg, &off, &ws);
 	}
-	j->len = off;
+	j->len    = off;
+	j->viewed = 0;
 	return j;
 }
 
@@ -522,11 +561,11 @@ peer_hash(const char *peer)
 }
 
 int
-alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns,
-    const char *peer)
+alerting_feed(alerting *al, const wire_batch *b, const void *msg, size_t len,
+    int64_t recv_ns, const char *peer)
 {
 	int   oom;
-	job  *j = compact(al, msg, len, &oom);
+	job  *j = compact(al, b, msg, len, &oom);
 	lane *l;
 
 	if (j == NULL) {

@@ -49,13 +49,14 @@ int  alerting_open(const char *rules_path, int64_t quantum_ns,
 /* Processes what is queued, stops the thread, frees. NULL is a no-op. */
 void alerting_close(alerting *al);
 
-/* Queue a copy of a stored batch (a whole wire message) received at
+/* Queue a copy of a stored batch (a whole wire message, msg, and b, its
+ * view from wire_batch_decode) received at
  * recv_ns (wall clock) from peer (its address, NULL: unknown). The
  * detection thread takes the batches of each peer in order, and the peers
  * in turn. Returns 0, or -1 when out of memory (the batch is stored but
  * not checked; logged). */
-int alerting_feed(alerting *al, const void *msg, size_t len, int64_t recv_ns,
-    const char *peer);
+int alerting_feed(alerting *al, const wire_batch *b, const void *msg,
+    size_t len, int64_t recv_ns, const char *peer);
 
 /* The bound of the hand-over queue in bytes (a single batch larger than
  * it is still taken when the queue is empty). */

@@ -603,6 +603,14 @@ main(int argc, char **argv)
 	 * would otherwise raise its threshold after the first free and keep
 	 * the heap grown to the largest burst. */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
+	/* Smaller ones (batches of a wide run, a few hundred KB, received,
+	 * copied for detection, freed by another thread) come and go every
+	 * commit: with the default 128 KiB, each free at the top of a heap
+	 * gave pages back and the next batch faulted them in again (a
+	 * quarter to a third of vitalsd's CPU at 10,000 and 100,000 series
+	 * a step, bench_wide_e2e). Each heap keeps up to 8 MiB free at its
+	 * top instead. */
+	mallopt(M_TRIM_THRESHOLD, 8 << 20);
 	if (http_addr != NULL && expo_open(&xo, &sk.x, err, sizeof(err)) != 0) {
 		fprintf(stderr, "vitalsd: %s\n", err);
 		return 2;

@@ -17,10 +17,8 @@ detect_hash(uint64_t h, const void *p, size_t len)
 void
 detect_table_fini(detect_table *t)
 {
-	free(t->obj);
-	free(t->hash);
-	t->obj  = NULL;
-	t->hash = NULL;
+	free(t->slot);
+	t->slot = NULL;
 	t->cap  = 0;
 	t->n    = 0;
 }
@@ -32,44 +30,40 @@ detect_table_find(
 	if (t->cap == 0)
 		return NULL;
 	for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-		if (t->obj[i] == NULL)
+		const detect_table_slot *sl = &t->slot[i];
+
+		if (sl->obj == NULL)
 			return NULL;
-		if (t->hash[i] == h && eq(t->obj[i], key))
-			return t->obj[i];
+		if (sl->hash == h && eq(sl->obj, key))
+			return sl->obj;
 	}
 }
 
 static void
-place(void **obj, uint64_t *hash, size_t cap, uint64_t h, void *o)
+place(detect_table_slot *slot, size_t cap, uint64_t h, void *o)
 {
 	size_t i = h & (cap - 1);
 
-	while (obj[i] != NULL)
+	while (slot[i].obj != NULL)
 		i = (i + 1) & (cap - 1);
-	obj[i]  = o;
-	hash[i] = h;
+	slot[i].obj  = o;
+	slot[i].hash = h;
 }
 
 /* Doubles the capacity; on failure the table is unchanged. */
 static int
 grow(detect_table *t)
 {
-	size_t    cap  = t->cap ? t->cap * 2 : 64;
-	void    **obj  = calloc(cap, sizeof(*obj));
-	uint64_t *hash = calloc(cap, sizeof(*hash));
+	size_t             cap  = t->cap ? t->cap * 2 : 64;
+	detect_table_slot *slot = calloc(cap, sizeof(*slot));
 
-	if (obj == NULL || hash == NULL) {
-		free(obj);
-		free(hash);
+	if (slot == NULL)
 		return -1;
-	}
 	for (size_t i = 0; i < t->cap; i++)
-		if (t->obj[i] != NULL)
-			place(obj, hash, cap, t->hash[i], t->obj[i]);
-	free(t->obj);
-	free(t->hash);
-	t->obj  = obj;
-	t->hash = hash;
+		if (t->slot[i].obj != NULL)
+			place(slot, cap, t->slot[i].hash, t->slot[i].obj);
+	free(t->slot);
+	t->slot = slot;
 	t->cap  = cap;
 	return 0;
 }
@@ -79,7 +73,7 @@ detect_table_put(detect_table *t, uint64_t h, void *obj)
 {
 	if ((t->n + 1) * 2 > t->cap && grow(t) != 0)
 		return -1;
-	place(t->obj, t->hash, t->cap, h, obj);
+	place(t->slot, t->cap, h, obj);
 	t->n++;
 	return 0;
 }
@@ -91,22 +85,21 @@ detect_table_del(detect_table *t, uint64_t h, const void *obj)
 
 	if (t->cap == 0)
 		return -1;
-	for (i = h & mask; t->obj[i] != obj; i = (i + 1) & mask)
-		if (t->obj[i] == NULL)
+	for (i = h & mask; t->slot[i].obj != obj; i = (i + 1) & mask)
+		if (t->slot[i].obj == NULL)
 			return -1;
 	/* Shift later members of the cluster back into the hole when their
 	 * home slot is not between the hole and where they sit. */
-	for (j = (i + 1) & mask; t->obj[j] != NULL; j = (j + 1) & mask) {
-		size_t home = t->hash[j] & mask;
+	for (j = (i + 1) & mask; t->slot[j].obj != NULL; j = (j + 1) & mask) {
+		size_t home = t->slot[j].hash & mask;
 
 		if (((j - home) & mask) >= ((j - i) & mask)) {
-			t->obj[i]  = t->obj[j];
-			t->hash[i] = t->hash[j];
+			t->slot[i] = t->slot[j];
 			i          = j;
 		}
 	}
-	t->obj[i]  = NULL;
-	t->hash[i] = 0;
+	t->slot[i].obj  = NULL;
+	t->slot[i].hash = 0;
 	t->n--;
 	return 0;
 }

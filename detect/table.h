@@ -10,11 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* An object and its hash side by side: a probe reads one cache line. */
+typedef struct detect_table_slot {
+	uint64_t hash;
+	void    *obj; /* NULL: empty */
+} detect_table_slot;
+
 typedef struct detect_table {
-	void    **obj;
-	uint64_t *hash;
-	size_t    cap; /* a power of two, or 0 */
-	size_t    n;
+	detect_table_slot *slot;
+	size_t             cap; /* a power of two, or 0 */
+	size_t             n;
 } detect_table;
 
 /* Returns 1 if obj has the key. */
