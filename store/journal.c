@@ -702,6 +702,67 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 }
 
 int
+store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
+    store_journal_group_fn fn, void *ctx)
+{
+	store        *st = t->st;
+	MDB_cursor   *cur;
+	MDB_val       k, v;
+	store_sample *buf = NULL;
+	size_t        len, cap = 0;
+	int           rc, own  = 0;
+
+	if (!st->has_journal || n == 0)
+		return 0;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		jrec     r;
+		uint32_t g = 0, cnt;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
+			own = 1;
+			break;
+		}
+		/* Both ascend: each wanted sid is searched for from where
+		 * the last one was found. */
+		for (size_t i = 0; i < n && g < r.ngroups; i++) {
+			uint32_t lo = g, hi = r.ngroups;
+
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (grp_sid(&r, mid) < sids[i])
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			g = lo;
+			if (g == r.ngroups || grp_sid(&r, g) != sids[i])
+				continue;
+			len = 0;
+			rc  = grp_copy(st, &r, g, &buf, &len, &cap, &cnt);
+			if (rc == 0)
+				rc = fn(ctx, sids[i], buf, len);
+			if (rc != 0) {
+				own = 1;
+				break;
+			}
+			g++;
+		}
+		if (own)
+			break;
+	}
+	mdb_cursor_close(cur);
+	free(buf);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (!own)
+		rc = store_fail(st, rc, "reading the journal");
+	return rc;
+}
+
+int
 journal_patch_series(store_txn *t, series_rec *r)
 {
 	store        *st = t->st;

@@ -58,4 +58,17 @@ int store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples);
  */
 int store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded);
 
+/*
+ * Readers: the journal samples of the series sids (n of them, strictly
+ * ascending), in one pass over the records as t sees them, oldest
+ * first. fn gets each group of a wanted series, decoded (s borrowed,
+ * valid during the call); a series' groups come in arrival order, as
+ * scan_samples reads them. Returns 0, fn's non-zero value, or a
+ * store_err.
+ */
+typedef int (*store_journal_group_fn)(
+    void *ctx, uint32_t sid, const store_sample *s, size_t n);
+int store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
+    store_journal_group_fn fn, void *ctx);
+
 #endif /* STORE_JOURNAL_H */

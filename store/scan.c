@@ -472,6 +472,31 @@ vblock_cmp(const void *a, const void *b)
 }
 
 /*
+ * Whether the journal samples js of a series come, steps strictly
+ * ascending, after every step of its stored blocks (l, in key order):
+ * then folding them changes no stored sample's place in the merge (a
+ * fold appends to the tail or starts blocks after it; the merge sorts
+ * by step, and no journal step ties a stored one or another). A header
+ * that does not parse says no: the fold's path reports it.
+ */
+static int
+journal_after_blocks(const vlist *l, const store_sample *js, size_t jn)
+{
+	for (size_t i = 1; i < jn; i++)
+		if (js[i].step <= js[i - 1].step)
+			return 0;
+	for (size_t i = 0; i < l->n; i++) {
+		block_info info;
+
+		if (block_peek(l->b[i].data, l->b[i].len, &info) != BLOCK_OK)
+			return 0;
+		if (info.count > 0 && info.last_step >= js[0].step)
+			return 0;
+	}
+	return 1;
+}
+
+/*
  * The samples of a series that has some in the journal: its stored
  * blocks and the blocks the fold would make of the journal samples, in
  * key order, merged exactly as stored blocks are.
@@ -516,8 +541,27 @@ samples_with_journal(store *st, store_txn *txn, uint32_t sid,
 		goto out;
 	}
 	l.stored = l.n;
-	rc       = journal_fold_series(
-	          txn, NULL, NULL, sid, js, jn, enc, vlist_fold, &l);
+	if (journal_after_blocks(&l, js, jn)) {
+		/* The usual case, near the head of a run: what the fold
+		 * would write sorts after every stored sample, so the
+		 * merge of the stored blocks, then the journal samples as
+		 * they are, is what folding them would read. No tail to
+		 * decode and blocks to encode per read. */
+		for (size_t i = 0; i < l.n && !stop; i++) {
+			rc = merge_block(st, &m, sid, l.b[i].data, l.b[i].len,
+			    order++, from, to, fn, ctx, &stop);
+			if (rc != 0)
+				goto out;
+		}
+		rc = merge_emit(st, &m, UINT64_MAX, 1, from, to, fn, ctx);
+		for (size_t i = 0; rc == 0 && i < jn && js[i].step <= to; i++)
+			if (js[i].step >= from)
+				rc = fn(ctx, js[i].step, js[i].time_ns,
+				    js[i].value);
+		goto out;
+	}
+	rc = journal_fold_series(
+	    txn, NULL, NULL, sid, js, jn, enc, vlist_fold, &l);
 	if (rc != 0)
 		goto out;
 	qsort(l.b, l.n, sizeof(*l.b), vblock_cmp);
@@ -545,28 +589,18 @@ out:
 	return rc;
 }
 
-int
-scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
+/* The samples of a series with none in the journal: its blocks. */
+static int
+samples_blocks(store *st, store_txn *txn, uint32_t sid, uint64_t from,
     uint64_t to, scan_sample_fn fn, void *ctx)
 {
-	MDB_cursor   *cur;
-	MDB_val       k, v;
-	uint8_t       key[16];
-	merge         m     = { 0 };
-	uint64_t      order = 0;
-	store_sample *js;
-	size_t        jn;
-	int           rc, stop = 0;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	uint8_t     key[16];
+	merge       m     = { 0 };
+	uint64_t    order = 0;
+	int         rc, stop = 0;
 
-	/* Samples not yet folded: read as the fold will store them. */
-	if ((rc = journal_of_series(txn, sid, &js, &jn)) != 0)
-		return rc;
-	if (jn > 0) {
-		rc = samples_with_journal(
-		    st, txn, sid, js, jn, from, to, fn, ctx);
-		free(js);
-		return rc;
-	}
 	if ((rc = mdb_cursor_open(txn->txn, st->blocks, &cur)) != 0)
 		return store_fail(st, rc, "reading blocks");
 	store_block_key(key, sid, 0, 0);
@@ -600,6 +634,156 @@ out:
 	free(m.src);
 	mdb_cursor_close(cur);
 	return rc;
+}
+
+int
+scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
+    uint64_t to, scan_sample_fn fn, void *ctx)
+{
+	store_sample *js;
+	size_t        jn;
+	int           rc;
+
+	/* Samples not yet folded: read as the fold will store them. */
+	if ((rc = journal_of_series(txn, sid, &js, &jn)) != 0)
+		return rc;
+	if (jn > 0) {
+		rc = samples_with_journal(
+		    st, txn, sid, js, jn, from, to, fn, ctx);
+		free(js);
+		return rc;
+	}
+	return samples_blocks(st, txn, sid, from, to, fn, ctx);
+}
+
+/* ---- many series near the head: the journal read once ----------------- */
+
+/* One series' journal samples, in arrival order. */
+typedef struct sj_series {
+	uint32_t      sid;
+	size_t        n, cap;
+	store_sample *s;
+} sj_series;
+
+struct scan_journal {
+	sj_series *v; /* by ascending sid, each sid once */
+	size_t     n;
+	size_t     at; /* where the last group landed (groups ascend) */
+};
+
+static int
+sid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static sj_series *
+sj_find(const scan_journal *j, uint32_t sid, size_t from)
+{
+	size_t lo = from, hi = j->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (j->v[mid].sid < sid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < j->n && j->v[lo].sid == sid ? &j->v[lo] : NULL;
+}
+
+static int
+sj_group(void *ctx, uint32_t sid, const store_sample *s, size_t n)
+{
+	scan_journal *j = ctx;
+	sj_series    *e = sj_find(j, sid, j->at < j->n ? j->at : 0);
+
+	if (e == NULL)
+		e = sj_find(j, sid, 0);
+	if (e == NULL)
+		return 0;
+	j->at = (size_t) (e - j->v);
+	if (e->n + n > e->cap) {
+		size_t        nc = e->cap ? e->cap : 64;
+		store_sample *ns;
+
+		while (nc < e->n + n)
+			nc *= 2;
+		if ((ns = realloc(e->s, nc * sizeof(*ns))) == NULL)
+			return STORE_ENOMEM;
+		e->s   = ns;
+		e->cap = nc;
+	}
+	memcpy(e->s + e->n, s, n * sizeof(*s));
+	e->n += n;
+	return 0;
+}
+
+int
+scan_journal_load(store *st, store_txn *txn, const uint32_t *sids, size_t n,
+    scan_journal **out)
+{
+	scan_journal *j;
+	uint32_t     *ids = NULL;
+	size_t        k   = 0;
+	int           rc  = STORE_ENOMEM;
+
+	*out = NULL;
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		goto fail;
+	if (n > 0
+	    && ((ids = malloc(n * sizeof(*ids))) == NULL
+	        || (j->v = calloc(n, sizeof(*j->v))) == NULL))
+		goto fail;
+	if (n > 0)
+		memcpy(ids, sids, n * sizeof(*ids));
+	qsort(ids, n, sizeof(*ids), sid_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || ids[k - 1] != ids[i])
+			ids[k++] = ids[i];
+	for (size_t i = 0; i < k; i++)
+		j->v[i].sid = ids[i];
+	j->n = k;
+	if ((rc = store_journal_groups(txn, ids, k, sj_group, j)) != 0)
+		goto fail;
+	free(ids);
+	*out = j;
+	return 0;
+fail:
+	if (rc == STORE_ENOMEM)
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	free(ids);
+	scan_journal_free(j);
+	return rc;
+}
+
+void
+scan_journal_free(scan_journal *j)
+{
+	if (j == NULL)
+		return;
+	for (size_t i = 0; i < j->n; i++)
+		free(j->v[i].s);
+	free(j->v);
+	free(j);
+}
+
+int
+scan_samples_in(store *st, store_txn *txn, const scan_journal *j, uint32_t sid,
+    uint64_t from, uint64_t to, scan_sample_fn fn, void *ctx)
+{
+	const sj_series *e = j != NULL ? sj_find(j, sid, 0) : NULL;
+
+	if (e == NULL) /* not loaded: looked up in the journal */
+		return scan_samples(st, txn, sid, from, to, fn, ctx);
+	if (e->n > 0)
+		return samples_with_journal(
+		    st, txn, sid, e->s, e->n, from, to, fn, ctx);
+	return samples_blocks(st, txn, sid, from, to, fn, ctx);
 }
 
 int
