@@ -701,24 +701,42 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 	return rc;
 }
 
+/* The code of group g of r: where its samples start, and their count.
+ * Returns 0 or STORE_ECORRUPT. */
+static int
+grp_open(
+    store *st, const jrec *r, uint32_t g, const uint8_t **p, uint64_t *cnt)
+{
+	const uint8_t *pay = r->p + REC_HEAD + (size_t) r->ngroups * REC_GROUP;
+	const uint8_t *end = r->p + r->size;
+	uint32_t       off
+	    = wire_get32(r->p + REC_HEAD + (size_t) g * REC_GROUP + 4);
+
+	if (off > (size_t) (end - pay))
+		return corrupt(st, r->no);
+	*p = pay + off;
+	if (get_var(p, end, cnt) != 0 || *cnt == 0
+	    || *cnt > (uint64_t) (end - *p))
+		return corrupt(st, r->no);
+	return 0;
+}
+
 int
 store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
     store_journal_group_fn fn, void *ctx)
 {
-	store        *st = t->st;
-	MDB_cursor   *cur;
-	MDB_val       k, v;
-	store_sample *buf = NULL;
-	size_t        len, cap = 0;
-	int           rc, own  = 0;
+	store      *st = t->st;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	int         rc, own = 0;
 
 	if (!st->has_journal || n == 0)
 		return 0;
 	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
 		return store_fail(st, rc, "reading the journal");
-	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+	while (!own && (rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
 		jrec     r;
-		uint32_t g = 0, cnt;
+		uint32_t g = 0;
 
 		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
 			own = 1;
@@ -727,7 +745,11 @@ store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
 		/* Both ascend: each wanted sid is searched for from where
 		 * the last one was found. */
 		for (size_t i = 0; i < n && g < r.ngroups; i++) {
-			uint32_t lo = g, hi = r.ngroups;
+			uint32_t       lo = g, hi = r.ngroups;
+			const uint8_t *p;
+			uint64_t       cnt;
+			store_sample  *out;
+			jcoder         c;
 
 			while (lo < hi) {
 				uint32_t mid = lo + (hi - lo) / 2;
@@ -740,21 +762,27 @@ store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
 			g = lo;
 			if (g == r.ngroups || grp_sid(&r, g) != sids[i])
 				continue;
-			len = 0;
-			rc  = grp_copy(st, &r, g, &buf, &len, &cap, &cnt);
-			if (rc == 0)
-				rc = fn(ctx, sids[i], buf, len);
+			if ((rc = grp_open(st, &r, g++, &p, &cnt)) != 0) {
+				own = 1;
+				break;
+			}
+			if ((out = fn(ctx, sids[i], (size_t) cnt)) == NULL)
+				continue;
+			c.step  = wire_get64(r.p + 8);
+			c.time  = (int64_t) wire_get64(r.p + 16);
+			c.dtime = 0;
+			c.bits  = 0;
+			for (uint64_t j = 0; j < cnt && rc == 0; j++)
+				if (sample_get(&p, r.p + r.size, &c, &out[j])
+				    != 0)
+					rc = corrupt(st, r.no);
 			if (rc != 0) {
 				own = 1;
 				break;
 			}
-			g++;
 		}
-		if (own)
-			break;
 	}
 	mdb_cursor_close(cur);
-	free(buf);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (!own)

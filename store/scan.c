@@ -156,6 +156,118 @@ scan_run_finished(store *st, store_txn *txn, const char *run, int *out)
 }
 
 /*
+ * Series listed in batches: the statistics of their samples still in
+ * the journal are added in one pass over the journal per batch (a
+ * lookup per record per series would cost records x series). The
+ * journal records up to a series' jseen hold none of its samples
+ * (docs/storage.md, "The journal", invariant 4), so every group of the
+ * series counts, as scan_samples reads them.
+ */
+#define LIST_BATCH 256
+
+typedef struct list_slot {
+	uint32_t sid;
+	uint32_t i; /* in batch */
+} list_slot;
+
+typedef struct list_batch {
+	scan_series   s[LIST_BATCH];
+	list_slot     by[LIST_BATCH]; /* by ascending sid */
+	uint32_t      sids[LIST_BATCH];
+	size_t        n, nby;
+	store_sample *buf; /* the group being decoded */
+	size_t        cap;
+	long          pend; /* its series (index in s), or -1 */
+	size_t        pendn;
+	int           oom;
+} list_batch;
+
+static int
+slot_cmp(const void *a, const void *b)
+{
+	const list_slot *x = a, *y = b;
+
+	return x->sid < y->sid ? -1 : x->sid > y->sid;
+}
+
+/* The group decoded last is complete once the next one is asked for. */
+static void
+list_settle(list_batch *b)
+{
+	if (b->pend >= 0)
+		store_series_add(&b->s[b->pend].rec, b->buf, b->pendn);
+	b->pend = -1;
+}
+
+static store_sample *
+list_group(void *ctx, uint32_t sid, size_t n)
+{
+	list_batch *b  = ctx;
+	size_t      lo = 0, hi = b->nby;
+
+	list_settle(b);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->by[mid].sid < sid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == b->nby || b->by[lo].sid != sid)
+		return NULL;
+	if (n > b->cap) {
+		size_t        nc = b->cap ? b->cap : 256;
+		store_sample *nb;
+
+		while (nc < n)
+			nc *= 2;
+		if ((nb = realloc(b->buf, nc * sizeof(*nb))) == NULL) {
+			b->oom = 1;
+			return NULL;
+		}
+		b->buf = nb;
+		b->cap = nc;
+	}
+	b->pend  = (long) b->by[lo].i;
+	b->pendn = n;
+	return b->buf;
+}
+
+/* Patch the batch's statistics, then hand its series to fn. */
+static int
+list_flush(
+    store *st, store_txn *txn, list_batch *b, scan_series_fn fn, void *ctx)
+{
+	int rc = 0;
+
+	b->nby = 0;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->s[i].rec.jseen != UINT64_MAX) {
+			b->by[b->nby].sid = b->s[i].rec.sid;
+			b->by[b->nby].i   = (uint32_t) i;
+			b->nby++;
+		}
+	qsort(b->by, b->nby, sizeof(*b->by), slot_cmp);
+	for (size_t i = 0; i < b->nby; i++)
+		b->sids[i] = b->by[i].sid;
+	b->pend = -1;
+	if (b->nby > 0) {
+		rc = store_journal_groups(txn, b->sids, b->nby, list_group, b);
+		list_settle(b);
+	}
+	if (rc == 0 && b->oom) {
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
+		rc = STORE_ENOMEM;
+	}
+	for (size_t i = 0; rc == 0 && i < b->n; i++)
+		rc = fn(ctx, &b->s[i]);
+	b->n = 0;
+	return rc;
+}
+
+/*
  * The series whose key starts with run NUL (and metric NUL, if metric is
  * given): one contiguous key range, since keys sort by run, metric, rank.
  */
@@ -169,11 +281,19 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 	size_t      ml = metric ? strlen(metric) : 0;
 	int         rc, op = MDB_FIRST;
 	uint8_t     key[STORE_KEY_MAX];
+	list_batch *b;
 
 	if (rl > WIRE_RUN_MAX || ml > WIRE_NAME_MAX)
 		return 0;
-	if ((rc = mdb_cursor_open(txn->txn, st->series, &cur)) != 0)
+	if ((b = calloc(1, sizeof(*b))) == NULL) {
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
+		return STORE_ENOMEM;
+	}
+	if ((rc = mdb_cursor_open(txn->txn, st->series, &cur)) != 0) {
+		free(b);
 		return store_fail(st, rc, "reading series");
+	}
 	if (run != NULL) {
 		memcpy(key, run, rl);
 		key[rl]   = 0;
@@ -187,32 +307,35 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 		op        = MDB_SET_RANGE;
 	}
 	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
-		scan_series s;
+		scan_series *s = &b->s[b->n];
 
 		op = MDB_NEXT;
-		if (store_series_key_parse(k.mv_data, k.mv_size, &s.run,
-		        &s.runlen, &s.metric, &s.mlen, &s.rank)
+		if (store_series_key_parse(k.mv_data, k.mv_size, &s->run,
+		        &s->runlen, &s->metric, &s->mlen, &s->rank)
 		        != 0
-		    || store_series_decode(v.mv_data, v.mv_size, &s.rec)
+		    || store_series_decode(v.mv_data, v.mv_size, &s->rec)
 		        != 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: a series record does not parse", st->dir);
 			rc = STORE_ECORRUPT;
 			break;
 		}
-		if (run != NULL && (s.runlen != rl || memcmp(s.run, run, rl)))
+		if (run != NULL
+		    && (s->runlen != rl || memcmp(s->run, run, rl)))
 			break;
 		if (metric != NULL
-		    && (s.mlen != ml || memcmp(s.metric, metric, ml)))
+		    && (s->mlen != ml || memcmp(s->metric, metric, ml)))
 			break;
-		/* The statistics of its samples still in the journal. */
-		if ((rc = journal_patch_series(txn, &s.rec)) != 0)
-			break;
-		if ((rc = fn(ctx, &s)) != 0)
+		if (++b->n == LIST_BATCH
+		    && (rc = list_flush(st, txn, b, fn, ctx)) != 0)
 			break;
 	}
+	if (rc == 0 || rc == MDB_NOTFOUND)
+		rc = list_flush(st, txn, b, fn, ctx);
 	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0 : rc;
+	free(b->buf);
+	free(b);
+	return rc;
 }
 
 int
@@ -658,17 +781,18 @@ scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
 
 /* ---- many series near the head: the journal read once ----------------- */
 
-/* One series' journal samples, in arrival order. */
+/* One series' journal samples, in arrival order: all[off .. off + n). */
 typedef struct sj_series {
-	uint32_t      sid;
-	size_t        n, cap;
-	store_sample *s;
+	uint32_t sid;
+	size_t   off, n;
 } sj_series;
 
 struct scan_journal {
-	sj_series *v; /* by ascending sid, each sid once */
-	size_t     n;
-	size_t     at; /* where the last group landed (groups ascend) */
+	sj_series    *v; /* by ascending sid, each sid once */
+	size_t        n;
+	size_t        at;   /* where the last group landed (groups ascend) */
+	int           fill; /* 0: counting, 1: decoding into all */
+	store_sample *all;
 };
 
 static int
@@ -695,31 +819,21 @@ sj_find(const scan_journal *j, uint32_t sid, size_t from)
 	return lo < j->n && j->v[lo].sid == sid ? &j->v[lo] : NULL;
 }
 
-static int
-sj_group(void *ctx, uint32_t sid, const store_sample *s, size_t n)
+/* Counting, then decoding each group where it goes: no copy, no
+ * growing. */
+static store_sample *
+sj_group(void *ctx, uint32_t sid, size_t n)
 {
 	scan_journal *j = ctx;
 	sj_series    *e = sj_find(j, sid, j->at < j->n ? j->at : 0);
+	store_sample *out;
 
-	if (e == NULL)
-		e = sj_find(j, sid, 0);
-	if (e == NULL)
-		return 0;
+	if (e == NULL && (e = sj_find(j, sid, 0)) == NULL)
+		return NULL;
 	j->at = (size_t) (e - j->v);
-	if (e->n + n > e->cap) {
-		size_t        nc = e->cap ? e->cap : 64;
-		store_sample *ns;
-
-		while (nc < e->n + n)
-			nc *= 2;
-		if ((ns = realloc(e->s, nc * sizeof(*ns))) == NULL)
-			return STORE_ENOMEM;
-		e->s   = ns;
-		e->cap = nc;
-	}
-	memcpy(e->s + e->n, s, n * sizeof(*s));
+	out   = j->fill ? j->all + e->off + e->n : NULL;
 	e->n += n;
-	return 0;
+	return out;
 }
 
 int
@@ -728,8 +842,8 @@ scan_journal_load(store *st, store_txn *txn, const uint32_t *sids, size_t n,
 {
 	scan_journal *j;
 	uint32_t     *ids = NULL;
-	size_t        k   = 0;
-	int           rc  = STORE_ENOMEM;
+	size_t        k = 0, total = 0;
+	int           rc = STORE_ENOMEM;
 
 	*out = NULL;
 	if ((j = calloc(1, sizeof(*j))) == NULL)
@@ -749,6 +863,20 @@ scan_journal_load(store *st, store_txn *txn, const uint32_t *sids, size_t n,
 	j->n = k;
 	if ((rc = store_journal_groups(txn, ids, k, sj_group, j)) != 0)
 		goto fail;
+	for (size_t i = 0; i < k; i++) {
+		j->v[i].off = total;
+		total += j->v[i].n;
+		j->v[i].n = 0;
+	}
+	if (total > 0) {
+		rc = STORE_ENOMEM;
+		if ((j->all = malloc(total * sizeof(*j->all))) == NULL)
+			goto fail;
+		j->fill = 1;
+		j->at   = 0;
+		if ((rc = store_journal_groups(txn, ids, k, sj_group, j)) != 0)
+			goto fail;
+	}
 	free(ids);
 	*out = j;
 	return 0;
@@ -766,8 +894,7 @@ scan_journal_free(scan_journal *j)
 {
 	if (j == NULL)
 		return;
-	for (size_t i = 0; i < j->n; i++)
-		free(j->v[i].s);
+	free(j->all);
 	free(j->v);
 	free(j);
 }
@@ -782,7 +909,7 @@ scan_samples_in(store *st, store_txn *txn, const scan_journal *j, uint32_t sid,
 		return scan_samples(st, txn, sid, from, to, fn, ctx);
 	if (e->n > 0)
 		return samples_with_journal(
-		    st, txn, sid, e->s, e->n, from, to, fn, ctx);
+		    st, txn, sid, j->all + e->off, e->n, from, to, fn, ctx);
 	return samples_blocks(st, txn, sid, from, to, fn, ctx);
 }
 
