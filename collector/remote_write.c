@@ -30,7 +30,7 @@
 #define SPACING_MAX_MS 2000
 /* The journal is read for this many series at a time (load_journal). */
 #define JCHUNK_SERIES 256
-#define JCHUNK_SAMPLES 65536
+#define JCHUNK_SAMPLES 16384
 /* Added to the forwarder threads' nice value: ingest comes first. */
 #define RWRITE_NICE 10
 
@@ -572,8 +572,8 @@ load_journal(target *t, size_t from, size_t room)
 {
 	size_t n = 0, i;
 
-	scan_journal_free(t->jr);
-	t->jr = NULL;
+	if (t->jr == NULL && scan_journal_new(&t->jr) != 0)
+		return -1;
 	if (room > JCHUNK_SAMPLES)
 		room = JCHUNK_SAMPLES;
 	for (i = from; i < t->nitems && n < JCHUNK_SERIES; i++) {
@@ -588,7 +588,7 @@ load_journal(target *t, size_t from, size_t room)
 		room -= left < room ? (size_t) left : room;
 	}
 	t->jend = i;
-	return scan_journal_load(t->rw->st, t->txn, t->jsids, n, &t->jr);
+	return scan_journal_load(t->rw->st, t->txn, t->jr, t->jsids, n);
 }
 
 /* Samples stored and not yet handled, as of the last look at the runs. */
@@ -1223,8 +1223,9 @@ pass(target *t, int64_t started, int64_t *read_ms)
 	/* Caught up only by a listing of this transaction's: series read
 	 * in earlier passes of a listing may have more samples since. */
 	all = listed && t->next >= t->nitems;
-	scan_journal_free(t->jr);
-	t->jr = NULL;
+	/* What it holds is of this transaction only. */
+	if (t->jr != NULL)
+		(void) scan_journal_load(rw->st, t->txn, t->jr, NULL, 0);
 	store_read_end(t->txn);
 	t->txn   = NULL;
 	*read_ms = mono_ms() - started;
@@ -1251,8 +1252,6 @@ pass(target *t, int64_t started, int64_t *read_ms)
 	t->caught_up = 0;
 	return 0;
 store_fail:
-	scan_journal_free(t->jr);
-	t->jr = NULL;
 	if (t->txn != NULL)
 		store_read_end(t->txn);
 	t->txn       = NULL;
@@ -1514,6 +1513,7 @@ rwrite_close(rwrite *rw)
 		free(t->arena);
 		free(t->ranks);
 		free(t->jsids);
+		scan_journal_free(t->jr);
 		free(t->parts);
 		free(t->ts);
 		free(t->tsp);

@@ -789,10 +789,13 @@ typedef struct sj_series {
 
 struct scan_journal {
 	sj_series    *v; /* by ascending sid, each sid once */
-	size_t        n;
+	size_t        n, capv;
 	size_t        at;   /* where the last group landed (groups ascend) */
 	int           fill; /* 0: counting, 1: decoding into all */
 	store_sample *all;
+	size_t        capall;
+	uint32_t     *ids;
+	size_t        capids;
 };
 
 static int
@@ -837,31 +840,54 @@ sj_group(void *ctx, uint32_t sid, size_t n)
 }
 
 int
-scan_journal_load(store *st, store_txn *txn, const uint32_t *sids, size_t n,
-    scan_journal **out)
+scan_journal_new(scan_journal **out)
 {
-	scan_journal *j;
-	uint32_t     *ids = NULL;
-	size_t        k = 0, total = 0;
-	int           rc = STORE_ENOMEM;
+	*out = calloc(1, sizeof(**out));
+	return *out == NULL ? STORE_ENOMEM : 0;
+}
 
-	*out = NULL;
-	if ((j = calloc(1, sizeof(*j))) == NULL)
-		goto fail;
-	if (n > 0
-	    && ((ids = malloc(n * sizeof(*ids))) == NULL
-	        || (j->v = calloc(n, sizeof(*j->v))) == NULL))
-		goto fail;
+/* Room for want elements of size sz in *p (of *cap): 0 or -1. */
+static int
+sj_room(void *pp, size_t *cap, size_t want, size_t sz)
+{
+	void **p = pp;
+	void  *q;
+
+	if (want <= *cap)
+		return 0;
+	if ((q = realloc(*p, want * sz)) == NULL)
+		return -1;
+	*p   = q;
+	*cap = want;
+	return 0;
+}
+
+int
+scan_journal_load(
+    store *st, store_txn *txn, scan_journal *j, const uint32_t *sids, size_t n)
+{
+	size_t k = 0, total = 0;
+	int    rc;
+
+	j->n    = 0;
+	j->at   = 0;
+	j->fill = 0;
+	if (sj_room(&j->ids, &j->capids, n, sizeof(*j->ids)) != 0
+	    || sj_room(&j->v, &j->capv, n, sizeof(*j->v)) != 0)
+		goto oom;
 	if (n > 0)
-		memcpy(ids, sids, n * sizeof(*ids));
-	qsort(ids, n, sizeof(*ids), sid_cmp);
+		memcpy(j->ids, sids, n * sizeof(*j->ids));
+	if (n > 0)
+		qsort(j->ids, n, sizeof(*j->ids), sid_cmp);
 	for (size_t i = 0; i < n; i++)
-		if (k == 0 || ids[k - 1] != ids[i])
-			ids[k++] = ids[i];
-	for (size_t i = 0; i < k; i++)
-		j->v[i].sid = ids[i];
+		if (k == 0 || j->ids[k - 1] != j->ids[i])
+			j->ids[k++] = j->ids[i];
+	for (size_t i = 0; i < k; i++) {
+		j->v[i].sid = j->ids[i];
+		j->v[i].n   = 0;
+	}
 	j->n = k;
-	if ((rc = store_journal_groups(txn, ids, k, sj_group, j)) != 0)
+	if ((rc = store_journal_groups(txn, j->ids, k, sj_group, j)) != 0)
 		goto fail;
 	for (size_t i = 0; i < k; i++) {
 		j->v[i].off = total;
@@ -869,23 +895,20 @@ scan_journal_load(store *st, store_txn *txn, const uint32_t *sids, size_t n,
 		j->v[i].n = 0;
 	}
 	if (total > 0) {
-		rc = STORE_ENOMEM;
-		if ((j->all = malloc(total * sizeof(*j->all))) == NULL)
-			goto fail;
+		if (sj_room(&j->all, &j->capall, total, sizeof(*j->all)) != 0)
+			goto oom;
 		j->fill = 1;
 		j->at   = 0;
-		if ((rc = store_journal_groups(txn, ids, k, sj_group, j)) != 0)
+		rc      = store_journal_groups(txn, j->ids, k, sj_group, j);
+		if (rc != 0)
 			goto fail;
 	}
-	free(ids);
-	*out = j;
 	return 0;
+oom:
+	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	rc = STORE_ENOMEM;
 fail:
-	if (rc == STORE_ENOMEM)
-		snprintf(
-		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
-	free(ids);
-	scan_journal_free(j);
+	j->n = 0; /* what it held is not whole */
 	return rc;
 }
 
@@ -895,6 +918,7 @@ scan_journal_free(scan_journal *j)
 	if (j == NULL)
 		return;
 	free(j->all);
+	free(j->ids);
 	free(j->v);
 	free(j);
 }

@@ -981,7 +981,7 @@ journal_in_vs_scan(store *st, uint64_t *x, uint64_t from, uint64_t to,
     uint64_t *n)
 {
 	store_txn    *txn;
-	scan_journal *j;
+	scan_journal *j = NULL;
 	jsids         js;
 	uint32_t      want[2 * J_RANKS * J_METRICS];
 	size_t        nw  = 0;
@@ -1000,7 +1000,11 @@ journal_in_vs_scan(store *st, uint64_t *x, uint64_t from, uint64_t to,
 		if (c == 0)
 			want[nw++] = js.sid[i];
 	}
-	if (scan_journal_load(st, txn, want, nw, &j) != 0) {
+	/* Loaded twice: the second load replaces the first. */
+	if (scan_journal_new(&j) != 0
+	    || scan_journal_load(st, txn, j, js.sid, (size_t) js.n) != 0
+	    || scan_journal_load(st, txn, j, want, nw) != 0) {
+		scan_journal_free(j);
 		store_read_end(txn);
 		return 1000;
 	}
