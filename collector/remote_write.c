@@ -28,6 +28,9 @@
  * time while ingest runs. */
 #define READ_SPACING 9
 #define SPACING_MAX_MS 2000
+/* The journal is read for this many series at a time (load_journal). */
+#define JCHUNK_SERIES 256
+#define JCHUNK_SAMPLES 16384
 /* Added to the forwarder threads' nice value: ingest comes first. */
 #define RWRITE_NICE 10
 
@@ -133,6 +136,11 @@ struct target {
 	size_t      cur_runlen, run_first_item;
 	uint64_t    pass_pending;
 	int         oom;
+	/* The journal samples of the series a pass reads, read once
+	 * (store/scan.h), and the sids they were loaded for. */
+	scan_journal *jr;
+	uint32_t     *jsids;
+	size_t        capjsids, jend;
 
 	/* The request being built (reused). */
 	part                   *parts;
@@ -505,8 +513,8 @@ read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
 	c.mono  = 1;
 	c.keep  = room + 1;
 	it->off = t->nsmp;
-	rc = scan_samples(t->rw->st, t->txn, it->sid, c.all ? 0 : p->pos.step,
-	    UINT64_MAX, on_sample, &c);
+	rc      = scan_samples_in(t->rw->st, t->txn, t->jr, it->sid,
+            c.all ? 0 : p->pos.step, UINT64_MAX, on_sample, &c);
 	if (rc != 0)
 		return rc;
 	if (c.n < expected || !c.mono) {
@@ -514,8 +522,8 @@ read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
 		c.n     = 0;
 		c.mono  = 1;
 		c.keep  = SIZE_MAX;
-		rc      = scan_samples(
-		         t->rw->st, t->txn, it->sid, 0, UINT64_MAX, on_sample, &c);
+		rc      = scan_samples_in(t->rw->st, t->txn, t->jr, it->sid, 0,
+		         UINT64_MAX, on_sample, &c);
 		if (rc != 0)
 			return rc;
 		qsort(t->smp + it->off, t->nsmp - it->off, sizeof(*t->smp),
@@ -546,6 +554,41 @@ read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
 	t->nsmp = it->off + k;
 	it->n   = k;
 	return 0;
+}
+
+/*
+ * Read the journal samples of the next series the pass reads, from
+ * items[from] (up to JCHUNK_SERIES of them and JCHUNK_SAMPLES samples by
+ * their counts when listed), in one pass over the journal: near the
+ * head, where the forwarder reads many series with a few new samples
+ * each, looking each up in every journal record costs records x
+ * series. In chunks, so that what is decoded is read while in the
+ * cache. A series read that was not loaded is looked up as before.
+ * Sets t->jend past the last item loaded. Returns 0, -1 when out of
+ * memory, or a store_err.
+ */
+static int
+load_journal(target *t, size_t from, size_t room)
+{
+	size_t n = 0, i;
+
+	if (t->jr == NULL && scan_journal_new(&t->jr) != 0)
+		return -1;
+	if (room > JCHUNK_SAMPLES)
+		room = JCHUNK_SAMPLES;
+	for (i = from; i < t->nitems && n < JCHUNK_SERIES; i++) {
+		rw_item *it   = &t->items[i];
+		uint64_t left = it->listed - t->pos[it->sid].pos.count;
+
+		if (n > 0 && left > room)
+			break;
+		if (grow(&t->jsids, &t->capjsids, n + 1, sizeof(*t->jsids)))
+			return -1;
+		t->jsids[n++] = it->sid;
+		room -= left < room ? (size_t) left : room;
+	}
+	t->jend = i;
+	return scan_journal_load(t->rw->st, t->txn, t->jr, t->jsids, n);
 }
 
 /* Samples stored and not yet handled, as of the last look at the runs. */
@@ -1156,6 +1199,7 @@ pass(target *t, int64_t started, int64_t *read_ms)
 	}
 	t->nsmp  = 0;
 	t->first = t->next;
+	t->jend  = t->first;
 	for (i = t->first; i < t->nitems; i++) {
 		rw_item *it   = &t->items[i];
 		uint64_t left = it->listed - t->pos[it->sid].pos.count;
@@ -1164,6 +1208,8 @@ pass(target *t, int64_t started, int64_t *read_ms)
 		 * unless it alone is larger than a pass. */
 		if (room == 0 || (i > t->first && left > room))
 			break;
+		if (i >= t->jend && (rc = load_journal(t, i, room)) != 0)
+			goto store_fail;
 		if ((rc = read_item(t, it, room, &skipped)) != 0)
 			goto store_fail;
 		room -= it->n;
@@ -1177,6 +1223,9 @@ pass(target *t, int64_t started, int64_t *read_ms)
 	/* Caught up only by a listing of this transaction's: series read
 	 * in earlier passes of a listing may have more samples since. */
 	all = listed && t->next >= t->nitems;
+	/* What it holds is of this transaction only. */
+	if (t->jr != NULL)
+		(void) scan_journal_load(rw->st, t->txn, t->jr, NULL, 0);
 	store_read_end(t->txn);
 	t->txn   = NULL;
 	*read_ms = mono_ms() - started;
@@ -1463,6 +1512,8 @@ rwrite_close(rwrite *rw)
 		free(t->smp);
 		free(t->arena);
 		free(t->ranks);
+		free(t->jsids);
+		scan_journal_free(t->jr);
 		free(t->parts);
 		free(t->ts);
 		free(t->tsp);

@@ -914,6 +914,119 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 	return rc;
 }
 
+/* The code of the group c is at: where its samples start, and their
+ * count. Returns 0 or STORE_ECORRUPT. */
+static int
+grp_open(store *st, const jrec *r, const jcur *c, const uint8_t **p,
+    uint64_t *cnt)
+{
+	const uint8_t *end = r->p + r->size;
+
+	if (r->v3) {
+		*p = c->p;
+	} else {
+		uint32_t off
+		    = wire_get32(r->idx + (size_t) c->g * REC_GROUP + 4);
+
+		if (off > (size_t) (end - r->pay))
+			return corrupt(st, r->no);
+		*p = r->pay + off;
+	}
+	if (get_var(p, end, cnt) != 0 || *cnt == 0
+	    || *cnt > (uint64_t) (end - *p))
+		return corrupt(st, r->no);
+	return 0;
+}
+
+int
+store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
+    store_journal_group_fn fn, void *ctx)
+{
+	store      *st = t->st;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	int         rc, own = 0;
+
+	if (!st->has_journal || n == 0)
+		return 0;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	while (!own && (rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		jrec r;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
+			own = 1;
+			break;
+		}
+		for (size_t i = 0; i < n; i++) {
+			const uint8_t *p;
+			uint64_t       cnt;
+			store_sample  *out;
+			jcoder         c;
+			jcur           jc;
+			int            found;
+
+			if ((rc = cur_find(st, &r, sids[i], &jc, &found)) != 0
+			    || (found
+				&& (rc = grp_open(st, &r, &jc, &p, &cnt))
+				    != 0)) {
+				own = 1;
+				break;
+			}
+			if (!found || (out = fn(ctx, sids[i], (size_t) cnt))
+			    == NULL)
+				continue;
+			c.step  = r.step;
+			c.time  = r.time;
+			c.dtime = 0;
+			c.bits  = 0;
+			c.unit  = r.unit;
+			for (uint64_t j = 0; j < cnt && rc == 0; j++)
+				if (sample_get(&p, r.p + r.size, &c, &out[j])
+				    != 0)
+					rc = corrupt(st, r.no);
+			if (rc != 0) {
+				own = 1;
+				break;
+			}
+		}
+	}
+	mdb_cursor_close(cur);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (!own)
+		rc = store_fail(st, rc, "reading the journal");
+	return rc;
+}
+
+int
+journal_series_stats(store_txn *t, series_rec *r)
+{
+	store  *st = t->st;
+	uint8_t sk[4];
+	MDB_val k, sv;
+	int     rc;
+
+	if (!st->has_stats)
+		return 0;
+	/* Format 3: the statistics are kept by sid. */
+	be_put32(sk, r->sid);
+	k.mv_data = sk;
+	k.mv_size = 4;
+	rc        = mdb_get(t->txn, st->stats, &k, &sv);
+	if (rc == MDB_NOTFOUND
+	    || (rc == 0 && store_stats_decode(sv.mv_data, sv.mv_size, r) != 0)) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: the statistics of series %u are missing or "
+		    "do not parse",
+		    st->dir, r->sid);
+		return STORE_ECORRUPT;
+	}
+	if (rc != 0)
+		return store_fail(st, rc, "reading a series");
+	return 0;
+}
+
 int
 journal_patch_series(store_txn *t, series_rec *r)
 {
@@ -925,28 +1038,8 @@ journal_patch_series(store_txn *t, series_rec *r)
 	size_t        len = 0, cap = 0;
 	int           rc, own = 0, op = MDB_SET_RANGE;
 
-	if (st->has_stats) {
-		/* Format 3: the statistics are kept by sid. */
-		uint8_t sk[4];
-		MDB_val sv;
-
-		be_put32(sk, r->sid);
-		k.mv_data = sk;
-		k.mv_size = 4;
-		rc        = mdb_get(t->txn, st->stats, &k, &sv);
-		if (rc == MDB_NOTFOUND
-		    || (rc == 0
-		        && store_stats_decode(sv.mv_data, sv.mv_size, r)
-		            != 0)) {
-			snprintf(st->err, sizeof(st->err),
-			    "%s: the statistics of series %u are missing or "
-			    "do not parse",
-			    st->dir, r->sid);
-			return STORE_ECORRUPT;
-		}
-		if (rc != 0)
-			return store_fail(st, rc, "reading a series");
-	}
+	if ((rc = journal_series_stats(t, r)) != 0)
+		return rc;
 	if (!st->has_journal || r->jseen == UINT64_MAX)
 		return 0;
 	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)

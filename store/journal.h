@@ -58,4 +58,17 @@ int store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples);
  */
 int store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded);
 
+/*
+ * Readers: the journal samples of the series sids (n of them, strictly
+ * ascending), in one pass over the records as t sees them, oldest
+ * first. For each group of a wanted series fn says where its n samples
+ * go (room for n), or NULL to skip them; they are decoded there before
+ * fn is called again (or this returns). A series' groups come in
+ * arrival order, as scan_samples reads them. Returns 0 or a store_err.
+ */
+typedef store_sample *(*store_journal_group_fn)(
+    void *ctx, uint32_t sid, size_t n);
+int store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
+    store_journal_group_fn fn, void *ctx);
+
 #endif /* STORE_JOURNAL_H */

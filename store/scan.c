@@ -156,6 +156,121 @@ scan_run_finished(store *st, store_txn *txn, const char *run, int *out)
 }
 
 /*
+ * Series listed in batches: the statistics of their samples still in
+ * the journal are added in one pass over the journal per batch (a
+ * lookup per record per series would cost records x series). The
+ * journal records up to a series' jseen hold none of its samples
+ * (docs/storage.md, "The journal", invariant 4), so every group of the
+ * series counts, as scan_samples reads them.
+ */
+#define LIST_BATCH 256
+
+typedef struct list_slot {
+	uint32_t sid;
+	uint32_t i; /* in batch */
+} list_slot;
+
+typedef struct list_batch {
+	scan_series   s[LIST_BATCH];
+	list_slot     by[LIST_BATCH]; /* by ascending sid */
+	uint32_t      sids[LIST_BATCH];
+	size_t        n, nby;
+	store_sample *buf; /* the group being decoded */
+	size_t        cap;
+	long          pend; /* its series (index in s), or -1 */
+	size_t        pendn;
+	int           oom;
+} list_batch;
+
+static int
+slot_cmp(const void *a, const void *b)
+{
+	const list_slot *x = a, *y = b;
+
+	return x->sid < y->sid ? -1 : x->sid > y->sid;
+}
+
+/* The group decoded last is complete once the next one is asked for. */
+static void
+list_settle(list_batch *b)
+{
+	if (b->pend >= 0)
+		store_series_add(&b->s[b->pend].rec, b->buf, b->pendn);
+	b->pend = -1;
+}
+
+static store_sample *
+list_group(void *ctx, uint32_t sid, size_t n)
+{
+	list_batch *b  = ctx;
+	size_t      lo = 0, hi = b->nby;
+
+	list_settle(b);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->by[mid].sid < sid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == b->nby || b->by[lo].sid != sid)
+		return NULL;
+	if (n > b->cap) {
+		size_t        nc = b->cap ? b->cap : 256;
+		store_sample *nb;
+
+		while (nc < n)
+			nc *= 2;
+		if ((nb = realloc(b->buf, nc * sizeof(*nb))) == NULL) {
+			b->oom = 1;
+			return NULL;
+		}
+		b->buf = nb;
+		b->cap = nc;
+	}
+	b->pend  = (long) b->by[lo].i;
+	b->pendn = n;
+	return b->buf;
+}
+
+/* Patch the batch's statistics, then hand its series to fn. */
+static int
+list_flush(
+    store *st, store_txn *txn, list_batch *b, scan_series_fn fn, void *ctx)
+{
+	int rc = 0;
+
+	b->nby = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		if ((rc = journal_series_stats(txn, &b->s[i].rec)) != 0)
+			return rc;
+		if (b->s[i].rec.jseen != UINT64_MAX) {
+			b->by[b->nby].sid = b->s[i].rec.sid;
+			b->by[b->nby].i   = (uint32_t) i;
+			b->nby++;
+		}
+	}
+	qsort(b->by, b->nby, sizeof(*b->by), slot_cmp);
+	for (size_t i = 0; i < b->nby; i++)
+		b->sids[i] = b->by[i].sid;
+	b->pend = -1;
+	if (b->nby > 0) {
+		rc = store_journal_groups(txn, b->sids, b->nby, list_group, b);
+		list_settle(b);
+	}
+	if (rc == 0 && b->oom) {
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
+		rc = STORE_ENOMEM;
+	}
+	for (size_t i = 0; rc == 0 && i < b->n; i++)
+		rc = fn(ctx, &b->s[i]);
+	b->n = 0;
+	return rc;
+}
+
+/*
  * The series whose key starts with run NUL (and metric NUL, if metric is
  * given): one contiguous key range, since keys sort by run, metric, rank.
  */
@@ -169,11 +284,19 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 	size_t      ml = metric ? strlen(metric) : 0;
 	int         rc, op = MDB_FIRST;
 	uint8_t     key[STORE_KEY_MAX];
+	list_batch *b;
 
 	if (rl > WIRE_RUN_MAX || ml > WIRE_NAME_MAX)
 		return 0;
-	if ((rc = mdb_cursor_open(txn->txn, st->series, &cur)) != 0)
+	if ((b = calloc(1, sizeof(*b))) == NULL) {
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
+		return STORE_ENOMEM;
+	}
+	if ((rc = mdb_cursor_open(txn->txn, st->series, &cur)) != 0) {
+		free(b);
 		return store_fail(st, rc, "reading series");
+	}
 	if (run != NULL) {
 		memcpy(key, run, rl);
 		key[rl]   = 0;
@@ -187,32 +310,35 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 		op        = MDB_SET_RANGE;
 	}
 	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
-		scan_series s;
+		scan_series *s = &b->s[b->n];
 
 		op = MDB_NEXT;
-		if (store_series_key_parse(k.mv_data, k.mv_size, &s.run,
-		        &s.runlen, &s.metric, &s.mlen, &s.rank)
+		if (store_series_key_parse(k.mv_data, k.mv_size, &s->run,
+		        &s->runlen, &s->metric, &s->mlen, &s->rank)
 		        != 0
-		    || store_series_decode(v.mv_data, v.mv_size, &s.rec)
+		    || store_series_decode(v.mv_data, v.mv_size, &s->rec)
 		        != 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: a series record does not parse", st->dir);
 			rc = STORE_ECORRUPT;
 			break;
 		}
-		if (run != NULL && (s.runlen != rl || memcmp(s.run, run, rl)))
+		if (run != NULL
+		    && (s->runlen != rl || memcmp(s->run, run, rl)))
 			break;
 		if (metric != NULL
-		    && (s.mlen != ml || memcmp(s.metric, metric, ml)))
+		    && (s->mlen != ml || memcmp(s->metric, metric, ml)))
 			break;
-		/* The statistics of its samples still in the journal. */
-		if ((rc = journal_patch_series(txn, &s.rec)) != 0)
-			break;
-		if ((rc = fn(ctx, &s)) != 0)
+		if (++b->n == LIST_BATCH
+		    && (rc = list_flush(st, txn, b, fn, ctx)) != 0)
 			break;
 	}
+	if (rc == 0 || rc == MDB_NOTFOUND)
+		rc = list_flush(st, txn, b, fn, ctx);
 	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0 : rc;
+	free(b->buf);
+	free(b);
+	return rc;
 }
 
 int
@@ -472,6 +598,31 @@ vblock_cmp(const void *a, const void *b)
 }
 
 /*
+ * Whether the journal samples js of a series come, steps strictly
+ * ascending, after every step of its stored blocks (l, in key order):
+ * then folding them changes no stored sample's place in the merge (a
+ * fold appends to the tail or starts blocks after it; the merge sorts
+ * by step, and no journal step ties a stored one or another). A header
+ * that does not parse says no: the fold's path reports it.
+ */
+static int
+journal_after_blocks(const vlist *l, const store_sample *js, size_t jn)
+{
+	for (size_t i = 1; i < jn; i++)
+		if (js[i].step <= js[i - 1].step)
+			return 0;
+	for (size_t i = 0; i < l->n; i++) {
+		block_info info;
+
+		if (block_peek(l->b[i].data, l->b[i].len, &info) != BLOCK_OK)
+			return 0;
+		if (info.count > 0 && info.last_step >= js[0].step)
+			return 0;
+	}
+	return 1;
+}
+
+/*
  * The samples of a series that has some in the journal: its stored
  * blocks and the blocks the fold would make of the journal samples, in
  * key order, merged exactly as stored blocks are.
@@ -516,8 +667,27 @@ samples_with_journal(store *st, store_txn *txn, uint32_t sid,
 		goto out;
 	}
 	l.stored = l.n;
-	rc       = journal_fold_series(
-	          txn, NULL, NULL, sid, js, jn, enc, vlist_fold, &l);
+	if (journal_after_blocks(&l, js, jn)) {
+		/* The usual case, near the head of a run: what the fold
+		 * would write sorts after every stored sample, so the
+		 * merge of the stored blocks, then the journal samples as
+		 * they are, is what folding them would read. No tail to
+		 * decode and blocks to encode per read. */
+		for (size_t i = 0; i < l.n && !stop; i++) {
+			rc = merge_block(st, &m, sid, l.b[i].data, l.b[i].len,
+			    order++, from, to, fn, ctx, &stop);
+			if (rc != 0)
+				goto out;
+		}
+		rc = merge_emit(st, &m, UINT64_MAX, 1, from, to, fn, ctx);
+		for (size_t i = 0; rc == 0 && i < jn && js[i].step <= to; i++)
+			if (js[i].step >= from)
+				rc = fn(ctx, js[i].step, js[i].time_ns,
+				    js[i].value);
+		goto out;
+	}
+	rc = journal_fold_series(
+	    txn, NULL, NULL, sid, js, jn, enc, vlist_fold, &l);
 	if (rc != 0)
 		goto out;
 	qsort(l.b, l.n, sizeof(*l.b), vblock_cmp);
@@ -545,28 +715,18 @@ out:
 	return rc;
 }
 
-int
-scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
+/* The samples of a series with none in the journal: its blocks. */
+static int
+samples_blocks(store *st, store_txn *txn, uint32_t sid, uint64_t from,
     uint64_t to, scan_sample_fn fn, void *ctx)
 {
-	MDB_cursor   *cur;
-	MDB_val       k, v;
-	uint8_t       key[16];
-	merge         m     = { 0 };
-	uint64_t      order = 0;
-	store_sample *js;
-	size_t        jn;
-	int           rc, stop = 0;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	uint8_t     key[16];
+	merge       m     = { 0 };
+	uint64_t    order = 0;
+	int         rc, stop = 0;
 
-	/* Samples not yet folded: read as the fold will store them. */
-	if ((rc = journal_of_series(txn, sid, &js, &jn)) != 0)
-		return rc;
-	if (jn > 0) {
-		rc = samples_with_journal(
-		    st, txn, sid, js, jn, from, to, fn, ctx);
-		free(js);
-		return rc;
-	}
 	if ((rc = mdb_cursor_open(txn->txn, st->blocks, &cur)) != 0)
 		return store_fail(st, rc, "reading blocks");
 	store_block_key(key, sid, 0, 0);
@@ -600,6 +760,184 @@ out:
 	free(m.src);
 	mdb_cursor_close(cur);
 	return rc;
+}
+
+int
+scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
+    uint64_t to, scan_sample_fn fn, void *ctx)
+{
+	store_sample *js;
+	size_t        jn;
+	int           rc;
+
+	/* Samples not yet folded: read as the fold will store them. */
+	if ((rc = journal_of_series(txn, sid, &js, &jn)) != 0)
+		return rc;
+	if (jn > 0) {
+		rc = samples_with_journal(
+		    st, txn, sid, js, jn, from, to, fn, ctx);
+		free(js);
+		return rc;
+	}
+	return samples_blocks(st, txn, sid, from, to, fn, ctx);
+}
+
+/* ---- many series near the head: the journal read once ----------------- */
+
+/* One series' journal samples, in arrival order: all[off .. off + n). */
+typedef struct sj_series {
+	uint32_t sid;
+	size_t   off, n;
+} sj_series;
+
+struct scan_journal {
+	sj_series    *v; /* by ascending sid, each sid once */
+	size_t        n, capv;
+	size_t        at;   /* where the last group landed (groups ascend) */
+	int           fill; /* 0: counting, 1: decoding into all */
+	store_sample *all;
+	size_t        capall;
+	uint32_t     *ids;
+	size_t        capids;
+};
+
+static int
+sid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static sj_series *
+sj_find(const scan_journal *j, uint32_t sid, size_t from)
+{
+	size_t lo = from, hi = j->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (j->v[mid].sid < sid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < j->n && j->v[lo].sid == sid ? &j->v[lo] : NULL;
+}
+
+/* Counting, then decoding each group where it goes: no copy, no
+ * growing. */
+static store_sample *
+sj_group(void *ctx, uint32_t sid, size_t n)
+{
+	scan_journal *j = ctx;
+	sj_series    *e = sj_find(j, sid, j->at < j->n ? j->at : 0);
+	store_sample *out;
+
+	if (e == NULL && (e = sj_find(j, sid, 0)) == NULL)
+		return NULL;
+	j->at = (size_t) (e - j->v);
+	out   = j->fill ? j->all + e->off + e->n : NULL;
+	e->n += n;
+	return out;
+}
+
+int
+scan_journal_new(scan_journal **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out == NULL ? STORE_ENOMEM : 0;
+}
+
+/* Room for want elements of size sz in *p (of *cap): 0 or -1. */
+static int
+sj_room(void *pp, size_t *cap, size_t want, size_t sz)
+{
+	void **p = pp;
+	void  *q;
+
+	if (want <= *cap)
+		return 0;
+	if ((q = realloc(*p, want * sz)) == NULL)
+		return -1;
+	*p   = q;
+	*cap = want;
+	return 0;
+}
+
+int
+scan_journal_load(
+    store *st, store_txn *txn, scan_journal *j, const uint32_t *sids, size_t n)
+{
+	size_t k = 0, total = 0;
+	int    rc;
+
+	j->n    = 0;
+	j->at   = 0;
+	j->fill = 0;
+	if (sj_room(&j->ids, &j->capids, n, sizeof(*j->ids)) != 0
+	    || sj_room(&j->v, &j->capv, n, sizeof(*j->v)) != 0)
+		goto oom;
+	if (n > 0)
+		memcpy(j->ids, sids, n * sizeof(*j->ids));
+	if (n > 0)
+		qsort(j->ids, n, sizeof(*j->ids), sid_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || j->ids[k - 1] != j->ids[i])
+			j->ids[k++] = j->ids[i];
+	for (size_t i = 0; i < k; i++) {
+		j->v[i].sid = j->ids[i];
+		j->v[i].n   = 0;
+	}
+	j->n = k;
+	if ((rc = store_journal_groups(txn, j->ids, k, sj_group, j)) != 0)
+		goto fail;
+	for (size_t i = 0; i < k; i++) {
+		j->v[i].off = total;
+		total += j->v[i].n;
+		j->v[i].n = 0;
+	}
+	if (total > 0) {
+		if (sj_room(&j->all, &j->capall, total, sizeof(*j->all)) != 0)
+			goto oom;
+		j->fill = 1;
+		j->at   = 0;
+		rc      = store_journal_groups(txn, j->ids, k, sj_group, j);
+		if (rc != 0)
+			goto fail;
+	}
+	return 0;
+oom:
+	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	rc = STORE_ENOMEM;
+fail:
+	j->n = 0; /* what it held is not whole */
+	return rc;
+}
+
+void
+scan_journal_free(scan_journal *j)
+{
+	if (j == NULL)
+		return;
+	free(j->all);
+	free(j->ids);
+	free(j->v);
+	free(j);
+}
+
+int
+scan_samples_in(store *st, store_txn *txn, const scan_journal *j, uint32_t sid,
+    uint64_t from, uint64_t to, scan_sample_fn fn, void *ctx)
+{
+	const sj_series *e = j != NULL ? sj_find(j, sid, 0) : NULL;
+
+	if (e == NULL) /* not loaded: looked up in the journal */
+		return scan_samples(st, txn, sid, from, to, fn, ctx);
+	if (e->n > 0)
+		return samples_with_journal(
+		    st, txn, sid, j->all + e->off, e->n, from, to, fn, ctx);
+	return samples_blocks(st, txn, sid, from, to, fn, ctx);
 }
 
 int

@@ -96,6 +96,28 @@ int scan_alerts(store *st, store_txn *txn, const char *run, uint64_t after_seq,
 int scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
     uint64_t to, scan_sample_fn fn, void *ctx);
 
+/*
+ * Reading many series near the head of a run: scan_samples looks each
+ * series up in every journal record, so reading them all costs records
+ * x series. scan_journal_load reads the journal once for the series
+ * sids (n of them, any order, repeats allowed), in txn, into j (what j
+ * held before is dropped; its memory is kept for the next load);
+ * scan_samples_in then reads a series exactly as scan_samples does (the
+ * same samples in the same order), in the same txn, without the
+ * lookups. A series not loaded is looked up as scan_samples does (also
+ * after a failed load). j holds the loaded series' journal samples (24
+ * bytes each); one thread at a time. scan_journal_new: an empty one,
+ * caller frees with scan_journal_free (NULL is a no-op). Return 0 or a
+ * store_err.
+ */
+typedef struct scan_journal scan_journal;
+int  scan_journal_new(scan_journal **out);
+int  scan_journal_load(store *st, store_txn *txn, scan_journal *j,
+     const uint32_t *sids, size_t n);
+void scan_journal_free(scan_journal *j);
+int  scan_samples_in(store *st, store_txn *txn, const scan_journal *j,
+     uint32_t sid, uint64_t from, uint64_t to, scan_sample_fn fn, void *ctx);
+
 /* Space used by the data: pages in use times page size, and the entries
  * and bytes of the blocks database. */
 typedef struct scan_usage {

@@ -135,11 +135,15 @@ int journal_of_series(
  * non-zero value, or a store_err.
  */
 /*
- * Add to r's statistics the samples of r->sid in the journal records
- * after r->jseen (readers: the record is then complete as of t).
- * Returns 0 or a store_err.
+ * Load r's statistics (format 3 keeps them by sid in `stats`; before,
+ * the series record held them and this does nothing), then add to them
+ * the samples of r->sid in the journal records after r->jseen (readers:
+ * the record is then complete as of t). Returns 0 or a store_err.
  */
 int journal_patch_series(store_txn *t, series_rec *r);
+/* The first half of journal_patch_series alone: the statistics as
+ * stored, without the journal's samples. Returns 0 or a store_err. */
+int journal_series_stats(store_txn *t, series_rec *r);
 
 /* Add n samples, in arrival order, to a series record's statistics. */
 void store_series_add(series_rec *r, const store_sample *s, size_t n);

@@ -972,6 +972,151 @@ TEST(journal_reads_equal_folded_reference)
 	store_close(b);
 }
 
+/* Read every series of st with scan_samples_in, after loading the
+ * journal of a random part of them (some twice, some not at all), and
+ * with scan_samples, over [from, to]: the same samples, bit for bit, in
+ * the same order. Returns the mismatches; *n counts the samples. */
+static int
+journal_in_vs_scan(store *st, uint64_t *x, uint64_t from, uint64_t to,
+    uint64_t *n)
+{
+	store_txn    *txn;
+	scan_journal *j = NULL;
+	jsids         js;
+	uint32_t      want[2 * J_RANKS * J_METRICS];
+	size_t        nw  = 0;
+	int           bad = 0;
+
+	memset(&js, 0, sizeof(js));
+	*n = 0;
+	if (store_read_begin(st, &txn) != 0)
+		return 1000;
+	scan_series_of(st, txn, "jr", jlist, &js);
+	for (int i = 0; i < js.n; i++) {
+		uint64_t c = rnd(x) % 8;
+
+		if (c < 6)
+			want[nw++] = js.sid[i];
+		if (c == 0)
+			want[nw++] = js.sid[i];
+	}
+	/* Loaded twice: the second load replaces the first. */
+	if (scan_journal_new(&j) != 0
+	    || scan_journal_load(st, txn, j, js.sid, (size_t) js.n) != 0
+	    || scan_journal_load(st, txn, j, want, nw) != 0) {
+		scan_journal_free(j);
+		store_read_end(txn);
+		return 1000;
+	}
+	for (int i = 0; i < js.n; i++) {
+		jgot ga = { 0 }, gb = { 0 };
+
+		if (scan_samples_in(st, txn, j, js.sid[i], from, to, jcollect,
+		        &ga)
+		        != 0
+		    || scan_samples(st, txn, js.sid[i], from, to, jcollect, &gb)
+		        != 0)
+			bad++;
+		if (ga.n != gb.n)
+			bad++;
+		for (size_t k = 0; k < ga.n && k < gb.n; k++)
+			if (ga.s[k].step != gb.s[k].step
+			    || ga.s[k].time_ns != gb.s[k].time_ns
+			    || memcmp(&ga.s[k].value, &gb.s[k].value, 8) != 0)
+				bad++;
+		*n += ga.n;
+		free(ga.s);
+		free(gb.s);
+	}
+	scan_journal_free(j);
+	store_read_end(txn);
+	return bad;
+}
+
+/*
+ * scan_samples_in (the journal read once for many series, as the
+ * remote-write forwarder reads near the head) reads every series as
+ * scan_samples does, at random moments between commits and fold steps
+ * of a run with restarts (steps going back) and across a reopen of the
+ * writer; the series it was not loaded for too.
+ */
+TEST(journal_read_once_equals_scan_samples)
+{
+	char        err[1400];
+	store      *a, *ra;
+	ingest     *ia;
+	ingest_opts oa;
+	uint64_t    x = 0x2545f4914f6cdd1dull, seq[J_RANKS] = { 0 };
+	uint64_t    next[J_RANKS][J_METRICS] = { { 0 } }, sent = 0, n;
+	int         bad = 0, checks = 0, with_journal = 0;
+
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &a, err, sizeof(err)) == 0);
+	ingest_opts_init(&oa);
+	oa.journal_samples = 700;
+	REQUIRE(ingest_open(a, &oa, &ia) == 0);
+	REQUIRE(store_open(dir, STORE_RDONLY, &ra, err, sizeof(err)) == 0);
+	for (int round = 0; round < 300; round++) {
+		int        r = (int) (rnd(&x) % J_RANKS);
+		uint64_t   s0[J_METRICS];
+		uint32_t   k[J_METRICS];
+		wire_batch wb;
+		char       why[200];
+		int        is_new;
+		scan_usage u;
+		store_txn *txn;
+
+		for (int m = 0; m < J_METRICS; m++) {
+			uint64_t c = rnd(&x) % 16;
+
+			k[m] = c < 10 ? (uint32_t) (rnd(&x) % 6)
+			    : c < 14  ? (uint32_t) (rnd(&x) % 400)
+			              : (uint32_t) (rnd(&x) % 30);
+			if (c == 15 && next[r][m] > 50)
+				next[r][m] -= rnd(&x) % 50;
+			s0[m] = next[r][m];
+			next[r][m] += k[m];
+			sent += k[m];
+		}
+		seq[r]++;
+		REQUIRE(journal_batch(&x, r, seq[r], s0, k, &wb) == 0);
+		REQUIRE(ingest_begin(ia) == 0);
+		REQUIRE(ingest_batch(ia, &wb, 1, &is_new, why, sizeof(why))
+		    == WIRE_ACK_STORED);
+		REQUIRE(ingest_commit(ia) == 0);
+		if (round == 150) { /* the collector restarts */
+			ingest_close(ia);
+			REQUIRE(ingest_open(a, &oa, &ia) == 0);
+		}
+		if (rnd(&x) % 3 != 0)
+			continue;
+		checks++;
+		bad += journal_in_vs_scan(ra, &x, 0, UINT64_MAX, &n);
+		if (n != sent)
+			bad++;
+		{
+			uint64_t from = rnd(&x) % 2000;
+
+			bad += journal_in_vs_scan(
+			    ra, &x, from, from + rnd(&x) % 500, &n);
+		}
+		REQUIRE(store_read_begin(ra, &txn) == 0);
+		REQUIRE(scan_usage_get(ra, txn, &u) == 0);
+		store_read_end(txn);
+		with_journal += u.journal_records > 0;
+	}
+	for (int i = 0; i < J_RANKS * J_METRICS; i++) {
+		free(jsent[i].s);
+		memset(&jsent[i], 0, sizeof(jsent[i]));
+	}
+	CHECK_EQ_INT(bad, 0);
+	/* The journal held samples at most checks. */
+	CHECK(checks > 50 && with_journal > checks / 2);
+	ingest_close(ia);
+	store_close(ra);
+	store_close(a);
+}
+
 /* Little-endian puts and gets for the older formats' records. */
 static void
 le_put(uint8_t *p, uint64_t v, int width)
@@ -1718,6 +1863,7 @@ main(void)
 	RUN(ranks_latest_incarnation_by_start);
 	RUN(wide_run_past_encoder_bound_reads_back);
 	RUN(journal_reads_equal_folded_reference);
+	RUN(journal_read_once_equals_scan_samples);
 	RUN(journal_keeps_extreme_samples);
 	RUN(journal_records_bounded);
 	RUN(narrow_commit_writes_blocks_directly);
