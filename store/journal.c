@@ -917,8 +917,8 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 /* The code of the group c is at: where its samples start, and their
  * count. Returns 0 or STORE_ECORRUPT. */
 static int
-grp_open(store *st, const jrec *r, const jcur *c, const uint8_t **p,
-    uint64_t *cnt)
+grp_open(
+    store *st, const jrec *r, const jcur *c, const uint8_t **p, uint64_t *cnt)
 {
 	const uint8_t *end = r->p + r->size;
 
@@ -968,13 +968,13 @@ store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
 
 			if ((rc = cur_find(st, &r, sids[i], &jc, &found)) != 0
 			    || (found
-				&& (rc = grp_open(st, &r, &jc, &p, &cnt))
-				    != 0)) {
+			        && (rc = grp_open(st, &r, &jc, &p, &cnt))
+			            != 0)) {
 				own = 1;
 				break;
 			}
-			if (!found || (out = fn(ctx, sids[i], (size_t) cnt))
-			    == NULL)
+			if (!found
+			    || (out = fn(ctx, sids[i], (size_t) cnt)) == NULL)
 				continue;
 			c.step  = r.step;
 			c.time  = r.time;
@@ -1015,7 +1015,8 @@ journal_series_stats(store_txn *t, series_rec *r)
 	k.mv_size = 4;
 	rc        = mdb_get(t->txn, st->stats, &k, &sv);
 	if (rc == MDB_NOTFOUND
-	    || (rc == 0 && store_stats_decode(sv.mv_data, sv.mv_size, r) != 0)) {
+	    || (rc == 0
+	        && store_stats_decode(sv.mv_data, sv.mv_size, r) != 0)) {
 		snprintf(st->err, sizeof(st->err),
 		    "%s: the statistics of series %u are missing or "
 		    "do not parse",
