@@ -3,6 +3,11 @@
  *
  *	bench_wide [DIR] [MAXSERIES] [MINSERIES]
  *
+ * BENCH_WIDE_SAMPLES=N measures about N samples per width instead of
+ * 1,000,000 (at 100,000 series the default is 10 steps: most series
+ * then hold 10 samples when folded; 10,000,000 shows 100 steps, a run
+ * past its first folds).
+ *
  * For 10, 1,000, 10,000 and 100,000 series per step (and 1,000,000 when
  * MAXSERIES allows it; default 100,000), one run of R ranks x M metrics
  * each logging once per step (one batch per rank per step) goes through
@@ -148,7 +153,7 @@ build(uint8_t *msg, int rank, int ranks, int metrics, uint64_t seq, uint64_t s,
 
 /* One width, in a child: fills res. */
 static void
-run_width(const char *base, long series, result *res)
+run_width(const char *base, long series, uint64_t target, result *res)
 {
 	char          dir[1100], err[1400], cmd[2300], why[200];
 	int           metrics  = series < 1000 ? (int) series : 1000;
@@ -156,7 +161,7 @@ run_width(const char *base, long series, result *res)
 	uint64_t      spc      = series >= MIN_PER_COMMIT
 	              ? 1
 	              : (uint64_t) (MIN_PER_COMMIT / series);
-	uint64_t      commits  = TARGET / ((uint64_t) series * spc);
+	uint64_t      commits  = target / ((uint64_t) series * spc);
 	int           rpc      = (int) (COMMIT_MAX / metrics); /* ranks */
 	uint64_t      ncommits = 0;
 	uint64_t      step     = 0, *seq;
@@ -286,6 +291,10 @@ main(int argc, char **argv)
 	const char *base     = argc > 1 ? argv[1] : "/tmp/vitals-bench-wide";
 	long        max      = argc > 2 ? atol(argv[2]) : 100000;
 	long        min      = argc > 3 ? atol(argv[3]) : 0;
+	const char *env      = getenv("BENCH_WIDE_SAMPLES");
+	uint64_t    target   = env != NULL && atoll(env) > 0
+	         ? (uint64_t) atoll(env)
+	         : TARGET;
 	long        widths[] = { 10, 1000, 10000, 100000, 1000000 };
 	result      r0       = { 0 };
 
@@ -308,7 +317,7 @@ main(int argc, char **argv)
 		fflush(stdout);
 		if ((pid = fork()) == 0) {
 			close(fd[0]);
-			run_width(base, widths[i], &r);
+			run_width(base, widths[i], target, &r);
 			if (write(fd[1], &r, sizeof(r)) != (ssize_t) sizeof(r))
 				_exit(1);
 			_exit(0);
