@@ -57,13 +57,15 @@ import json
 rows = [json.loads(l) for l in open('$T/q.jsonl')]
 assert [(r['step'], r['value']) for r in rows] == [(1, 2.5), (2, 2.0)], rows
 "
-"$V" export --db "$DB" --run sh >"$T/x.csv"
-check "export: step 2 of loss once, with the value sent last" \
+"$V" export --db "$DB" --run sh --latest >"$T/x.csv"
+check "export --latest: step 2 of loss once, with the value sent last" \
 	sh -c "[ \$(grep -c ',loss,' '$T/x.csv') = 2 ] &&
 	       grep -q ',2,0,loss,2,' '$T/x.csv' && ! grep -q ',loss,2.25,' '$T/x.csv'"
-"$V" export --db "$DB" --run sh --all-samples >"$T/xa.csv"
-check "export --all-samples: both values of step 2, in the order sent" \
+"$V" export --db "$DB" --run sh >"$T/xa.csv"
+check "export: every sample, both values of step 2 in the order sent" \
 	sh -c "[ \"\$(grep ',loss,' '$T/xa.csv' | cut -d, -f5 | tr '\n' ' ')\" = '2.5 2.25 2 ' ]"
+"$V" export --db "$DB" --run sh --all-samples >"$T/xb.csv"
+check "export --all-samples (the default now): the same" cmp -s "$T/xa.csv" "$T/xb.csv"
 "$V" query --db "$DB" --run sh --metric loss --all-samples >"$T/qa.csv"
 check "query --all-samples: 3 samples" \
 	sh -c "[ \$(tail -n +2 '$T/qa.csv' | grep -c '') = 3 ]"
