@@ -383,29 +383,61 @@ cur_find(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
 	return 0;
 }
 
-/* Decode the group c is at, appending its samples to a growing array;
- * *n: how many. Returns 0 or a store_err. */
+/* The code of the group c is at: where its samples start, and their
+ * count. Returns 0 or STORE_ECORRUPT. */
 static int
-grp_copy(store *st, const jrec *r, jcur *c, store_sample **buf, size_t *len,
-    size_t *cap, uint32_t *n)
+grp_open(
+    store *st, const jrec *r, const jcur *c, const uint8_t **p, uint64_t *cnt)
 {
-	const uint8_t *end = r->p + r->size, *p;
-	uint64_t       cnt;
-	jcoder         jc;
+	const uint8_t *end = r->p + r->size;
 
 	if (r->v3) {
-		p = c->p;
+		*p = c->p;
 	} else {
 		uint32_t off
 		    = wire_get32(r->idx + (size_t) c->g * REC_GROUP + 4);
 
 		if (off > (size_t) (end - r->pay))
 			return corrupt(st, r->no);
-		p = r->pay + off;
+		*p = r->pay + off;
 	}
-	if (get_var(&p, end, &cnt) != 0 || cnt == 0
-	    || cnt > (uint64_t) (end - p))
+	if (get_var(p, end, cnt) != 0 || *cnt == 0
+	    || *cnt > (uint64_t) (end - *p))
 		return corrupt(st, r->no);
+	return 0;
+}
+
+/* Decode cnt samples of a group of r from *p (grp_open) into out; *p
+ * ends after them. Returns 0 or STORE_ECORRUPT. */
+static int
+grp_decode(store *st, const jrec *r, const uint8_t **p, uint64_t cnt,
+    store_sample *out)
+{
+	jcoder jc;
+
+	jc.step  = r->step;
+	jc.time  = r->time;
+	jc.dtime = 0;
+	jc.bits  = 0;
+	jc.unit  = r->unit;
+	for (uint64_t i = 0; i < cnt; i++)
+		if (sample_get(p, r->p + r->size, &jc, &out[i]) != 0)
+			return corrupt(st, r->no);
+	return 0;
+}
+
+/* Decode the group c is at, appending its samples to a growing array;
+ * *n: how many. Returns 0 or a store_err. */
+static int
+grp_copy(store *st, const jrec *r, jcur *c, store_sample **buf, size_t *len,
+    size_t *cap, uint32_t *n)
+{
+	const uint8_t *p;
+	uint64_t       cnt;
+	int            rc;
+
+	if ((rc = grp_open(st, r, c, &p, &cnt)) != 0)
+		return rc;
 	if (*len + cnt > *cap) {
 		size_t        nc = *cap ? *cap : 256;
 		store_sample *nb;
@@ -420,14 +452,8 @@ grp_copy(store *st, const jrec *r, jcur *c, store_sample **buf, size_t *len,
 		*buf = nb;
 		*cap = nc;
 	}
-	jc.step  = r->step;
-	jc.time  = r->time;
-	jc.dtime = 0;
-	jc.bits  = 0;
-	jc.unit  = r->unit;
-	for (uint64_t i = 0; i < cnt; i++)
-		if (sample_get(&p, end, &jc, &(*buf)[*len + i]) != 0)
-			return corrupt(st, r->no);
+	if ((rc = grp_decode(st, r, &p, cnt, *buf + *len)) != 0)
+		return rc;
 	c->next = p;
 	*len += cnt;
 	*n = (uint32_t) cnt;
@@ -914,30 +940,6 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 	return rc;
 }
 
-/* The code of the group c is at: where its samples start, and their
- * count. Returns 0 or STORE_ECORRUPT. */
-static int
-grp_open(
-    store *st, const jrec *r, const jcur *c, const uint8_t **p, uint64_t *cnt)
-{
-	const uint8_t *end = r->p + r->size;
-
-	if (r->v3) {
-		*p = c->p;
-	} else {
-		uint32_t off
-		    = wire_get32(r->idx + (size_t) c->g * REC_GROUP + 4);
-
-		if (off > (size_t) (end - r->pay))
-			return corrupt(st, r->no);
-		*p = r->pay + off;
-	}
-	if (get_var(p, end, cnt) != 0 || *cnt == 0
-	    || *cnt > (uint64_t) (end - *p))
-		return corrupt(st, r->no);
-	return 0;
-}
-
 int
 store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
     store_journal_group_fn fn, void *ctx)
@@ -962,7 +964,6 @@ store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
 			const uint8_t *p;
 			uint64_t       cnt;
 			store_sample  *out;
-			jcoder         c;
 			jcur           jc;
 			int            found;
 
@@ -976,16 +977,7 @@ store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
 			if (!found
 			    || (out = fn(ctx, sids[i], (size_t) cnt)) == NULL)
 				continue;
-			c.step  = r.step;
-			c.time  = r.time;
-			c.dtime = 0;
-			c.bits  = 0;
-			c.unit  = r.unit;
-			for (uint64_t j = 0; j < cnt && rc == 0; j++)
-				if (sample_get(&p, r.p + r.size, &c, &out[j])
-				    != 0)
-					rc = corrupt(st, r.no);
-			if (rc != 0) {
+			if ((rc = grp_decode(st, &r, &p, cnt, out)) != 0) {
 				own = 1;
 				break;
 			}
