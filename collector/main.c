@@ -660,6 +660,7 @@ main(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
+	so.rw = rw;
 	if (http_addr != NULL) {
 		ho.rw       = rw;
 		ho.addr     = http_addr;

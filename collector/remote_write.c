@@ -104,6 +104,7 @@ struct rwrite {
 	int             stop;
 	target         *t;
 	size_t          nt;
+	int64_t         busy_ns; /* committing, summed (atomic) */
 	/* Label names and metric names as protobuf-c wants them (char *). */
 	char ln_name[9], ln_host[5], ln_metric[7], ln_rank[5], ln_run[4];
 	char v_value[13], v_step[12];
@@ -168,6 +169,7 @@ struct target {
 	uint64_t     last_total; /* runs' samples when it last caught up */
 	int          caught_up;
 	int64_t      caught_up_ms, last_save_ms; /* monotonic */
+	int64_t      busy_seen, busy_at;          /* yield_to_ingest */
 	uint64_t     failed_in_row;
 	int          lagging, save_failing;
 	rwrite_stats st; /* under rw->mu */
@@ -1314,6 +1316,39 @@ rest(target *t, int64_t ms)
 	}
 }
 
+#define YIELD_MS 100
+
+/* Whether the collector committed for more than half of the time since
+ * the last look (at least YIELD_MS ago) while the forwarder is less than
+ * RWRITE_YIELD_LAG_S behind: then the pass waits (rwrite_ingest_busy). */
+static int
+yield_to_ingest(target *t)
+{
+	int64_t now  = mono_ms();
+	int64_t busy = __atomic_load_n(&t->rw->busy_ns, __ATOMIC_RELAXED);
+	int     hold;
+
+	if (t->busy_at == 0 || now - t->busy_at < YIELD_MS) {
+		if (t->busy_at == 0) {
+			t->busy_at   = now;
+			t->busy_seen = busy;
+		}
+		return 0;
+	}
+	hold = (busy - t->busy_seen) / 1000000 * 2 > now - t->busy_at
+	    && now - t->caught_up_ms < RWRITE_YIELD_LAG_S * 1000;
+	t->busy_at   = now;
+	t->busy_seen = busy;
+	return hold;
+}
+
+void
+rwrite_ingest_busy(rwrite *rw, int64_t ns)
+{
+	if (rw != NULL && ns > 0)
+		__atomic_add_fetch(&rw->busy_ns, ns, __ATOMIC_RELAXED);
+}
+
 /* The forwarder thread: reads the store and encodes; its sender thread
  * posts. */
 static void *
@@ -1346,8 +1381,16 @@ run(void *arg)
 	}
 	t->sender_started = 1;
 	while (!stopping(rw)) {
-		int64_t started = mono_ms(), read_ms;
-		int     rc      = pass(t, started, &read_ms);
+		int64_t started, read_ms;
+		int     rc;
+
+		if (yield_to_ingest(t)) {
+			if (rest(t, YIELD_MS))
+				break;
+			continue;
+		}
+		started = mono_ms();
+		rc      = pass(t, started, &read_ms);
 
 		if (rc < 0)
 			break;

@@ -54,6 +54,7 @@
 #define RWRITE_PASS_MAX (512 * 1024)
 #define RWRITE_REQ_MAX 20000
 #define RWRITE_LAG_ALERT_S 60
+#define RWRITE_YIELD_LAG_S 10
 
 typedef struct rwrite rwrite;
 
@@ -78,6 +79,16 @@ typedef struct rwrite_stats {
 } rwrite_stats;
 
 void rwrite_opts_init(rwrite_opts *o);
+
+/*
+ * The collector spent ns committing a group (vitalsd's server calls it
+ * after each commit; any thread). While commits fill more than half of
+ * the time, forwarders hold their passes, as long as they are less than
+ * RWRITE_YIELD_LAG_S behind: a burst of ingest keeps the CPU, and what a
+ * receiver on the same machine does with the samples comes after it. A
+ * steady run (a commit every few tens of ms) is never held.
+ */
+void rwrite_ingest_busy(rwrite *rw, int64_t ns);
 
 /* Checks a URL (http or https, a host). Returns 0, or -1 with a
  * one-line reason naming it in err. */

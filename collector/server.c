@@ -77,6 +77,7 @@ server_opts_init(server_opts *o)
 	o->pending_bytes = SERVER_PENDING_BYTES;
 	o->max_message   = WIRE_MAX_MESSAGE;
 	o->expo           = NULL;
+	o->rw             = NULL;
 }
 
 static void
@@ -346,6 +347,7 @@ commit_group(srv *s)
 				    zmq_msg_gets(
 				        &s->p[i].body, "Peer-Address"));
 	}
+	rwrite_ingest_busy(s->o->rw, now_mono_ns() - t0);
 	free_pending(s);
 	return 0;
 }

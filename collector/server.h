@@ -24,6 +24,7 @@
 #include "collector/conns.h"
 #include "collector/exposition.h"
 #include "collector/ingest.h"
+#include "collector/remote_write.h"
 #include "store/store.h"
 
 #define SERVER_PENDING_BYTES ((size_t) 64 << 20)
@@ -47,6 +48,7 @@ typedef struct server_opts {
 	 * sending more is disconnected before it is read into memory. */
 	size_t max_message;
 	expo       *expo; /* --http: fed after each commit; may be NULL */
+	rwrite     *rw;   /* --remote-write: told how long commits take */
 } server_opts;
 
 void server_opts_init(server_opts *o);
