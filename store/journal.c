@@ -896,35 +896,34 @@ journal_fold_series(store_txn *t, MDB_cursor *bcur, struct journal_tail *hint,
 
 /* ---- readers ------------------------------------------------------------ */
 
-int
-journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
+/*
+ * Call fn with each record numbered from or later, oldest first, as t
+ * sees them. Returns 0, fn's non-zero value (a store_err it reported)
+ * or a store_err.
+ */
+typedef int (*record_fn)(void *ctx, const jrec *r);
+
+static int
+records_each(store_txn *t, uint64_t from, record_fn fn, void *ctx)
 {
 	store      *st = t->st;
 	MDB_cursor *cur;
 	MDB_val     k, v;
-	size_t      cap = 0;
-	int         rc, own = 0;
+	uint8_t     key[8];
+	int         rc, own = 0, op = MDB_SET_RANGE;
 
-	*out = NULL;
-	*n   = 0;
 	if (!st->has_journal)
 		return 0;
 	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
 		return store_fail(st, rc, "reading the journal");
-	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
-		jrec     r;
-		jcur     c;
-		uint32_t cnt;
-		int      found;
+	be_put64(key, from);
+	k.mv_data = key;
+	k.mv_size = 8;
+	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_NEXT) {
+		jrec r;
 
 		if ((rc = rec_parse(st, &k, &v, &r)) != 0
-		    || (rc = cur_find(st, &r, sid, &c, &found)) != 0) {
-			own = 1;
-			break;
-		}
-		if (!found)
-			continue;
-		if ((rc = grp_copy(st, &r, &c, out, n, &cap, &cnt)) != 0) {
+		    || (rc = fn(ctx, &r)) != 0) {
 			own = 1;
 			break;
 		}
@@ -932,63 +931,87 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 	mdb_cursor_close(cur);
 	if (rc == MDB_NOTFOUND)
 		return 0;
-	if (!own)
-		rc = store_fail(st, rc, "reading the journal");
-	free(*out);
-	*out = NULL;
-	*n   = 0;
+	return own ? rc : store_fail(st, rc, "reading the journal");
+}
+
+/* A series' samples in the records, appended to a growing array. */
+typedef struct copy_ctx {
+	store        *st;
+	uint32_t      sid;
+	store_sample *buf;
+	size_t        len, cap;
+} copy_ctx;
+
+static int
+copy_series(void *vctx, const jrec *r)
+{
+	copy_ctx *c = vctx;
+	jcur      jc;
+	uint32_t  cnt;
+	int       rc, found;
+
+	if ((rc = cur_find(c->st, r, c->sid, &jc, &found)) != 0 || !found)
+		return rc;
+	return grp_copy(c->st, r, &jc, &c->buf, &c->len, &c->cap, &cnt);
+}
+
+int
+journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
+{
+	copy_ctx c = { t->st, sid, NULL, 0, 0 };
+	int      rc;
+
+	if ((rc = records_each(t, 0, copy_series, &c)) != 0) {
+		free(c.buf);
+		c.buf = NULL;
+		c.len = 0;
+	}
+	*out = c.buf;
+	*n   = c.len;
 	return rc;
+}
+
+/* The groups of the wanted series in one record (store_journal_groups). */
+typedef struct groups_ctx {
+	store                 *st;
+	const uint32_t        *sids;
+	size_t                 n;
+	store_journal_group_fn fn;
+	void                  *ctx;
+} groups_ctx;
+
+static int
+groups_of(void *vctx, const jrec *r)
+{
+	groups_ctx *g = vctx;
+
+	for (size_t i = 0; i < g->n; i++) {
+		const uint8_t *p;
+		uint64_t       cnt;
+		store_sample  *out;
+		jcur           jc;
+		int            rc, found;
+
+		if ((rc = cur_find(g->st, r, g->sids[i], &jc, &found)) != 0)
+			return rc;
+		if (!found)
+			continue;
+		if ((rc = grp_open(g->st, r, &jc, &p, &cnt)) != 0)
+			return rc;
+		if ((out = g->fn(g->ctx, g->sids[i], (size_t) cnt)) != NULL
+		    && (rc = grp_decode(g->st, r, &p, cnt, out)) != 0)
+			return rc;
+	}
+	return 0;
 }
 
 int
 store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
     store_journal_group_fn fn, void *ctx)
 {
-	store      *st = t->st;
-	MDB_cursor *cur;
-	MDB_val     k, v;
-	int         rc, own = 0;
+	groups_ctx g = { t->st, sids, n, fn, ctx };
 
-	if (!st->has_journal || n == 0)
-		return 0;
-	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
-		return store_fail(st, rc, "reading the journal");
-	while (!own && (rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
-		jrec r;
-
-		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
-			own = 1;
-			break;
-		}
-		for (size_t i = 0; i < n; i++) {
-			const uint8_t *p;
-			uint64_t       cnt;
-			store_sample  *out;
-			jcur           jc;
-			int            found;
-
-			if ((rc = cur_find(st, &r, sids[i], &jc, &found)) != 0
-			    || (found
-			        && (rc = grp_open(st, &r, &jc, &p, &cnt))
-			            != 0)) {
-				own = 1;
-				break;
-			}
-			if (!found
-			    || (out = fn(ctx, sids[i], (size_t) cnt)) == NULL)
-				continue;
-			if ((rc = grp_decode(st, &r, &p, cnt, out)) != 0) {
-				own = 1;
-				break;
-			}
-		}
-	}
-	mdb_cursor_close(cur);
-	if (rc == MDB_NOTFOUND)
-		return 0;
-	if (!own)
-		rc = store_fail(st, rc, "reading the journal");
-	return rc;
+	return n == 0 ? 0 : records_each(t, 0, groups_of, &g);
 }
 
 int
@@ -1020,53 +1043,37 @@ journal_series_stats(store_txn *t, series_rec *r)
 	return 0;
 }
 
+/* A series' journal samples added to its statistics, record by record
+ * (journal_patch_series). */
+typedef struct patch_ctx {
+	copy_ctx    c;
+	series_rec *r;
+} patch_ctx;
+
+static int
+patch_series(void *vctx, const jrec *r)
+{
+	patch_ctx *p = vctx;
+	int        rc;
+
+	p->c.len = 0;
+	if ((rc = copy_series(&p->c, r)) == 0)
+		store_series_add(p->r, p->c.buf, p->c.len);
+	return rc;
+}
+
 int
 journal_patch_series(store_txn *t, series_rec *r)
 {
-	store        *st = t->st;
-	MDB_cursor   *cur;
-	MDB_val       k, v;
-	uint8_t       key[8];
-	store_sample *buf = NULL;
-	size_t        len = 0, cap = 0;
-	int           rc, own = 0, op = MDB_SET_RANGE;
+	patch_ctx p = { { t->st, r->sid, NULL, 0, 0 }, r };
+	int       rc;
 
 	if ((rc = journal_series_stats(t, r)) != 0)
 		return rc;
-	if (!st->has_journal || r->jseen == UINT64_MAX)
+	if (r->jseen == UINT64_MAX)
 		return 0;
-	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
-		return store_fail(st, rc, "reading the journal");
-	be_put64(key, r->jseen + 1);
-	k.mv_data = key;
-	k.mv_size = 8;
-	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_NEXT) {
-		jrec     jr;
-		jcur     c;
-		uint32_t cnt;
-		int      found;
-
-		if ((rc = rec_parse(st, &k, &v, &jr)) != 0
-		    || (rc = cur_find(st, &jr, r->sid, &c, &found)) != 0) {
-			own = 1;
-			break;
-		}
-		if (!found)
-			continue;
-		len = 0;
-		if ((rc = grp_copy(st, &jr, &c, &buf, &len, &cap, &cnt))
-		    != 0) {
-			own = 1;
-			break;
-		}
-		store_series_add(r, buf, len);
-	}
-	mdb_cursor_close(cur);
-	free(buf);
-	if (rc == MDB_NOTFOUND)
-		return 0;
-	if (!own)
-		rc = store_fail(st, rc, "reading the journal");
+	rc = records_each(t, r->jseen + 1, patch_series, &p);
+	free(p.c.buf);
 	return rc;
 }
 

@@ -690,6 +690,31 @@ jcollect(void *ctx, uint64_t step, int64_t t, double v)
  * rank). */
 static jgot jsent[J_RANKS * J_METRICS];
 
+/* The counts of rank r's next batch: for each metric k[m] samples from
+ * step s0[m], mostly a few, sometimes a block's worth, sometimes from a
+ * step back (a restart); next holds where each series goes on. Returns
+ * the samples in all. */
+static uint64_t
+journal_counts(
+    uint64_t *x, uint64_t next[J_METRICS], uint64_t *s0, uint32_t *k)
+{
+	uint64_t sent = 0;
+
+	for (int m = 0; m < J_METRICS; m++) {
+		uint64_t c = rnd(x) % 16;
+
+		k[m] = c < 10 ? (uint32_t) (rnd(x) % 6)
+		    : c < 14  ? (uint32_t) (rnd(x) % 400)
+		              : (uint32_t) (rnd(x) % 30);
+		if (c == 15 && next[m] > 50)
+			next[m] -= rnd(x) % 50;
+		s0[m] = next[m];
+		next[m] += k[m];
+		sent += k[m];
+	}
+	return sent;
+}
+
 /* One batch of rank r: for each metric, k[m] samples from step s0[m]
  * (values random bit patterns or smooth, so blocks fill at different
  * rates and end in the middle of commits). */
@@ -903,20 +928,7 @@ TEST(journal_reads_equal_folded_reference)
 		char       why[200];
 		int        is_new;
 
-		for (int m = 0; m < J_METRICS; m++) {
-			uint64_t c = rnd(&x) % 16;
-
-			/* Mostly a few samples; sometimes a block's worth;
-			 * sometimes the step goes back (a restart). */
-			k[m] = c < 10 ? (uint32_t) (rnd(&x) % 6) :
-			    c < 14    ? (uint32_t) (rnd(&x) % 400) :
-					(uint32_t) (rnd(&x) % 30);
-			if (c == 15 && next[r][m] > 50)
-				next[r][m] -= rnd(&x) % 50;
-			s0[m] = next[r][m];
-			next[r][m] += k[m];
-			sent += k[m];
-		}
+		sent += journal_counts(&x, next[r], s0, k);
 		seq[r]++;
 		REQUIRE(journal_batch(&x, r, seq[r], s0, k, &wb) == 0);
 		REQUIRE(ingest_begin(ia) == 0);
@@ -1066,18 +1078,7 @@ TEST(journal_read_once_equals_scan_samples)
 		scan_usage u;
 		store_txn *txn;
 
-		for (int m = 0; m < J_METRICS; m++) {
-			uint64_t c = rnd(&x) % 16;
-
-			k[m] = c < 10 ? (uint32_t) (rnd(&x) % 6)
-			    : c < 14  ? (uint32_t) (rnd(&x) % 400)
-			              : (uint32_t) (rnd(&x) % 30);
-			if (c == 15 && next[r][m] > 50)
-				next[r][m] -= rnd(&x) % 50;
-			s0[m] = next[r][m];
-			next[r][m] += k[m];
-			sent += k[m];
-		}
+		sent += journal_counts(&x, next[r], s0, k);
 		seq[r]++;
 		REQUIRE(journal_batch(&x, r, seq[r], s0, k, &wb) == 0);
 		REQUIRE(ingest_begin(ia) == 0);
