@@ -282,6 +282,13 @@ typedef struct sim {
 	uint64_t       healthy_steps, samples;
 	int            trace, verbose;
 	int            healthy_run; /* no injected events */
+	/* Planned pauses (checkpoints, evaluations), to tell which false
+	 * stall alerts fell in one, and in which occurrence of its kind. */
+	struct pz {
+		int64_t t0, t1;
+		int nth; /* 1: first of a kind in it; 2: second; 3: later */
+	} * pz;
+	size_t npz, cpz;
 } sim;
 
 /* Rule names seen, for counting transitions per rule. */
@@ -599,6 +606,7 @@ simulate(sim *S, const runcfg *c)
 	int64_t  silent_until = 0;
 
 	double busy_x = 0, last_ckpt = 0;
+	int    n_ckpt = 0, n_eval = 0;
 
 	ninj = 0;
 	if (!S->healthy_run)
@@ -619,6 +627,7 @@ simulate(sim *S, const runcfg *c)
 		double  dt, busy_m;
 		int64_t ts;
 		double  pause = 0;
+		int     nck = 0, nev = 0; /* occurrence, if in this pause */
 
 		busy_x = 0.98 * busy_x + c->busy * 0.199 * gauss(&S->r);
 		busy_m = exp(busy_x);
@@ -632,10 +641,28 @@ simulate(sim *S, const runcfg *c)
 		        || (c->ckpt_s > 0 && t - last_ckpt >= c->ckpt_s))) {
 			pause += c->ckpt_len * exp(0.1 * gauss(&S->r));
 			last_ckpt = t;
+			nck       = ++n_ckpt;
 		}
-		if (i > 0 && c->eval_steps && i % c->eval_steps == 0)
+		if (i > 0 && c->eval_steps && i % c->eval_steps == 0) {
 			pause += c->eval_len * exp(0.1 * gauss(&S->r));
+			nev = ++n_eval;
+		}
 		if (pause > 0) {
+			if (S->npz == S->cpz) {
+				S->cpz = S->cpz ? 2 * S->cpz : 64;
+				S->pz
+				    = realloc(S->pz, S->cpz * sizeof(*S->pz));
+				if (S->pz == NULL)
+					abort();
+			}
+			S->pz[S->npz].t0  = (int64_t) (t * 1e9);
+			S->pz[S->npz].t1  = (int64_t) ((t + pause) * 1e9);
+			S->pz[S->npz].nth = 3;
+			if (nck > 0 && nck < S->pz[S->npz].nth)
+				S->pz[S->npz].nth = nck;
+			if (nev > 0 && nev < S->pz[S->npz].nth)
+				S->pz[S->npz].nth = nev;
+			S->npz++;
 			for (double h = c->hb_s; c->hb_s > 0 && h < pause;
 			     h += c->hb_s)
 				emit(S, M_HEARTBEAT, 0, step ? step - 1 : 0,
@@ -867,6 +894,9 @@ typedef struct score {
 	uint64_t runs, healthy_runs, healthy_flagged;
 	int      max_trans_healthy, max_fire_event, max_fire_incident;
 	uint64_t drop5, drop5_fast, strag10, strag10_fast;
+	/* False stall alerts (info; warning+): in no planned pause, in the
+	 * first, second or a later occurrence of its kind. */
+	uint64_t pz_false[4][2];
 	uint64_t slowdiv_crit, slowdiv_200;
 	/* Per rule (vitals): false alerts by severity; healthy runs that
 	 * the rule flagged (a warning or critical alert). */
@@ -914,6 +944,17 @@ static int
 is_stall(int k)
 {
 	return k == EV_STALL_RUN || k == EV_STALL_RANK || k == EV_PROGRESS;
+}
+
+/* Which occurrence of its kind the planned pause at time t was (1, 2,
+ * 3: later), or 0 if t is in none. */
+static int
+pause_nth(const sim *S, int64_t t)
+{
+	for (size_t p = 0; p < S->npz; p++)
+		if (t >= S->pz[p].t0 && t <= S->pz[p].t1 + 1000000000ll)
+			return S->pz[p].nth;
+	return 0;
 }
 
 static void
@@ -969,9 +1010,15 @@ score_run(score *sc, sim *S)
 		sc->healthy_flagged += flagged;
 		for (int r = 0; r < MAXRULES; r++)
 			sc->rule_flagged[r] += (uint64_t) rflag[r];
-		for (int r = 0; r < MAXRULES; r++)
+		for (int r = 0; r < MAXRULES; r++) {
 			if (trans[r] > sc->max_trans_healthy)
 				sc->max_trans_healthy = trans[r];
+			if (S->verbose && trans[r] > 6)
+				printf(
+				    "healthy run %d: %d transitions of rule "
+				    "%s\n",
+				    S->run_id, trans[r], rule_names[r]);
+		}
 		if (S->verbose && flagged)
 			printf("healthy run %d flagged\n", S->run_id);
 	}
@@ -1085,6 +1132,9 @@ score_run(score *sc, sim *S)
 			continue;
 		}
 		sc->fp[a->det][a->cat]++;
+		if (a->det == 0 && (a->cat == A_STALL || a->cat == A_PROGRESS))
+			sc->pz_false[pause_nth(S, a->emit_ns)]
+			            [a->sev >= DETECT_WARNING]++;
 		if (a->det == 0 && a->sev >= 0 && a->sev <= DETECT_CRITICAL)
 			sc->rule_false[a->rule][a->sev]++;
 		if (a->sev == DETECT_CRITICAL)
@@ -1226,6 +1276,13 @@ print_table(score *sc)
 	for (int c = 0; c < NCAT; c++)
 		if (sc->fp[0][c])
 			printf(" %s %" PRIu64, cat_names[c], sc->fp[0][c]);
+	printf("\nvitals false stall alerts (info/warning+): in the first "
+	       "pause of its kind %" PRIu64 "/%" PRIu64 ", the second %" PRIu64
+	       "/%" PRIu64 ", a later one %" PRIu64 "/%" PRIu64
+	       ", in no planned pause %" PRIu64 "/%" PRIu64,
+	    sc->pz_false[1][0], sc->pz_false[1][1], sc->pz_false[2][0],
+	    sc->pz_false[2][1], sc->pz_false[3][0], sc->pz_false[3][1],
+	    sc->pz_false[0][0], sc->pz_false[0][1]);
 	printf("\nvitals false alerts by rule (info/warning/critical; "
 	       "healthy runs flagged):");
 	for (int r = 0; r < nrule_names; r++)
@@ -1401,18 +1458,27 @@ main(int argc, char **argv)
 
 				if (a->det == 0 && !a->matched)
 					printf("false %s run %d step %" PRIu64
-					       " rank %d metric %s sev %d\n",
+					       " rank %d metric %s sev %d%s\n",
 					    cat_names[a->cat], run, a->step,
 					    a->rank,
 					    a->metric >= 0
 					        ? met_names[a->metric]
 					        : "",
-					    a->sev);
+					    a->sev,
+					    a->cat != A_STALL
+					            && a->cat != A_PROGRESS
+					        ? ""
+					        : (const char
+					                *[]) { " (no pause)",
+					            " (pause 1)", " (pause 2)",
+					            " (pause 3+)" }[pause_nth(
+					            &S, a->emit_ns)]);
 			}
 		}
 		detect_engine_free(S.e);
 		free(S.al);
 		free(S.ev);
+		free(S.pz);
 	}
 	detect_rules_free(rules);
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -400,9 +400,13 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 		} else if (due[i] == 0 && c->n < 2 && learning == NULL)
 			learning = c;
 	}
-	/* Kinds regular in steps and not at their step took no turn. */
+	/* Kinds regular in steps and not at their step took no turn, nor
+	 * did a kind more than twice as long as the whole pause (a timer's
+	 * checkpoint due about the time of a short evaluation comes later:
+	 * taking this pause for it would move its rhythm). */
 	for (uint32_t i = 0; i < NKIND; i++)
-		if (due[i] > 0 && !loose[i] && &sl->kind[i] != k)
+		if (due[i] > 0 && !loose[i] && &sl->kind[i] != k
+		    && iv >= 0.5 * due[i])
 			push_pause(
 			    sl, &sl->kind[i], due[i], prev, sl->adv_time);
 	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd))
