@@ -139,6 +139,7 @@ typedef struct event {
 	int64_t  t0, t1; /* window in which a detection counts */
 	int64_t  tref;   /* stalls: last sample before the stall */
 	double   dt;     /* the run's usual step interval, s */
+	double   busy;   /* the host's noise: sd of its log step time */
 	double   size;
 	int      hit[NDET];
 	double   delay[NDET];    /* steps (stalls: seconds) */
@@ -686,6 +687,7 @@ simulate(sim *S, const runcfg *c)
 				ev->step0 = step;
 				ev->t0    = (int64_t) (t * 1e9);
 				ev->dt    = c->dt;
+				ev->busy  = c->busy;
 				ev->size  = x->size;
 			}
 			if (i >= x->i1 && x->kind != EV_SPIKE
@@ -894,6 +896,10 @@ typedef struct score {
 	uint64_t runs, healthy_runs, healthy_flagged;
 	int      max_trans_healthy, max_fire_event, max_fire_incident;
 	uint64_t drop5, drop5_fast, strag10, strag10_fast;
+	/* Drops by the host's noise: a quiet host, then busy hosts whose
+	 * drop is < 0.5, 0.5-1, >= 1 times the sd of their log step time:
+	 * events, found, found within 100 steps. */
+	uint64_t drop_n[4], drop_hit[4], drop_fast[4];
 	/* False stall alerts (info; warning+): in no planned pause, in the
 	 * first, second or a later occurrence of its kind. */
 	uint64_t pz_false[4][2];
@@ -1147,6 +1153,16 @@ score_run(score *sc, sim *S)
 	for (size_t e = 0; e < S->nev; e++) {
 		const event *ev = &S->ev[e];
 
+		if (ev->kind == EV_DROP) {
+			int b = ev->busy <= 0           ? 0
+			    : ev->size < 0.5 * ev->busy ? 1
+			    : ev->size < ev->busy       ? 2
+			                                : 3;
+
+			sc->drop_n[b]++;
+			sc->drop_hit[b] += ev->hit[0] != 0;
+			sc->drop_fast[b] += ev->hit[0] && ev->delay[0] <= 100;
+		}
 		if (ev->kind == EV_DROP && ev->size >= 0.05) {
 			sc->drop5++;
 			sc->drop5_fast += ev->hit[0] && ev->delay[0] <= 100;
@@ -1311,6 +1327,15 @@ print_table(score *sc)
 	       "; stragglers >= 10%% named within 100 steps: %" PRIu64
 	       "/%" PRIu64 "\n",
 	    sc->drop5_fast, sc->drop5, sc->strag10_fast, sc->strag10);
+	printf("throughput drops by the host's noise (found; within 100 "
+	       "steps / drops): quiet host %" PRIu64 "; %" PRIu64 " / %" PRIu64
+	       "; busy host, drop < 0.5 sd of its log step time %" PRIu64
+	       "; %" PRIu64 " / %" PRIu64 ", 0.5-1 sd %" PRIu64 "; %" PRIu64
+	       " / %" PRIu64 ", >= 1 sd %" PRIu64 "; %" PRIu64 " / %" PRIu64
+	       "\n",
+	    sc->drop_hit[0], sc->drop_fast[0], sc->drop_n[0], sc->drop_hit[1],
+	    sc->drop_fast[1], sc->drop_n[1], sc->drop_hit[2], sc->drop_fast[2],
+	    sc->drop_n[2], sc->drop_hit[3], sc->drop_fast[3], sc->drop_n[3]);
 	printf("slow divergences called critical: %" PRIu64 "/%" PRIu64
 	       ", within 200 steps of onset: %" PRIu64 "\n",
 	    sc->slowdiv_crit, sc->events[EV_SLOWDIV], sc->slowdiv_200);
@@ -1452,6 +1477,11 @@ main(int argc, char **argv)
 					       " size %.3f after %.0f steps\n",
 					    ev_names[ev->kind], run, ev->step0,
 					    ev->size, ev->delay[0]);
+				if (ev->kind == EV_DROP)
+					printf(
+					    "  (drop on a host with noise sd "
+					    "%.3f)\n",
+					    ev->busy);
 			}
 			for (size_t k = 0; k < S.nal; k++) {
 				const alert_rec *a = &S.al[k];
