@@ -656,8 +656,9 @@ simulate(sim *S, const runcfg *c)
 				if (S->pz == NULL)
 					abort();
 			}
-			S->pz[S->npz].t0  = (int64_t) (t * 1e9);
-			S->pz[S->npz].t1  = (int64_t) ((t + pause) * 1e9);
+			S->pz[S->npz].t0 = (int64_t) (t * 1e9);
+			S->pz[S->npz].t1
+			    = (int64_t) ((t + pause + 2 * c->dt) * 1e9);
 			S->pz[S->npz].nth = 3;
 			if (nck > 0 && nck < S->pz[S->npz].nth)
 				S->pz[S->npz].nth = nck;
