@@ -1358,8 +1358,8 @@ eval_and_long_ckpt(uint64_t st)
 
 TEST(stall_familiar_length_is_no_warning)
 {
-	detect_engine *e = engine(NULL);
-	double         t = 0;
+	detect_engine *e  = engine(NULL);
+	double         t  = 0;
 	uint64_t       st = 0;
 
 	REQUIRE(e != NULL);
