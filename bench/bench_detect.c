@@ -139,6 +139,7 @@ typedef struct event {
 	int64_t  t0, t1; /* window in which a detection counts */
 	int64_t  tref;   /* stalls: last sample before the stall */
 	double   dt;     /* the run's usual step interval, s */
+	double   busy;   /* the host's noise: sd of its log step time */
 	double   size;
 	int      hit[NDET];
 	double   delay[NDET];    /* steps (stalls: seconds) */
@@ -282,6 +283,13 @@ typedef struct sim {
 	uint64_t       healthy_steps, samples;
 	int            trace, verbose;
 	int            healthy_run; /* no injected events */
+	/* Planned pauses (checkpoints, evaluations), to tell which false
+	 * stall alerts fell in one, and in which occurrence of its kind. */
+	struct pz {
+		int64_t t0, t1;
+		int nth; /* 1: first of a kind in it; 2: second; 3: later */
+	} * pz;
+	size_t npz, cpz;
 } sim;
 
 /* Rule names seen, for counting transitions per rule. */
@@ -599,6 +607,7 @@ simulate(sim *S, const runcfg *c)
 	int64_t  silent_until = 0;
 
 	double busy_x = 0, last_ckpt = 0;
+	int    n_ckpt = 0, n_eval = 0;
 
 	ninj = 0;
 	if (!S->healthy_run)
@@ -619,6 +628,7 @@ simulate(sim *S, const runcfg *c)
 		double  dt, busy_m;
 		int64_t ts;
 		double  pause = 0;
+		int     nck = 0, nev = 0; /* occurrence, if in this pause */
 
 		busy_x = 0.98 * busy_x + c->busy * 0.199 * gauss(&S->r);
 		busy_m = exp(busy_x);
@@ -632,10 +642,29 @@ simulate(sim *S, const runcfg *c)
 		        || (c->ckpt_s > 0 && t - last_ckpt >= c->ckpt_s))) {
 			pause += c->ckpt_len * exp(0.1 * gauss(&S->r));
 			last_ckpt = t;
+			nck       = ++n_ckpt;
 		}
-		if (i > 0 && c->eval_steps && i % c->eval_steps == 0)
+		if (i > 0 && c->eval_steps && i % c->eval_steps == 0) {
 			pause += c->eval_len * exp(0.1 * gauss(&S->r));
+			nev = ++n_eval;
+		}
 		if (pause > 0) {
+			if (S->npz == S->cpz) {
+				S->cpz = S->cpz ? 2 * S->cpz : 64;
+				S->pz
+				    = realloc(S->pz, S->cpz * sizeof(*S->pz));
+				if (S->pz == NULL)
+					abort();
+			}
+			S->pz[S->npz].t0 = (int64_t) (t * 1e9);
+			S->pz[S->npz].t1
+			    = (int64_t) ((t + pause + 2 * c->dt) * 1e9);
+			S->pz[S->npz].nth = 3;
+			if (nck > 0 && nck < S->pz[S->npz].nth)
+				S->pz[S->npz].nth = nck;
+			if (nev > 0 && nev < S->pz[S->npz].nth)
+				S->pz[S->npz].nth = nev;
+			S->npz++;
 			for (double h = c->hb_s; c->hb_s > 0 && h < pause;
 			     h += c->hb_s)
 				emit(S, M_HEARTBEAT, 0, step ? step - 1 : 0,
@@ -659,6 +688,7 @@ simulate(sim *S, const runcfg *c)
 				ev->step0 = step;
 				ev->t0    = (int64_t) (t * 1e9);
 				ev->dt    = c->dt;
+				ev->busy  = c->busy;
 				ev->size  = x->size;
 			}
 			if (i >= x->i1 && x->kind != EV_SPIKE
@@ -867,6 +897,13 @@ typedef struct score {
 	uint64_t runs, healthy_runs, healthy_flagged;
 	int      max_trans_healthy, max_fire_event, max_fire_incident;
 	uint64_t drop5, drop5_fast, strag10, strag10_fast;
+	/* Drops by the host's noise: a quiet host, then busy hosts whose
+	 * drop is < 0.5, 0.5-1, >= 1 times the sd of their log step time:
+	 * events, found, found within 100 steps. */
+	uint64_t drop_n[4], drop_hit[4], drop_fast[4];
+	/* False stall alerts (info; warning+): in no planned pause, in the
+	 * first, second or a later occurrence of its kind. */
+	uint64_t pz_false[4][2];
 	uint64_t slowdiv_crit, slowdiv_200;
 	/* Per rule (vitals): false alerts by severity; healthy runs that
 	 * the rule flagged (a warning or critical alert). */
@@ -914,6 +951,17 @@ static int
 is_stall(int k)
 {
 	return k == EV_STALL_RUN || k == EV_STALL_RANK || k == EV_PROGRESS;
+}
+
+/* Which occurrence of its kind the planned pause at time t was (1, 2,
+ * 3: later), or 0 if t is in none. */
+static int
+pause_nth(const sim *S, int64_t t)
+{
+	for (size_t p = 0; p < S->npz; p++)
+		if (t >= S->pz[p].t0 && t <= S->pz[p].t1 + 1000000000ll)
+			return S->pz[p].nth;
+	return 0;
 }
 
 static void
@@ -969,9 +1017,15 @@ score_run(score *sc, sim *S)
 		sc->healthy_flagged += flagged;
 		for (int r = 0; r < MAXRULES; r++)
 			sc->rule_flagged[r] += (uint64_t) rflag[r];
-		for (int r = 0; r < MAXRULES; r++)
+		for (int r = 0; r < MAXRULES; r++) {
 			if (trans[r] > sc->max_trans_healthy)
 				sc->max_trans_healthy = trans[r];
+			if (S->verbose && trans[r] > 6)
+				printf(
+				    "healthy run %d: %d transitions of rule "
+				    "%s\n",
+				    S->run_id, trans[r], rule_names[r]);
+		}
 		if (S->verbose && flagged)
 			printf("healthy run %d flagged\n", S->run_id);
 	}
@@ -1085,6 +1139,9 @@ score_run(score *sc, sim *S)
 			continue;
 		}
 		sc->fp[a->det][a->cat]++;
+		if (a->det == 0 && (a->cat == A_STALL || a->cat == A_PROGRESS))
+			sc->pz_false[pause_nth(S, a->emit_ns)]
+			            [a->sev >= DETECT_WARNING]++;
 		if (a->det == 0 && a->sev >= 0 && a->sev <= DETECT_CRITICAL)
 			sc->rule_false[a->rule][a->sev]++;
 		if (a->sev == DETECT_CRITICAL)
@@ -1097,6 +1154,16 @@ score_run(score *sc, sim *S)
 	for (size_t e = 0; e < S->nev; e++) {
 		const event *ev = &S->ev[e];
 
+		if (ev->kind == EV_DROP) {
+			int b = ev->busy <= 0           ? 0
+			    : ev->size < 0.5 * ev->busy ? 1
+			    : ev->size < ev->busy       ? 2
+			                                : 3;
+
+			sc->drop_n[b]++;
+			sc->drop_hit[b] += ev->hit[0] != 0;
+			sc->drop_fast[b] += ev->hit[0] && ev->delay[0] <= 100;
+		}
 		if (ev->kind == EV_DROP && ev->size >= 0.05) {
 			sc->drop5++;
 			sc->drop5_fast += ev->hit[0] && ev->delay[0] <= 100;
@@ -1226,6 +1293,13 @@ print_table(score *sc)
 	for (int c = 0; c < NCAT; c++)
 		if (sc->fp[0][c])
 			printf(" %s %" PRIu64, cat_names[c], sc->fp[0][c]);
+	printf("\nvitals false stall alerts (info/warning+): in the first "
+	       "pause of its kind %" PRIu64 "/%" PRIu64 ", the second %" PRIu64
+	       "/%" PRIu64 ", a later one %" PRIu64 "/%" PRIu64
+	       ", in no planned pause %" PRIu64 "/%" PRIu64,
+	    sc->pz_false[1][0], sc->pz_false[1][1], sc->pz_false[2][0],
+	    sc->pz_false[2][1], sc->pz_false[3][0], sc->pz_false[3][1],
+	    sc->pz_false[0][0], sc->pz_false[0][1]);
 	printf("\nvitals false alerts by rule (info/warning/critical; "
 	       "healthy runs flagged):");
 	for (int r = 0; r < nrule_names; r++)
@@ -1254,6 +1328,15 @@ print_table(score *sc)
 	       "; stragglers >= 10%% named within 100 steps: %" PRIu64
 	       "/%" PRIu64 "\n",
 	    sc->drop5_fast, sc->drop5, sc->strag10_fast, sc->strag10);
+	printf("throughput drops by the host's noise (found; within 100 "
+	       "steps / drops): quiet host %" PRIu64 "; %" PRIu64 " / %" PRIu64
+	       "; busy host, drop < 0.5 sd of its log step time %" PRIu64
+	       "; %" PRIu64 " / %" PRIu64 ", 0.5-1 sd %" PRIu64 "; %" PRIu64
+	       " / %" PRIu64 ", >= 1 sd %" PRIu64 "; %" PRIu64 " / %" PRIu64
+	       "\n",
+	    sc->drop_hit[0], sc->drop_fast[0], sc->drop_n[0], sc->drop_hit[1],
+	    sc->drop_fast[1], sc->drop_n[1], sc->drop_hit[2], sc->drop_fast[2],
+	    sc->drop_n[2], sc->drop_hit[3], sc->drop_fast[3], sc->drop_n[3]);
 	printf("slow divergences called critical: %" PRIu64 "/%" PRIu64
 	       ", within 200 steps of onset: %" PRIu64 "\n",
 	    sc->slowdiv_crit, sc->events[EV_SLOWDIV], sc->slowdiv_200);
@@ -1395,24 +1478,38 @@ main(int argc, char **argv)
 					       " size %.3f after %.0f steps\n",
 					    ev_names[ev->kind], run, ev->step0,
 					    ev->size, ev->delay[0]);
+				if (ev->kind == EV_DROP)
+					printf(
+					    "  (drop on a host with noise sd "
+					    "%.3f)\n",
+					    ev->busy);
 			}
 			for (size_t k = 0; k < S.nal; k++) {
 				const alert_rec *a = &S.al[k];
 
 				if (a->det == 0 && !a->matched)
 					printf("false %s run %d step %" PRIu64
-					       " rank %d metric %s sev %d\n",
+					       " rank %d metric %s sev %d%s\n",
 					    cat_names[a->cat], run, a->step,
 					    a->rank,
 					    a->metric >= 0
 					        ? met_names[a->metric]
 					        : "",
-					    a->sev);
+					    a->sev,
+					    a->cat != A_STALL
+					            && a->cat != A_PROGRESS
+					        ? ""
+					        : (const char
+					                *[]) { " (no pause)",
+					            " (pause 1)", " (pause 2)",
+					            " (pause 3+)" }[pause_nth(
+					            &S, a->emit_ns)]);
 			}
 		}
 		detect_engine_free(S.e);
 		free(S.al);
 		free(S.ev);
+		free(S.pz);
 	}
 	detect_rules_free(rules);
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -379,11 +379,18 @@ on_firing(detect_incidents *is, const detect_rules *rules,
 	}
 
 	if (I != NULL && I->held
-	    && (due(I, a->time_ns) || !same_scope(I, a->rank))) {
+	    && (due(I, a->time_ns) || !same_scope(I, a->rank)
+	        || (precedence(a->kind) > precedence(I->kind)
+	            && a->step > I->step))) {
 		/* Late but due: the hold ran out before this sample. Or
 		 * another finding: a rank left behind after the run as a
 		 * whole paused (or the other way round) is not that
-		 * condition returning. */
+		 * condition returning; nor is a progress stall (heartbeats,
+		 * no progress) that begins after the run advanced past a
+		 * silence that was noted (a checkpoint, then a hang a few
+		 * steps later). At the step of the silence it is the same
+		 * incident: a hang that flaps between silent and a
+		 * heartbeat. */
 		emit_held(is, I, emit, ctx);
 		close_incident(I);
 	}

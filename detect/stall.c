@@ -126,6 +126,7 @@ typedef struct st_group {
 	int64_t  seen;                /* the engine's clock at the latest */
 	double   thr, usual;          /* run-wide: the largest of the ranks' */
 	double   pause;               /* the largest due pause of the ranks */
+	double   fam;                 /* the largest familiar pause of them */
 	uint8_t  sure;                /* one of them due for sure (no info) */
 	char     phase[PHNAME];       /* the declared phase it is in, or "" */
 	int64_t  refreshed;
@@ -174,9 +175,11 @@ st_slot_init(void *slot, const detect_rule *r)
 
 /* Seconds of silence at which level lv starts (thr: the threshold;
  * pause: the usual length of a learned pause that is due, or 0; u: the
- * usual step interval, NaN if not known). */
+ * usual step interval, NaN if not known; fam: the longest pause of a
+ * length seen at least twice, or 0). */
 static double
-level_at(const detect_rule *r, int lv, double thr, double pause, double u)
+level_at(const detect_rule *r, int lv, double thr, double pause, double u,
+    double fam)
 {
 	double esc = detect_p(r, SL_ESCALATE) * thr;
 	double P   = detect_p(r, SL_PAUSE) + (isnan(u) ? 0 : u);
@@ -188,19 +191,21 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u)
 	}
 	if (lv <= 1)
 		return thr;
-	if (lv == 2)
-		return fmax(esc, P);
+	if (lv == 2) /* a familiar length, not at its rhythm: not sooner
+	              * than 1.5x it (but never past the page) */
+		return fmax(
+		    esc, fmax(P, fmin(1.5 * fam, P + detect_p(r, SL_PAUSE))));
 	return fmax(esc, P + detect_p(r, SL_PAUSE));
 }
 
 static int
 level_for(const detect_rule *r, double elapsed, double thr, double pause,
-    int sure, double u)
+    int sure, double u, double fam)
 {
 	for (int lv = 3; lv >= 1; lv--) {
 		if (lv == 1 && (detect_p(r, SL_EARLY) < 0 || sure))
 			break;
-		if (elapsed > level_at(r, lv, thr, pause, u))
+		if (elapsed > level_at(r, lv, thr, pause, u, fam))
 			return lv;
 	}
 	return 0;
@@ -400,9 +405,13 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 		} else if (due[i] == 0 && c->n < 2 && learning == NULL)
 			learning = c;
 	}
-	/* Kinds regular in steps and not at their step took no turn. */
+	/* Kinds regular in steps and not at their step took no turn, nor
+	 * did a kind more than twice as long as the whole pause (a timer's
+	 * checkpoint due about the time of a short evaluation comes later:
+	 * taking this pause for it would move its rhythm). */
 	for (uint32_t i = 0; i < NKIND; i++)
-		if (due[i] > 0 && !loose[i] && &sl->kind[i] != k)
+		if (due[i] > 0 && !loose[i] && &sl->kind[i] != k
+		    && iv >= 0.5 * due[i])
 			push_pause(
 			    sl, &sl->kind[i], due[i], prev, sl->adv_time);
 	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd))
@@ -462,11 +471,29 @@ learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev)
 	sl->thr = thr;
 }
 
+/* The longest pause of a length the slot has seen at least twice (a
+ * kind of two or more pauses, even if its rhythm is not known yet), or
+ * 0. A checkpoint whose rhythm was not made out (two kinds of alike
+ * length paired wrongly while learning, a timer moved by other pauses)
+ * is still a length the run has shown it takes. */
+static double
+familiar(const st_slot *sl)
+{
+	double f = 0;
+
+	for (uint32_t i = 0; i < NKIND; i++)
+		for (uint32_t j = 0; sl->kind[i].n >= 2 && j < sl->kind[i].n;
+		     j++)
+			f = fmax(f, sl->kind[i].iv[j]);
+	return f;
+}
+
 static void
 refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 {
 	gs->thr       = 0;
 	gs->pause     = 0;
+	gs->fam       = 0;
 	gs->sure      = 0;
 	gs->phase[0]  = '\0';
 	gs->usual     = NAN;
@@ -489,6 +516,7 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 			    in_phase(sl, &len) != NULL ? sl->ph_name : "");
 		}
 		gs->sure |= (uint8_t) sure;
+		gs->fam = fmax(gs->fam, familiar(sl));
 		if (!isnan(sl->usual) && !(sl->usual <= gs->usual))
 			gs->usual = sl->usual;
 	}
@@ -711,7 +739,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		gs->adv_time = t;
 	} else if (detect_p(r, SL_PROGRESS) != 0
 	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr, gs->pause,
-	            gs->sure, gs->usual))
+	            gs->sure, gs->usual, gs->fam))
 	        > gs->progress) {
 		gs->progress = (uint8_t) lv;
 		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
@@ -773,10 +801,11 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	}
 	/* Silences are measured on the engine's clock from when the last
 	 * sample arrived, and stamped on the run's clock. */
-	lv = level_for(
-	    r, secs(now - gs->seen), gs->thr, gs->pause, gs->sure, gs->usual);
+	lv = level_for(r, secs(now - gs->seen), gs->thr, gs->pause, gs->sure,
+	    gs->usual, gs->fam);
 	if (lv > gs->silent) {
-		double at = level_at(r, lv, gs->thr, gs->pause, gs->usual);
+		double at
+		    = level_at(r, lv, gs->thr, gs->pause, gs->usual, gs->fam);
 
 		double  lead    = 0;
 		int64_t fs      = first_silent(g, &lead);
@@ -812,8 +841,9 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 			continue;
 		due = due_pause(sl, &sure);
 		lv  = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl),
-		     due, sure, sl->usual);
-		at  = level_at(r, lv, eff_thr(r, sl), due, sl->usual);
+		     due, sure, sl->usual, familiar(sl));
+		at  = level_at(
+		     r, lv, eff_thr(r, sl), due, sl->usual, familiar(sl));
 		if (lv <= sl->stalled)
 			continue;
 		sl->stalled = (uint8_t) lv;
