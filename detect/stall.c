@@ -236,6 +236,35 @@ secs(int64_t ns)
 	return (double) ns / 1e9;
 }
 
+/* Whether kind k of two pauses is a timer counted from the attempt's
+ * start: its first pause began as long after the attempt's first step
+ * (or first sample) as the second after the first, within tol, while
+ * in steps the two spans differ by more than one (the pauses' lengths
+ * vary, and a timer counts them in its period). The attempt's start
+ * is a third point that two pauses lack. */
+static int
+timer_from_start(const st_slot *sl, const st_kind *k, double tol)
+{
+	uint64_t ps, n0;
+	double   P;
+
+	if (k->n != 2 || k->s[0] + 1 <= sl->st0 || k->t[1] <= k->t[0])
+		return 0;
+	ps = k->s[1] - k->s[0];
+	n0 = k->s[0] + 1 - sl->st0;
+	if (ps + 1 >= n0 && ps <= n0 + 1)
+		return 0; /* as regular in steps: either */
+	P = secs(k->t[1] - k->t[0]);
+	for (int j = 0; j < 2; j++) {
+		int64_t from = j == 0 ? sl->t0a : sl->t0s;
+
+		if (from > 0 && k->t[0] > from
+		    && fabs(secs(k->t[0] - from) - P) <= tol)
+			return 1;
+	}
+	return 0;
+}
+
 /* The usual length of kind k if it is due after the slot's current step,
  * or 0. Its last two pauses define the period: after steps p1 and p2 at
  * least 8 steps apart, it is due when the current step is p2 plus a
@@ -296,7 +325,7 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 			/* A kind regular in steps so far, due here by time
 			 * only: a timer whose steps drift, or not due at all
 			 * (the window spans several steps). */
-			*maybe = regular;
+			*maybe = regular && !timer_from_start(sl, k, tol);
 			return d;
 		}
 	}
@@ -310,8 +339,10 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
  * every 1000 steps of a run counted from 0 or 1: after step 999 or
  * 1000), give or take one step; one that began M s after the attempt's
  * first step (data loading excluded) or after its first sample, one
- * every M s, within the tolerance of due_kind. A guess from one pause
- * only holds back the note (no note before 1.5x its length); the
+ * every M s, within the tolerance of due_kind. Only the next one is
+ * guessed (N steps or M s after the first): a guess at every multiple
+ * would hold back the notes of real stalls by chance. A guess from one
+ * pause only holds back the note (no note before 1.5x its length); the
  * warning and page are as for any silence. */
 static double
 guess_kind(const st_slot *sl, const st_kind *k)
@@ -322,23 +353,21 @@ guess_kind(const st_slot *sl, const st_kind *k)
 		return 0;
 	if (k->s[0] + 1 >= sl->st0 + 8 && sl->max_step > k->s[0]) {
 		uint64_t period = k->s[0] + 1 - sl->st0;
-		uint64_t off    = (sl->max_step - k->s[0]) % period;
+		uint64_t off    = sl->max_step - k->s[0];
 
-		if ((off <= 1 || off + 1 >= period)
-		    && sl->max_step + 1 >= k->s[0] + period)
+		if (off + 1 >= period && off <= period + 1)
 			return k->iv[0];
 	}
 	tol = 2 * (isnan(sl->usual) ? 0 : sl->usual) + 0.25 * k->iv[0];
 	for (int j = 0; j < 2 && sl->adv_time > k->t[0]; j++) {
 		int64_t from = j == 0 ? sl->t0a : sl->t0s;
-		double  P, off;
+		double  P;
 
 		if (from <= 0 || k->t[0] <= from)
 			continue;
-		P   = secs(k->t[0] - from);
-		off = fmod(secs(sl->adv_time - k->t[0]), P);
-		if (P > k->iv[0] && (off <= tol || P - off <= tol)
-		    && secs(sl->adv_time - k->t[0]) >= P - tol)
+		P = secs(k->t[0] - from);
+		if (P > k->iv[0]
+		    && fabs(secs(sl->adv_time - k->t[0]) - P) <= tol)
 			return k->iv[0];
 	}
 	return 0;
@@ -908,11 +937,13 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		if (!sl->has || sl->ended || sl->nadv < MINLEARN
 		    || gs->adv_n < sl->run_adv_at + 2)
 			continue;
+		/* A guessed pause holds back no note here: a planned pause
+		 * stops every rank, and the others went on. */
 		due = due_pause(sl, &sure, &guess);
 		lv  = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl),
-		     due, sure, sl->usual, familiar(sl), guess);
-		at  = level_at(r, lv, eff_thr(r, sl), due, sl->usual,
-		     familiar(sl), guess);
+		     due, sure, sl->usual, familiar(sl), 0);
+		at  = level_at(
+		     r, lv, eff_thr(r, sl), due, sl->usual, familiar(sl), 0);
 		if (lv <= sl->stalled)
 			continue;
 		sl->stalled = (uint8_t) lv;
