@@ -1417,6 +1417,29 @@ TEST(stall_second_pause_guessed_from_the_first)
 	detect_engine_free(e);
 }
 
+TEST(stall_timer_told_from_steps_by_the_attempt_start)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+
+	REQUIRE(e != NULL);
+	/* A checkpoint every 30 minutes of wall clock, counted from the
+	 * start of the last: 150 s, then 200 s, then 150 s. The steps
+	 * between them follow the lengths (165, then 160), so two pauses
+	 * look as much like a step period as like a timer; the first one
+	 * beginning 30 minutes into the run, as the second after it, says
+	 * timer: the third is not noted. */
+	paused_steps(e, "wall", &st, &t, 260, 0, 1800, &last, 150);
+	paused_steps(e, "wall", &st, &t, 170, 0, 1800, &last, 200);
+	paused_steps(e, "wall", &st, &t, 170, 0, 1800, &last, 150);
+	if (stall_notes_at(170, 190) == 0 || stall_notes_at(191, 600) != 0)
+		dump();
+	CHECK(stall_notes_at(170, 190) > 0);
+	CHECK(stall_notes_at(191, 600) == 0);
+	detect_engine_free(e);
+}
+
 /* An evaluation every 500 steps (250 s) and a checkpoint every 578
  * steps (310 s: with a 10 s step, just past a step + `pause`). */
 static double
@@ -2240,6 +2263,7 @@ main(void)
 	RUN(stall_timer_keeps_its_rhythm_past_a_short_evaluation);
 	RUN(stall_familiar_length_is_no_warning);
 	RUN(stall_second_pause_guessed_from_the_first);
+	RUN(stall_timer_told_from_steps_by_the_attempt_start);
 	RUN(stall_samples_stamped_far_in_the_past);
 	RUN(step_time_and_throughput_are_one_finding);
 	RUN(straggler_names_rank_and_host);
