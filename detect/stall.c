@@ -11,7 +11,9 @@
  * as a pause of its kind (alike length and rhythm: checkpoints,
  * evaluations); two of a kind at a step or wall-clock period make a
  * recurring pause, expected when due (see due_kind). So a long periodic
- * slow step alerts twice, then is expected. A rank is overdue after
+ * slow step is noted once or twice, then expected: where the first fell
+ * in the attempt suggests when the second comes (guess_kind). A rank is
+ * overdue after
  *
  *	clamp(max(k x usual, 1.25 x longest), floor, ceiling)
  *
