@@ -5,7 +5,8 @@
  *	build/bench/bench_detect [--runs N] [--steps N] [--seed S] [-v]
  *
  * -v lists the events vitals missed and its false alerts;
- * BENCH_TRACE=RUN prints every alert of that run as JSON.
+ * BENCH_TRACE=RUN prints every alert of that run as JSON (all: of every
+ * run).
  *
  * The generator makes runs that look like real ones: a power-law loss
  * with warm-up, lr decay and noise proportional to its level; a
@@ -1448,7 +1449,8 @@ main(int argc, char **argv)
 		S.nranks      = c.nranks;
 		S.verbose     = verbose;
 		S.trace       = getenv("BENCH_TRACE") != NULL
-		    && strtol(getenv("BENCH_TRACE"), NULL, 10) == run;
+		    && (strcmp(getenv("BENCH_TRACE"), "all") == 0
+		        || strtol(getenv("BENCH_TRACE"), NULL, 10) == run);
 		if (detect_engine_new(rules, &S.e) != 0)
 			return 1;
 		simulate(&S, &c);

@@ -11,7 +11,9 @@
  * as a pause of its kind (alike length and rhythm: checkpoints,
  * evaluations); two of a kind at a step or wall-clock period make a
  * recurring pause, expected when due (see due_kind). So a long periodic
- * slow step alerts twice, then is expected. A rank is overdue after
+ * slow step is noted once or twice, then expected: where the first fell
+ * in the attempt suggests when the second comes (guess_kind). A rank is
+ * overdue after
  *
  *	clamp(max(k x usual, 1.25 x longest), floor, ceiling)
  *
@@ -102,12 +104,17 @@ typedef struct st_slot {
 	/* The engine's clock when they arrived: silences are measured on
 	 * it, so a run whose clock is far off the collector's (samples
 	 * stamped in the past) is not silent for that offset. */
-	int64_t    seen, adv_seen;
-	double     thr, usual; /* seconds */
-	double     long_cur, long_prev;
-	uint32_t   long_n, nadv;
-	st_kind    kind[NKIND];
-	uint64_t   run_adv_at; /* the run's advance count at our last */
+	int64_t  seen, adv_seen;
+	double   thr, usual; /* seconds */
+	double   long_cur, long_prev;
+	uint32_t long_n, nadv;
+	st_kind  kind[NKIND];
+	uint64_t run_adv_at; /* the run's advance count at our last */
+	/* The attempt's first step, its first sample's time and its first
+	 * advance's time (0: none yet): a first pause N steps or M seconds
+	 * into the attempt suggests a period (guess_kind). */
+	uint64_t   st0;
+	int64_t    t0s, t0a;
 	uint8_t    has, warm, stalled; /* stalled: alert level 0..2 */
 	uint8_t    ended;              /* closed normally (detect_end) */
 	uint8_t    in_ph;              /* in a declared phase */
@@ -127,6 +134,7 @@ typedef struct st_group {
 	double   thr, usual;          /* run-wide: the largest of the ranks' */
 	double   pause;               /* the largest due pause of the ranks */
 	double   fam;                 /* the largest familiar pause of them */
+	double   guess;               /* the largest guessed pause due */
 	uint8_t  sure;                /* one of them due for sure (no info) */
 	char     phase[PHNAME];       /* the declared phase it is in, or "" */
 	int64_t  refreshed;
@@ -176,10 +184,12 @@ st_slot_init(void *slot, const detect_rule *r)
 /* Seconds of silence at which level lv starts (thr: the threshold;
  * pause: the usual length of a learned pause that is due, or 0; u: the
  * usual step interval, NaN if not known; fam: the longest pause of a
- * length seen at least twice, or 0). */
+ * length seen at least twice, or 0; guess: the length of a pause seen
+ * once whose guessed period makes it due now, or 0: no note before
+ * 1.5x it, the other levels as for any silence). */
 static double
 level_at(const detect_rule *r, int lv, double thr, double pause, double u,
-    double fam)
+    double fam, double guess)
 {
 	double esc = detect_p(r, SL_ESCALATE) * thr;
 	double P   = detect_p(r, SL_PAUSE) + (isnan(u) ? 0 : u);
@@ -190,7 +200,7 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u,
 		return fmax(fmax(esc, 2.5 * pause), P);
 	}
 	if (lv <= 1)
-		return thr;
+		return fmax(thr, 1.5 * guess);
 	if (lv == 2) /* a familiar length, not at its rhythm: not sooner
 	              * than 1.5x it (but never past the page) */
 		return fmax(
@@ -200,12 +210,12 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u,
 
 static int
 level_for(const detect_rule *r, double elapsed, double thr, double pause,
-    int sure, double u, double fam)
+    int sure, double u, double fam, double guess)
 {
 	for (int lv = 3; lv >= 1; lv--) {
 		if (lv == 1 && (detect_p(r, SL_EARLY) < 0 || sure))
 			break;
-		if (elapsed > level_at(r, lv, thr, pause, u, fam))
+		if (elapsed > level_at(r, lv, thr, pause, u, fam, guess))
 			return lv;
 	}
 	return 0;
@@ -226,6 +236,35 @@ static double
 secs(int64_t ns)
 {
 	return (double) ns / 1e9;
+}
+
+/* Whether kind k of two pauses is a timer counted from the attempt's
+ * start: its first pause began as long after the attempt's first step
+ * (or first sample) as the second after the first, within tol, while
+ * in steps the two spans differ by more than one (the pauses' lengths
+ * vary, and a timer counts them in its period). The attempt's start
+ * is a third point that two pauses lack. */
+static int
+timer_from_start(const st_slot *sl, const st_kind *k, double tol)
+{
+	uint64_t ps, n0;
+	double   P;
+
+	if (k->n != 2 || k->s[0] + 1 <= sl->st0 || k->t[1] <= k->t[0])
+		return 0;
+	ps = k->s[1] - k->s[0];
+	n0 = k->s[0] + 1 - sl->st0;
+	if (ps + 1 >= n0 && ps <= n0 + 1)
+		return 0; /* as regular in steps: either */
+	P = secs(k->t[1] - k->t[0]);
+	for (int j = 0; j < 2; j++) {
+		int64_t from = j == 0 ? sl->t0a : sl->t0s;
+
+		if (from > 0 && k->t[0] > from
+		    && fabs(secs(k->t[0] - from) - P) <= tol)
+			return 1;
+	}
+	return 0;
 }
 
 /* The usual length of kind k if it is due after the slot's current step,
@@ -288,9 +327,50 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 			/* A kind regular in steps so far, due here by time
 			 * only: a timer whose steps drift, or not due at all
 			 * (the window spans several steps). */
-			*maybe = regular;
+			*maybe = regular && !timer_from_start(sl, k, tol);
 			return d;
 		}
+	}
+	return 0;
+}
+
+/* The length of kind k if it was seen once and the period its first
+ * pause suggests makes it due after the slot's current step, or 0. A
+ * first pause after step s, N = s + 1 - (the attempt's first step)
+ * steps into the attempt, suggests one every N steps (a checkpoint
+ * every 1000 steps of a run counted from 0 or 1: after step 999 or
+ * 1000), give or take one step; one that began M s after the attempt's
+ * first step (data loading excluded) or after its first sample, one
+ * every M s, within the tolerance of due_kind. Only the next one is
+ * guessed (N steps or M s after the first): a guess at every multiple
+ * would hold back the notes of real stalls by chance. A guess from one
+ * pause only holds back the note (no note before 1.5x its length); the
+ * warning and page are as for any silence. */
+static double
+guess_kind(const st_slot *sl, const st_kind *k)
+{
+	double tol;
+
+	if (k->n != 1)
+		return 0;
+	if (k->s[0] + 1 >= sl->st0 + 8 && sl->max_step > k->s[0]) {
+		uint64_t period = k->s[0] + 1 - sl->st0;
+		uint64_t off    = sl->max_step - k->s[0];
+
+		if (off + 1 >= period && off <= period + 1)
+			return k->iv[0];
+	}
+	tol = 2 * (isnan(sl->usual) ? 0 : sl->usual) + 0.25 * k->iv[0];
+	for (int j = 0; j < 2 && sl->adv_time > k->t[0]; j++) {
+		int64_t from = j == 0 ? sl->t0a : sl->t0s;
+		double  P;
+
+		if (from <= 0 || k->t[0] <= from)
+			continue;
+		P = secs(k->t[0] - from);
+		if (P > k->iv[0]
+		    && fabs(secs(sl->adv_time - k->t[0]) - P) <= tol)
+			return k->iv[0];
 	}
 	return 0;
 }
@@ -320,13 +400,16 @@ in_phase(const st_slot *sl, double *len)
 /* The usual length of the learned recurring pauses (checkpoint,
  * evaluation) due after the slot's current step, or 0. Kinds due at the
  * same step add up: an evaluation and then a checkpoint. Inside a
- * declared phase that has a history, that phase's own usual length. */
+ * declared phase that has a history, that phase's own usual length.
+ * *guess: the lengths of the kinds seen once that their guessed period
+ * makes due (guess_kind), added up. */
 static double
-due_pause(const st_slot *sl, int *sure)
+due_pause(const st_slot *sl, int *sure, double *guess)
 {
 	double d = 0;
 
-	*sure = 0;
+	*sure  = 0;
+	*guess = 0;
 	if (in_phase(sl, &d) != NULL) {
 		*sure = 1;
 		return d;
@@ -335,6 +418,7 @@ due_pause(const st_slot *sl, int *sure)
 		int    by_time, maybe;
 		double k = due_kind(sl, &sl->kind[i], &by_time, &maybe);
 
+		*guess += guess_kind(sl, &sl->kind[i]);
 		d += k;
 		/* Two pauses cannot tell a timer from a step period: the
 		 * info level is not held back by the clock's window alone. */
@@ -494,6 +578,7 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 	gs->thr       = 0;
 	gs->pause     = 0;
 	gs->fam       = 0;
+	gs->guess     = 0;
 	gs->sure      = 0;
 	gs->phase[0]  = '\0';
 	gs->usual     = NAN;
@@ -501,13 +586,14 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		const st_slot *sl = detect_slot(g, i);
 		int            sure;
-		double         d;
+		double         d, guess;
 
 		if (!sl->has)
 			continue;
 		if (eff_thr(r, sl) > gs->thr)
 			gs->thr = eff_thr(r, sl);
-		d = due_pause(sl, &sure);
+		d         = due_pause(sl, &sure, &guess);
+		gs->guess = fmax(gs->guess, guess);
 		if (d > gs->pause) {
 			double len;
 
@@ -566,6 +652,16 @@ static double
 silence(int64_t t, int64_t from)
 {
 	return t > from ? secs(t - from) : 0;
+}
+
+/* The rank begins an attempt at step `step`, time t: its first run, or
+ * a restart. */
+static void
+new_attempt(st_slot *sl, uint64_t step, int64_t t)
+{
+	sl->st0 = step;
+	sl->t0s = t;
+	sl->t0a = 0;
 }
 
 static void
@@ -668,6 +764,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		sl->warm     = 2;
 		sl->adv_time = sl->last_time = t;
 		sl->adv_seen                 = now;
+		new_attempt(sl, s->step, t);
 	}
 	if (gs->ended) {
 		gs->ended    = 0;
@@ -681,6 +778,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		sl->adv_seen                 = now;
 		sl->run_adv_at               = gs->adv_n;
 		adv                          = 1;
+		new_attempt(sl, s->step, t);
 	} else {
 		if (t > sl->last_time)
 			sl->last_time = t;
@@ -693,6 +791,8 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 				learn(r, sl, iv, sl->max_step);
 			if (sl->stalled)
 				rank_advanced(c, sl, s);
+			if (sl->t0a == 0)
+				sl->t0a = t;
 			sl->max_step = s->step;
 			sl->adv_time = t;
 			sl->adv_seen = now;
@@ -739,7 +839,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 		gs->adv_time = t;
 	} else if (detect_p(r, SL_PROGRESS) != 0
 	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr, gs->pause,
-	            gs->sure, gs->usual, gs->fam))
+	            gs->sure, gs->usual, gs->fam, gs->guess))
 	        > gs->progress) {
 		gs->progress = (uint8_t) lv;
 		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
@@ -802,10 +902,10 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	/* Silences are measured on the engine's clock from when the last
 	 * sample arrived, and stamped on the run's clock. */
 	lv = level_for(r, secs(now - gs->seen), gs->thr, gs->pause, gs->sure,
-	    gs->usual, gs->fam);
+	    gs->usual, gs->fam, gs->guess);
 	if (lv > gs->silent) {
-		double at
-		    = level_at(r, lv, gs->thr, gs->pause, gs->usual, gs->fam);
+		double at = level_at(
+		    r, lv, gs->thr, gs->pause, gs->usual, gs->fam, gs->guess);
 
 		double  lead    = 0;
 		int64_t fs      = first_silent(g, &lead);
@@ -833,17 +933,19 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 	 * ahead of it in the same step). */
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		st_slot *sl = detect_slot(g, i);
-		double   at, due, len;
+		double   at, due, len, guess;
 		int      sure;
 
 		if (!sl->has || sl->ended || sl->nadv < MINLEARN
 		    || gs->adv_n < sl->run_adv_at + 2)
 			continue;
-		due = due_pause(sl, &sure);
+		/* A guessed pause holds back no note here: a planned pause
+		 * stops every rank, and the others went on. */
+		due = due_pause(sl, &sure, &guess);
 		lv  = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl),
-		     due, sure, sl->usual, familiar(sl));
+		     due, sure, sl->usual, familiar(sl), 0);
 		at  = level_at(
-		     r, lv, eff_thr(r, sl), due, sl->usual, familiar(sl));
+		     r, lv, eff_thr(r, sl), due, sl->usual, familiar(sl), 0);
 		if (lv <= sl->stalled)
 			continue;
 		sl->stalled = (uint8_t) lv;
@@ -921,6 +1023,7 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 		    ? detect_engine_now(c->e)
 		    : s->time_ns;
 		sl->warm     = 2;
+		new_attempt(sl, s->step, s->time_ns);
 	}
 	if (gs->has && s->step < gs->max_step) {
 		/* The silence was the downtime of a restart: it ends here. */

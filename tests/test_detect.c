@@ -845,9 +845,10 @@ TEST(finished_run_is_not_a_stall)
 	t += 100;
 
 	/* Three ranks end, rank 3 did not (it died): its silence is still
-	 * the run's stall, which stays firing. */
+	 * the run's stall, which stays firing. (Not 50 steps on, where the
+	 * first silence would put the next pause of its kind.) */
 	S.n = 0;
-	job_steps(e, &st, &t, 50);
+	job_steps(e, &st, &t, 70);
 	CHECK(count("stall", DETECT_RESOLVED) == 1);
 	for (int r = 0; r < 3; r++)
 		detect_end(e, "job", 3, r, (int64_t) (t * 1e9), on_alert, &S);
@@ -1345,6 +1346,97 @@ TEST(stall_timer_keeps_its_rhythm_past_a_short_evaluation)
 		dump();
 	CHECK(stall_notes_after(1500) == 0);
 	CHECK(max_sev("stall", 0) <= DETECT_INFO);
+	detect_engine_free(e);
+}
+
+/* Firing stall alerts (rule stall, any kind and severity) at steps
+ * a..b. */
+static size_t
+stall_notes_at(uint64_t a, uint64_t b)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < S.n; i++)
+		n += S.v[i].state == DETECT_FIRING && S.v[i].step >= a
+		    && S.v[i].step <= b && strcmp(S.v[i].rule, "stall") == 0;
+	return n;
+}
+
+TEST(stall_second_pause_guessed_from_the_first)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+
+	REQUIRE(e != NULL);
+	/* A checkpoint every 200 steps of 10 s, lasting 120 s. The first,
+	 * 200 steps into the run, is noted; it suggests one every 200
+	 * steps, so the second (after step 399), as long, is not. */
+	paused_steps(e, "ck", &st, &t, 420, 200, 0, &last, 120);
+	if (stall_notes_at(199, 199) == 0 || stall_notes_at(399, 399) != 0)
+		dump();
+	CHECK(stall_notes_at(199, 199) > 0);
+	CHECK(stall_notes_at(399, 399) == 0);
+	CHECK(max_sev("stall", 0) == DETECT_INFO);
+	detect_engine_free(e);
+
+	/* A second pause much longer than the first (3x) is a silence
+	 * like any other: a warning past a step + `pause`. */
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	t = 0, last = 0, st = 0, S.n = 0;
+	paused_steps(e, "ck", &st, &t, 220, 200, 0, &last, 120);
+	paused_steps(e, "ck", &st, &t, 200, 200, 0, &last, 360);
+	CHECK(stall_notes_at(399, 399) > 0);
+	CHECK(max_sev("stall", 0) == DETECT_WARNING);
+	detect_engine_free(e);
+
+	/* A stall where no period puts a pause (step 300) is noted. */
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	t = 0, last = 0, st = 0, S.n = 0;
+	paused_steps(e, "ck", &st, &t, 300, 200, 0, &last, 120);
+	for (double c = t; c < t + 120; c += 0.2)
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+	t += 120;
+	paused_steps(e, "ck", &st, &t, 20, 200, 0, &last, 120);
+	CHECK(stall_notes_at(299, 299) > 0);
+	detect_engine_free(e);
+
+	/* Every 30 minutes of wall clock, 150 s: the first pause began
+	 * 30 minutes into the run, so the second, 30 minutes later, is
+	 * not noted. */
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	t = 0, last = 0, st = 0, S.n = 0;
+	paused_steps(e, "wall", &st, &t, 400, 0, 1800, &last, 150);
+	if (stall_notes_at(170, 185) == 0 || stall_notes_at(186, 400) != 0)
+		dump();
+	CHECK(stall_notes_at(170, 185) > 0);
+	CHECK(stall_notes_at(186, 400) == 0);
+	detect_engine_free(e);
+}
+
+TEST(stall_timer_told_from_steps_by_the_attempt_start)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+
+	REQUIRE(e != NULL);
+	/* A checkpoint every 30 minutes of wall clock, counted from the
+	 * start of the last: 150 s, then 200 s, then 150 s. The steps
+	 * between them follow the lengths (165, then 160), so two pauses
+	 * look as much like a step period as like a timer; the first one
+	 * beginning 30 minutes into the run, as the second after it, says
+	 * timer: the third is not noted. */
+	paused_steps(e, "wall", &st, &t, 260, 0, 1800, &last, 150);
+	paused_steps(e, "wall", &st, &t, 170, 0, 1800, &last, 200);
+	paused_steps(e, "wall", &st, &t, 170, 0, 1800, &last, 150);
+	if (stall_notes_at(170, 190) == 0 || stall_notes_at(191, 600) != 0)
+		dump();
+	CHECK(stall_notes_at(170, 190) > 0);
+	CHECK(stall_notes_at(191, 600) == 0);
 	detect_engine_free(e);
 }
 
@@ -2170,6 +2262,8 @@ main(void)
 	RUN(stall_learns_two_kinds_of_pause_alike_in_length);
 	RUN(stall_timer_keeps_its_rhythm_past_a_short_evaluation);
 	RUN(stall_familiar_length_is_no_warning);
+	RUN(stall_second_pause_guessed_from_the_first);
+	RUN(stall_timer_told_from_steps_by_the_attempt_start);
 	RUN(stall_samples_stamped_far_in_the_past);
 	RUN(step_time_and_throughput_are_one_finding);
 	RUN(straggler_names_rank_and_host);
