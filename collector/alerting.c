@@ -390,6 +390,7 @@ alerting_open(const char *rules_path, int64_t quantum_ns, alerting **out)
 		detect_engine_free(al->engine);
 		goto fail;
 	}
+	pthread_setname_np(al->thread, "vitalsd-detect");
 	*out = al;
 	return 0;
 fail:

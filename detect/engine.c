@@ -83,7 +83,89 @@ struct detect_engine {
 	detect_pool      pool;
 	detect_inst     *scratch; /* a new series' instances, rules->n */
 	size_t           cscratch;
+	/* A filter of the series' hashes (below): mask + 1 bits, built for
+	 * a table of cap slots; stale: bits of series gone since. */
+	uint64_t *filter;
+	uint64_t  mask;
+	size_t    filter_cap, stale;
 };
+
+/* ---- the series filter ---------------------------------------------------
+ *
+ * A sample of a run past its detection budget (25,000 series by default:
+ * three quarters of a run of 100,000) belongs to no series, and finding
+ * that in the table cost a cache miss in its megabytes of slots, the
+ * detection thread's largest cost at width. The filter has one bit per
+ * hash (8 bits per table slot, a fifteenth of the table's bytes): a clear
+ * bit proves that no series has that hash, so the table is not probed; a
+ * set bit (some series, or a series gone since, or another hash on the
+ * same bit: about one in sixteen) sends the sample to the table as
+ * before. It is rebuilt from the series when the table grows or when
+ * half of its bits are stale.
+ */
+
+/* The filter's bit of hash h (its high bits: the table indexes with the
+ * low ones). */
+static uint64_t
+filter_bit(const detect_engine *e, uint64_t h)
+{
+	return (h >> 20 ^ h >> 44) & e->mask;
+}
+
+static int
+filter_has(const detect_engine *e, uint64_t h)
+{
+	uint64_t b = filter_bit(e, h);
+
+	return e->filter == NULL || (e->filter[b >> 6] >> (b & 63) & 1);
+}
+
+/* The filter for the series now in the table. On failure there is none:
+ * every sample goes to the table. */
+static void
+filter_build(detect_engine *e)
+{
+	size_t    bits = e->series.cap * 8;
+	uint64_t *f;
+
+	free(e->filter);
+	e->filter     = NULL;
+	e->filter_cap = e->series.cap;
+	e->stale      = 0;
+	if (bits < 64 || (f = calloc(bits / 64, sizeof(*f))) == NULL)
+		return;
+	e->filter = f;
+	e->mask   = bits - 1;
+	for (size_t i = 0; i < e->ns; i++) {
+		uint64_t b = filter_bit(e, e->sv[i]->hash);
+
+		f[b >> 6] |= 1ull << (b & 63);
+	}
+}
+
+/* Series s is in the table now. */
+static void
+filter_add(detect_engine *e, const detect_series *s)
+{
+	uint64_t b;
+
+	if (e->series.cap != e->filter_cap) {
+		filter_build(e);
+		return;
+	}
+	if (e->filter == NULL)
+		return;
+	b = filter_bit(e, s->hash);
+	e->filter[b >> 6] |= 1ull << (b & 63);
+}
+
+/* A series left the table: its bit stays set (one proves nothing). */
+static void
+filter_removed(detect_engine *e)
+{
+	if (++e->stale > e->ns / 2 + 1024)
+		filter_build(e);
+}
 
 /* ---- series memory -------------------------------------------------------
  */
@@ -646,6 +728,7 @@ new_series(detect_engine *e, const detect_sample *s, uint64_t h)
 	ser->idx       = e->ns;
 	e->succ[e->ns] = SIZE_MAX;
 	e->sv[e->ns++] = ser;
+	filter_add(e, ser);
 	return ser;
 fail_scratch:
 	for (size_t i = 0; i < n; i++)
@@ -699,6 +782,7 @@ detect_engine_free(detect_engine *e)
 	free(e->succ);
 	free(e->gv);
 	free(e->scratch);
+	free(e->filter);
 	detect_table_fini(&e->series);
 	detect_table_fini(&e->groups);
 	detect_table_fini(&e->ranks);
@@ -745,6 +829,7 @@ evict(detect_engine *e, detect_series *s, detect_emit_fn emit, void *ctx)
 	e->sv[s->idx]   = last;
 	e->ns--;
 	e->bud.evicted++;
+	filter_removed(e);
 	run->refs++;
 	series_free(e, s);
 	if (run->refs == 1)
@@ -833,7 +918,9 @@ detect_feed(detect_engine *e, const detect_sample *sample, detect_emit_fn emit,
 		goto found;
 	}
 	h   = hash_series(s->run, s->runlen, s->metric, s->mlen, s->rank);
-	ser = detect_table_find(&e->series, h, eq_series, &k);
+	ser = filter_has(e, h)
+	    ? detect_table_find(&e->series, h, eq_series, &k)
+	    : NULL;
 	if (ser == NULL) {
 		detect_series *v;
 		detect_ctx     bc = { e, NULL, NULL, emit, ctx };
