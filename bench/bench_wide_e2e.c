@@ -24,7 +24,9 @@
  * (wchar) and bytes the kernel accounted to storage (write_bytes) per
  * sample, and the database's size per stored sample after vitalsd
  * stopped, and vitalsd's CPU per sample of the first step (creating
- * the series, in the database and in detection). With $BENCH_PERF set,
+ * the series, in the database and in detection), and the emitters' CPU
+ * per sample during the measure (this process: on a machine of two
+ * cores it shares them with vitalsd). With $BENCH_PERF set,
  * `perf record` samples vitalsd during the measure (with
  * $BENCH_PERF_FIRST also set: during the first step) into that file,
  * the width appended. Figures only; the machine
@@ -38,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -76,6 +79,17 @@ now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* This process's CPU so far (the emitters' threads), in s. */
+static double
+self_cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double) ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6
+	    + (double) ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 static void
@@ -280,7 +294,7 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	pthread_barrier_t bar;
 	proc_figs         z = { 0 }, a = { 0 }, b = { 0 }, c;
 	int               first = getenv("BENCH_PERF_FIRST") != NULL;
-	double            t0, t1, measured, bytes;
+	double            t0, t1, measured, bytes, e0, e1;
 	int               failed = 0, status;
 
 	if (steps < MIN_STEPS)
@@ -349,12 +363,14 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	}
 	perf = first ? -1 : start_perf(pid, series);
 	t0   = now_s();
+	e0   = self_cpu_s();
 	pthread_barrier_wait(&bar);
 	for (int r = 0; r < ranks; r++) {
 		pthread_join(th[r], NULL);
 		failed |= jobs[r].status;
 	}
 	t1 = now_s();
+	e1 = self_cpu_s();
 	read_proc(pid, &b);
 	do {
 		c = b;
@@ -373,7 +389,8 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	       "vitalsd %6.3f us/sample CPU (user %6.3f, detection %6.3f), "
 	       "wchar %7.1f "
 	       "B/sample, write_bytes %7.1f B/sample, on disk %6.2f "
-	       "B/sample; first step %6.3f us/sample CPU%s\n",
+	       "B/sample; first step %6.3f us/sample CPU; emitters %6.3f "
+	       "us/sample CPU%s\n",
 	    series, ranks, metrics, (unsigned long long) steps, measured,
 	    t1 - t0, (b.cpu - a.cpu) / measured * 1e6,
 	    (b.user - a.user) / measured * 1e6,
@@ -382,7 +399,7 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	    (b.wbytes - a.wbytes) / measured,
 	    bytes / (measured + (double) ranks * metrics),
 	    (a.cpu - z.cpu) / ((double) ranks * metrics) * 1e6,
-	    failed ? " (NOT every sample acknowledged)" : "");
+	    (e1 - e0) / measured * 1e6, failed ? " (NOT every sample acknowledged)" : "");
 	fflush(stdout);
 	for (int r = 0; r < ranks; r++) {
 		free(jobs[r].times);
