@@ -94,6 +94,23 @@ generate(int r, int metrics, uint64_t steps, int64_t t0, int64_t *times,
 	}
 }
 
+/*
+ * An emitter's buffer for n samples logged without a flush: its ring (an
+ * eighth of the buffer, 32 bytes a slot) holds them all, so none is
+ * dropped while vitalsd catches up. A fixed 1 GiB made every emitter
+ * write a ring of 128 MiB before the clock started, 1 GiB of page faults
+ * for the wide run on a machine shared with vitalsd.
+ */
+static size_t
+buffer_for(uint64_t n)
+{
+	size_t b = (size_t) 64 << 20;
+
+	while (b < ((size_t) 1 << 30) && b / 8 / 32 < n)
+		b *= 2;
+	return b;
+}
+
 static void *
 emit_rank(void *arg)
 {
@@ -105,7 +122,7 @@ emit_rank(void *arg)
 	vt_opts_init(&o);
 	o.rank             = j->rank;
 	o.run              = "peers";
-	o.max_buffer_bytes = (size_t) 1 << 30;
+	o.max_buffer_bytes = buffer_for(j->steps * (uint64_t) j->metrics);
 	if (vt_open(&o, &em) != 0) {
 		j->status = 1;
 		return NULL;

@@ -170,6 +170,7 @@ filter_removed(detect_engine *e)
 /* ---- series memory -------------------------------------------------------
  */
 
+#ifndef POOL_PLAIN
 /* A new chunk for p. Returns 0, or -1 when out of memory. */
 static int
 pool_grow(detect_pool *p)
@@ -194,6 +195,7 @@ pool_grow(detect_pool *p)
 	p->left                 = POOL_CHUNK;
 	return 0;
 }
+#endif
 
 /* size zeroed bytes, 16-byte aligned; NULL when out of memory. */
 static void *
@@ -204,6 +206,7 @@ pool_alloc(detect_pool *p, size_t size)
 	unsigned char *b;
 
 #ifdef POOL_PLAIN
+	(void) p;
 	b = calloc(1, sz);
 	if (b == NULL)
 		return NULL;
@@ -233,11 +236,12 @@ pool_alloc(detect_pool *p, size_t size)
 static void
 pool_free(detect_pool *p, void *ptr)
 {
-	unsigned char *b = (unsigned char *) ptr - POOL_HEAD;
+	unsigned char *b;
 	size_t         size, cls;
 
 	if (ptr == NULL)
 		return;
+	b = (unsigned char *) ptr - POOL_HEAD;
 	memcpy(&size, b, sizeof(size));
 	cls = (size + POOL_GRAIN - 1) / POOL_GRAIN;
 #ifndef POOL_PLAIN
