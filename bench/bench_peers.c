@@ -245,8 +245,8 @@ main(int argc, char **argv)
 		       "first call until every sample was acknowledged), "
 		       "emitters' CPU %.2f s (%.3f us/sample)\n",
 		    (double) ranks * (double) steps * metrics / t / 1e6,
-		    (unsigned long long) ranks * steps * (uint64_t) metrics,
-		    t, cpu,
+		    (unsigned long long) ranks * steps * (uint64_t) metrics, t,
+		    cpu,
 		    cpu / ((double) ranks * (double) steps * metrics) * 1e6);
 		for (int m = 0; m < metrics; m++)
 			free(names[m]);

@@ -133,8 +133,8 @@ read_proc(pid_t pid, proc_figs *f)
 		while ((e = readdir(d)) != NULL) {
 			if (e->d_name[0] == '.')
 				continue;
-			snprintf(path, sizeof(path), "/proc/%d/task/%.20s/stat",
-			    (int) pid, e->d_name);
+			snprintf(path, sizeof(path),
+			    "/proc/%d/task/%.20s/stat", (int) pid, e->d_name);
 			if ((fp = fopen(path, "r")) == NULL)
 				continue;
 			n = fread(buf, 1, sizeof(buf) - 1, fp);
@@ -395,11 +395,11 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	    t1 - t0, (b.cpu - a.cpu) / measured * 1e6,
 	    (b.user - a.user) / measured * 1e6,
 	    (b.detect - a.detect) / measured * 1e6,
-	    (b.wchar - a.wchar) / measured,
-	    (b.wbytes - a.wbytes) / measured,
+	    (b.wchar - a.wchar) / measured, (b.wbytes - a.wbytes) / measured,
 	    bytes / (measured + (double) ranks * metrics),
 	    (a.cpu - z.cpu) / ((double) ranks * metrics) * 1e6,
-	    (e1 - e0) / measured * 1e6, failed ? " (NOT every sample acknowledged)" : "");
+	    (e1 - e0) / measured * 1e6,
+	    failed ? " (NOT every sample acknowledged)" : "");
 	fflush(stdout);
 	for (int r = 0; r < ranks; r++) {
 		free(jobs[r].times);

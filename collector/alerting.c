@@ -653,8 +653,8 @@ int
 alerting_feed_msg(alerting *al, const wire_batch *b, zmq_msg_t *zm,
     int64_t recv_ns, const char *peer)
 {
-	return feed_job(al, b, zmq_msg_data(zm), zmq_msg_size(zm), zm,
-	    recv_ns, peer);
+	return feed_job(
+	    al, b, zmq_msg_data(zm), zmq_msg_size(zm), zm, recv_ns, peer);
 }
 
 void

@@ -1133,8 +1133,8 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 		detect_series *s = e->sv[i];
 		size_t         n = 0;
 
-		nv[i] = pool_alloc(
-		    &e->pool, (nr->n ? nr->n : 1) * sizeof(**nv));
+		nv[i]
+		    = pool_alloc(&e->pool, (nr->n ? nr->n : 1) * sizeof(**nv));
 		if (nv[i] == NULL)
 			goto oom;
 		for (size_t j = 0; j < nr->n; j++) {
