@@ -162,8 +162,8 @@ TEST(names)
  * ASCII: one bad byte anywhere, in any word, still refuses the name. */
 TEST(names_long)
 {
-	static const char *const bad[] = { "\x01", "\x1f", "\x7f", "\x80",
-		"\xff", "\xc2\x85" };
+	static const char *const bad[]
+	    = { "\x01", "\x1f", "\x7f", "\x80", "\xff", "\xc2\x85" };
 	char name[48];
 
 	memset(name, 'a', sizeof(name));
