@@ -19,11 +19,14 @@
  * commit per step makes it cost what a commit costs).
  *
  * Printed per width: samples measured, wall time, vitalsd's CPU per
- * sample (user + system, and user alone), bytes it passed to write(2)
+ * sample (user + system, user alone, and the detection thread's alone:
+ * it runs beside the commits), bytes it passed to write(2)
  * (wchar) and bytes the kernel accounted to storage (write_bytes) per
  * sample, and the database's size per stored sample after vitalsd
  * stopped, and vitalsd's CPU per sample of the first step (creating
- * the series, in the database and in detection). With $BENCH_PERF set,
+ * the series, in the database and in detection), and the emitters' CPU
+ * per sample during the measure (this process: on a machine of two
+ * cores it shares them with vitalsd). With $BENCH_PERF set,
  * `perf record` samples vitalsd during the measure (with
  * $BENCH_PERF_FIRST also set: during the first step) into that file,
  * the width appended. Figures only; the machine
@@ -37,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -64,6 +68,7 @@ typedef struct job {
 
 typedef struct proc_figs {
 	double cpu, user; /* s */
+	double detect;    /* s, the detection thread's (vitalsd-detect) */
 	double wchar, wbytes;
 } proc_figs;
 
@@ -74,6 +79,17 @@ now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* This process's CPU so far (the emitters' threads), in s. */
+static double
+self_cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double) ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6
+	    + (double) ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 static void
@@ -88,8 +104,10 @@ sleep_ms(long ms)
 static int
 read_proc(pid_t pid, proc_figs *f)
 {
-	char               path[64], buf[4096], *p;
+	char               path[96], buf[4096], *p;
 	FILE              *fp;
+	DIR               *d;
+	struct dirent     *e;
 	size_t             n;
 	unsigned long long ut = 0, st = 0, v;
 	long               hz = sysconf(_SC_CLK_TCK);
@@ -109,6 +127,30 @@ read_proc(pid_t pid, proc_figs *f)
 		return -1;
 	f->cpu  = (double) (ut + st) / (double) hz;
 	f->user = (double) ut / (double) hz;
+	f->detect = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+	if ((d = opendir(path)) != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path),
+			    "/proc/%d/task/%.20s/stat", (int) pid, e->d_name);
+			if ((fp = fopen(path, "r")) == NULL)
+				continue;
+			n = fread(buf, 1, sizeof(buf) - 1, fp);
+			fclose(fp);
+			buf[n] = 0;
+			if (strstr(buf, "(vitalsd-detect)") != NULL
+			    && (p = strrchr(buf, ')')) != NULL
+			    && sscanf(p + 2,
+			           "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+			           "%*u %llu %llu",
+			           &ut, &st)
+			        == 2)
+				f->detect = (double) (ut + st) / (double) hz;
+		}
+		closedir(d);
+	}
 	snprintf(path, sizeof(path), "/proc/%d/io", (int) pid);
 	if ((fp = fopen(path, "r")) == NULL)
 		return -1;
@@ -252,7 +294,7 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	pthread_barrier_t bar;
 	proc_figs         z = { 0 }, a = { 0 }, b = { 0 }, c;
 	int               first = getenv("BENCH_PERF_FIRST") != NULL;
-	double            t0, t1, measured, bytes;
+	double            t0, t1, measured, bytes, e0, e1;
 	int               failed = 0, status;
 
 	if (steps < MIN_STEPS)
@@ -321,12 +363,14 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	}
 	perf = first ? -1 : start_perf(pid, series);
 	t0   = now_s();
+	e0   = self_cpu_s();
 	pthread_barrier_wait(&bar);
 	for (int r = 0; r < ranks; r++) {
 		pthread_join(th[r], NULL);
 		failed |= jobs[r].status;
 	}
 	t1 = now_s();
+	e1 = self_cpu_s();
 	read_proc(pid, &b);
 	do {
 		c = b;
@@ -342,15 +386,19 @@ run_width(char *bin, const char *dir, long series, char **extra, int nextra)
 	bytes    = dir_bytes(db);
 	measured = (double) ranks * (double) metrics * (double) (steps - 1);
 	printf("%7ld series (%d x %d) %4llu steps: %8.0f samples in %6.2f s, "
-	       "vitalsd %6.3f us/sample CPU (user %6.3f), wchar %7.1f "
+	       "vitalsd %6.3f us/sample CPU (user %6.3f, detection %6.3f), "
+	       "wchar %7.1f "
 	       "B/sample, write_bytes %7.1f B/sample, on disk %6.2f "
-	       "B/sample; first step %6.3f us/sample CPU%s\n",
+	       "B/sample; first step %6.3f us/sample CPU; emitters %6.3f "
+	       "us/sample CPU%s\n",
 	    series, ranks, metrics, (unsigned long long) steps, measured,
 	    t1 - t0, (b.cpu - a.cpu) / measured * 1e6,
-	    (b.user - a.user) / measured * 1e6, (b.wchar - a.wchar) / measured,
-	    (b.wbytes - a.wbytes) / measured,
+	    (b.user - a.user) / measured * 1e6,
+	    (b.detect - a.detect) / measured * 1e6,
+	    (b.wchar - a.wchar) / measured, (b.wbytes - a.wbytes) / measured,
 	    bytes / (measured + (double) ranks * metrics),
 	    (a.cpu - z.cpu) / ((double) ranks * metrics) * 1e6,
+	    (e1 - e0) / measured * 1e6,
 	    failed ? " (NOT every sample acknowledged)" : "");
 	fflush(stdout);
 	for (int r = 0; r < ranks; r++) {

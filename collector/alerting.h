@@ -33,6 +33,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <zmq.h>
 
 #include "collector/ingest.h"
 #include "detect/detect.h"
@@ -57,6 +58,11 @@ void alerting_close(alerting *al);
  * not checked; logged). */
 int alerting_feed(alerting *al, const wire_batch *b, const void *msg,
     size_t len, int64_t recv_ns, const char *peer);
+/* alerting_feed() of the message zm (b its view), without a copy when
+ * detection reads all of it: the message then moves into the queue (zm
+ * is left empty, to be closed as usual); else it is left as it was. */
+int alerting_feed_msg(alerting *al, const wire_batch *b, zmq_msg_t *zm,
+    int64_t recv_ns, const char *peer);
 
 /* The bound of the hand-over queue in bytes (a single batch larger than
  * it is still taken when the queue is empty). */

@@ -341,9 +341,8 @@ commit_group(srv *s)
 	if (s->al != NULL) {
 		for (size_t i = 0; i < s->n; i++)
 			if (s->p[i].status == WIRE_ACK_STORED)
-				alerting_feed(s->al, &s->p[i].b,
-				    zmq_msg_data(&s->p[i].body),
-				    zmq_msg_size(&s->p[i].body), now,
+				alerting_feed_msg(s->al, &s->p[i].b,
+				    &s->p[i].body, now,
 				    zmq_msg_gets(
 				        &s->p[i].body, "Peer-Address"));
 	}

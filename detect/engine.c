@@ -13,10 +13,51 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "detect/budget.h"
 #include "detect/detector.h"
 #include "detect/incident.h"
+
+/*
+ * Series memory: every series' object, metric name, instance array and
+ * series-scope states come from the engine's pool, in chunks of
+ * POOL_CHUNK bytes (transparent huge pages where the system allows), and
+ * go back to a free list of their size class. A wide run creates
+ * 100,000 series at its first step: from malloc, the detection thread's
+ * arena grew a page at a time (an mprotect and a page fault per 4 KB,
+ * more than a third of the thread's time at 50,000 new series), and each
+ * sample then touched its series' state through a different 4 KB page of
+ * the TLB. Freed memory stays in the pool for the next series, so the
+ * pool holds at most what the most series held at once (bounded by the
+ * rules' max_series). Built with a sanitizer, each block is its own
+ * calloc so that misuse is still caught.
+ */
+#define POOL_CHUNK ((size_t) 2 << 20)
+#define POOL_HEAD 16 /* the block's size, keeping 16-byte alignment */
+#define POOL_GRAIN 16
+#define POOL_BIG 4096 /* larger blocks are calloc'ed */
+#define POOL_CLASSES (POOL_BIG / POOL_GRAIN + 1)
+
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_PLAIN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define POOL_PLAIN 1
+#endif
+#endif
+
+typedef struct pool_block {
+	struct pool_block *next;
+} pool_block;
+
+typedef struct detect_pool {
+	unsigned char **chunks;
+	size_t          nchunks, cchunks;
+	unsigned char  *cur; /* the unused end of the last chunk */
+	size_t          left;
+	pool_block     *free[POOL_CLASSES];
+} detect_pool;
 
 struct detect_engine {
 	detect_rules   *rules;
@@ -39,7 +80,190 @@ struct detect_engine {
 	detect_rule      limit_rule; /* names series_limit alerts */
 	char             limit_name[16];
 	detect_budget    bud;
+	detect_pool      pool;
+	detect_inst     *scratch; /* a new series' instances, rules->n */
+	size_t           cscratch;
+	/* A filter of the series' hashes (below): mask + 1 bits, built for
+	 * a table of cap slots; stale: bits of series gone since. */
+	uint64_t *filter;
+	uint64_t  mask;
+	size_t    filter_cap, stale;
 };
+
+/* ---- the series filter ---------------------------------------------------
+ *
+ * A sample of a run past its detection budget (25,000 series by default:
+ * three quarters of a run of 100,000) belongs to no series, and finding
+ * that in the table cost a cache miss in its megabytes of slots, the
+ * detection thread's largest cost at width. The filter has one bit per
+ * hash (8 bits per table slot, a fifteenth of the table's bytes): a clear
+ * bit proves that no series has that hash, so the table is not probed; a
+ * set bit (some series, or a series gone since, or another hash on the
+ * same bit: about one in sixteen) sends the sample to the table as
+ * before. It is rebuilt from the series when the table grows or when
+ * half of its bits are stale.
+ */
+
+/* The filter's bit of hash h (its high bits: the table indexes with the
+ * low ones). */
+static uint64_t
+filter_bit(const detect_engine *e, uint64_t h)
+{
+	return (h >> 20 ^ h >> 44) & e->mask;
+}
+
+static int
+filter_has(const detect_engine *e, uint64_t h)
+{
+	uint64_t b = filter_bit(e, h);
+
+	return e->filter == NULL || (e->filter[b >> 6] >> (b & 63) & 1);
+}
+
+/* The filter for the series now in the table. On failure there is none:
+ * every sample goes to the table. */
+static void
+filter_build(detect_engine *e)
+{
+	size_t    bits = e->series.cap * 8;
+	uint64_t *f;
+
+	free(e->filter);
+	e->filter     = NULL;
+	e->filter_cap = e->series.cap;
+	e->stale      = 0;
+	if (bits < 64 || (f = calloc(bits / 64, sizeof(*f))) == NULL)
+		return;
+	e->filter = f;
+	e->mask   = bits - 1;
+	for (size_t i = 0; i < e->ns; i++) {
+		uint64_t b = filter_bit(e, e->sv[i]->hash);
+
+		f[b >> 6] |= 1ull << (b & 63);
+	}
+}
+
+/* Series s is in the table now. */
+static void
+filter_add(detect_engine *e, const detect_series *s)
+{
+	uint64_t b;
+
+	if (e->series.cap != e->filter_cap) {
+		filter_build(e);
+		return;
+	}
+	if (e->filter == NULL)
+		return;
+	b = filter_bit(e, s->hash);
+	e->filter[b >> 6] |= 1ull << (b & 63);
+}
+
+/* A series left the table: its bit stays set (one proves nothing). */
+static void
+filter_removed(detect_engine *e)
+{
+	if (++e->stale > e->ns / 2 + 1024)
+		filter_build(e);
+}
+
+/* ---- series memory -------------------------------------------------------
+ */
+
+#ifndef POOL_PLAIN
+/* A new chunk for p. Returns 0, or -1 when out of memory. */
+static int
+pool_grow(detect_pool *p)
+{
+	unsigned char *c;
+
+	if (p->nchunks == p->cchunks) {
+		size_t          n  = p->cchunks ? p->cchunks * 2 : 16;
+		unsigned char **cv = realloc(p->chunks, n * sizeof(*cv));
+
+		if (cv == NULL)
+			return -1;
+		p->chunks  = cv;
+		p->cchunks = n;
+	}
+	if ((c = aligned_alloc(POOL_CHUNK, POOL_CHUNK)) == NULL)
+		return -1;
+	/* Advice only: without huge pages the chunk works the same. */
+	(void) madvise(c, POOL_CHUNK, MADV_HUGEPAGE);
+	p->chunks[p->nchunks++] = c;
+	p->cur                  = c;
+	p->left                 = POOL_CHUNK;
+	return 0;
+}
+#endif
+
+/* size zeroed bytes, 16-byte aligned; NULL when out of memory. */
+static void *
+pool_alloc(detect_pool *p, size_t size)
+{
+	size_t         cls = (size + POOL_GRAIN - 1) / POOL_GRAIN;
+	size_t         sz  = POOL_HEAD + cls * POOL_GRAIN;
+	unsigned char *b;
+
+#ifdef POOL_PLAIN
+	(void) p;
+	b = calloc(1, sz);
+	if (b == NULL)
+		return NULL;
+	memcpy(b, &size, sizeof(size));
+	return b + POOL_HEAD;
+#else
+	if (size > POOL_BIG) {
+		if ((b = calloc(1, sz)) == NULL)
+			return NULL;
+	} else if (p->free[cls] != NULL) {
+		b            = (unsigned char *) p->free[cls];
+		p->free[cls] = p->free[cls]->next;
+		memset(b, 0, sz);
+	} else {
+		if (p->left < sz && pool_grow(p) != 0)
+			return NULL;
+		b = p->cur;
+		p->cur += sz;
+		p->left -= sz;
+	}
+	memcpy(b, &size, sizeof(size));
+	return b + POOL_HEAD;
+#endif
+}
+
+/* Give back a block of pool_alloc (NULL: nothing). */
+static void
+pool_free(detect_pool *p, void *ptr)
+{
+	unsigned char *b;
+	size_t         size, cls;
+
+	if (ptr == NULL)
+		return;
+	b = (unsigned char *) ptr - POOL_HEAD;
+	memcpy(&size, b, sizeof(size));
+	cls = (size + POOL_GRAIN - 1) / POOL_GRAIN;
+#ifndef POOL_PLAIN
+	if (size <= POOL_BIG) {
+		((pool_block *) (void *) b)->next = p->free[cls];
+		p->free[cls]                      = (pool_block *) (void *) b;
+		return;
+	}
+#endif
+	(void) p;
+	(void) cls;
+	free(b);
+}
+
+static void
+pool_fini(detect_pool *p)
+{
+	for (size_t i = 0; i < p->nchunks; i++)
+		free(p->chunks[i]);
+	free(p->chunks);
+	memset(p, 0, sizeof(*p));
+}
 
 /* ---- keys ----------------------------------------------------------------
  */
@@ -384,7 +608,7 @@ fail:
 static void
 inst_fini(detect_engine *e, detect_inst *in)
 {
-	free(in->st);
+	pool_free(&e->pool, in->st);
 	group_put(e, in->g);
 	in->st = NULL;
 	in->g  = NULL;
@@ -393,7 +617,7 @@ inst_fini(detect_engine *e, detect_inst *in)
 /* A fresh instance of rule r: state allocated for series-scope rules,
  * the group attached on first feed. Returns 0 or -1. */
 static int
-inst_new(detect_inst *in, const detect_rule *r)
+inst_new(detect_engine *e, detect_inst *in, const detect_rule *r)
 {
 	const detect_kind *k = r->kind;
 
@@ -401,7 +625,7 @@ inst_new(detect_inst *in, const detect_rule *r)
 	in->r = r;
 	if (k->scope != DETECT_SCOPE_SERIES)
 		return 0;
-	in->st = calloc(1, k->state_size ? k->state_size(r) : 1);
+	in->st = pool_alloc(&e->pool, k->state_size ? k->state_size(r) : 1);
 	if (in->st == NULL)
 		return -1;
 	if (k->init != NULL)
@@ -425,10 +649,10 @@ series_free(detect_engine *e, detect_series *s)
 {
 	for (uint32_t i = 0; i < s->ninst; i++)
 		inst_fini(e, &s->inst[i]);
-	free(s->inst);
-	free(s->metric);
+	pool_free(&e->pool, s->inst);
+	pool_free(&e->pool, s->metric);
 	put_rank(e, s->rk);
-	free(s);
+	pool_free(&e->pool, s);
 }
 
 static detect_series *
@@ -439,6 +663,14 @@ new_series(detect_engine *e, const detect_sample *s, uint64_t h)
 	detect_rank   *rk;
 	size_t         n = 0;
 
+	if (e->cscratch < e->rules->n) {
+		detect_inst *v = realloc(e->scratch, e->rules->n * sizeof(*v));
+
+		if (v == NULL)
+			return NULL;
+		e->scratch  = v;
+		e->cscratch = e->rules->n;
+	}
 	if (e->ns == e->cs) {
 		size_t          c  = e->cs ? e->cs * 2 : 64;
 		detect_series **sv = realloc(e->sv, c * sizeof(*sv));
@@ -462,34 +694,49 @@ new_series(detect_engine *e, const detect_sample *s, uint64_t h)
 		return NULL;
 	rk->refs++;
 	set_host(rk, s);
-	ser = calloc(1, sizeof(*ser));
+	ser = pool_alloc(&e->pool, sizeof(*ser));
 	if (ser == NULL)
 		goto fail;
 	ser->hash   = h;
 	ser->run    = run;
 	ser->rk     = rk;
 	ser->mlen   = s->mlen;
-	ser->metric = detect_dupn(s->metric, s->mlen);
-	ser->inst = calloc(e->rules->n ? e->rules->n : 1, sizeof(*ser->inst));
-	if (ser->metric == NULL || ser->inst == NULL)
+	ser->metric = pool_alloc(&e->pool, s->mlen + 1);
+	if (ser->metric == NULL)
 		goto fail;
+	memcpy(ser->metric, s->metric, s->mlen);
+	/* The instances are gathered in scratch, then the series keeps an
+	 * array of just those (a series matches a few of the rules). */
 	for (size_t i = 0; i < e->rules->n; i++) {
 		const detect_rule *r = &e->rules->v[i];
 
 		if (!matches(e, r, ser))
 			continue;
-		if (inst_new(&ser->inst[n], r) != 0)
-			goto fail;
-		ser->ninst = (uint32_t) ++n;
-		if (i < 64)
-			run->watched |= 1ull << i;
+		if (inst_new(e, &e->scratch[n], r) != 0)
+			goto fail_scratch;
+		n++;
+	}
+	ser->inst = pool_alloc(&e->pool, (n ? n : 1) * sizeof(*ser->inst));
+	if (ser->inst == NULL)
+		goto fail_scratch;
+	memcpy(ser->inst, e->scratch, n * sizeof(*ser->inst));
+	ser->ninst = (uint32_t) n;
+	for (size_t i = 0; i < n; i++) {
+		size_t j = (size_t) (ser->inst[i].r - e->rules->v);
+
+		if (j < 64)
+			run->watched |= 1ull << j;
 	}
 	if (detect_table_put(&e->series, h, ser) != 0)
 		goto fail;
 	ser->idx       = e->ns;
 	e->succ[e->ns] = SIZE_MAX;
 	e->sv[e->ns++] = ser;
+	filter_add(e, ser);
 	return ser;
+fail_scratch:
+	for (size_t i = 0; i < n; i++)
+		inst_fini(e, &e->scratch[i]);
 fail:
 	if (ser == NULL) {
 		put_rank(e, rk);
@@ -538,12 +785,15 @@ detect_engine_free(detect_engine *e)
 	free(e->sv);
 	free(e->succ);
 	free(e->gv);
+	free(e->scratch);
+	free(e->filter);
 	detect_table_fini(&e->series);
 	detect_table_fini(&e->groups);
 	detect_table_fini(&e->ranks);
 	detect_table_fini(&e->runs);
 	detect_matcher_fini(&e->m);
 	detect_rules_free(e->rules);
+	pool_fini(&e->pool);
 	free(e);
 }
 
@@ -583,6 +833,7 @@ evict(detect_engine *e, detect_series *s, detect_emit_fn emit, void *ctx)
 	e->sv[s->idx]   = last;
 	e->ns--;
 	e->bud.evicted++;
+	filter_removed(e);
 	run->refs++;
 	series_free(e, s);
 	if (run->refs == 1)
@@ -625,6 +876,48 @@ next_series(const detect_engine *e, const skey *k)
 	if (e->last >= e->ns || (nx = e->succ[e->last]) >= e->ns)
 		return NULL;
 	return eq_series(e->sv[nx], k) ? e->sv[nx] : NULL;
+}
+
+/*
+ * Start loading what the next samples will touch, following the hints:
+ * an emitter names its series in the same order every step, so the
+ * series fed next are known. Each sample's series object, instance array
+ * and detector states were a cache miss apiece, one after the other
+ * (the array's address is in the object, the states' in the array): in
+ * three stages, the object of the third series ahead, the instance
+ * array of the second (whose object came during the previous sample),
+ * the states of the next. Only loads are started: a hint gone stale
+ * costs a few wasted ones.
+ */
+static void
+prefetch_ahead(const detect_engine *e, size_t idx)
+{
+	const detect_series *s;
+	size_t               n1, n2, n3;
+
+	if ((n1 = e->succ[idx]) >= e->ns)
+		return;
+	if ((n2 = e->succ[n1]) < e->ns) {
+		if ((n3 = e->succ[n2]) < e->ns) {
+			s = e->sv[n3];
+			__builtin_prefetch(s);
+			__builtin_prefetch((const char *) s + 64);
+		}
+		s = e->sv[n2];
+		__builtin_prefetch(s->inst);
+		__builtin_prefetch(s->metric);
+	}
+	s = e->sv[n1];
+	for (uint32_t i = 0; i < s->ninst; i++) {
+		const char *st = s->inst[i].st;
+
+		if (st == NULL) {
+			__builtin_prefetch(s->inst[i].g);
+			continue;
+		}
+		for (int l = 0; l < 4; l++)
+			__builtin_prefetch(st + 64 * l);
+	}
 }
 
 /* Times are kept within [0, 2^62] ns (1970 to 2116) so that no sum or
@@ -671,7 +964,9 @@ detect_feed(detect_engine *e, const detect_sample *sample, detect_emit_fn emit,
 		goto found;
 	}
 	h   = hash_series(s->run, s->runlen, s->metric, s->mlen, s->rank);
-	ser = detect_table_find(&e->series, h, eq_series, &k);
+	ser = filter_has(e, h)
+	    ? detect_table_find(&e->series, h, eq_series, &k)
+	    : NULL;
 	if (ser == NULL) {
 		detect_series *v;
 		detect_ctx     bc = { e, NULL, NULL, emit, ctx };
@@ -700,6 +995,7 @@ detect_feed(detect_engine *e, const detect_sample *sample, detect_emit_fn emit,
 		e->succ[e->last] = ser->idx;
 found:
 	e->last = ser->idx;
+	prefetch_ahead(e, ser->idx);
 	if (ser->rk->ended) {
 		ser->rk->ended = 0;
 		ser->run->nended--;
@@ -837,7 +1133,8 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 		detect_series *s = e->sv[i];
 		size_t         n = 0;
 
-		nv[i] = calloc(nr->n ? nr->n : 1, sizeof(**nv));
+		nv[i]
+		    = pool_alloc(&e->pool, (nr->n ? nr->n : 1) * sizeof(**nv));
 		if (nv[i] == NULL)
 			goto oom;
 		for (size_t j = 0; j < nr->n; j++) {
@@ -857,7 +1154,7 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 			}
 			if (!matches(e, r, s))
 				continue;
-			if (inst_new(&nv[i][n], r) != 0)
+			if (inst_new(e, &nv[i][n], r) != 0)
 				goto oom;
 			n++;
 		}
@@ -879,7 +1176,7 @@ detect_engine_reload(detect_engine *e, detect_rules *nr)
 		for (size_t j = 0; j < nr->n; j++)
 			if (nv[i][j].r != NULL)
 				n++;
-		free(s->inst);
+		pool_free(&e->pool, s->inst);
 		s->inst  = nv[i];
 		s->ninst = n;
 	}
@@ -916,8 +1213,8 @@ oom:
 			for (size_t j = 0; j < nr->n; j++)
 				if (nv[i][j].r != NULL
 				    && keep[nv[i][j].r - nr->v] < 0)
-					free(nv[i][j].st);
-			free(nv[i]);
+					pool_free(&e->pool, nv[i][j].st);
+			pool_free(&e->pool, nv[i]);
 		}
 	}
 	free(keep);

@@ -158,6 +158,32 @@ TEST(names)
 	CHECK(wire_name_check("a\0b", 3, 255) != 0);
 }
 
+/* Long names are checked 8 bytes at a time while they are printable
+ * ASCII: one bad byte anywhere, in any word, still refuses the name. */
+TEST(names_long)
+{
+	static const char *const bad[]
+	    = { "\x01", "\x1f", "\x7f", "\x80", "\xff", "\xc2\x85" };
+	char name[48];
+
+	memset(name, 'a', sizeof(name));
+	CHECK(wire_name_check(name, sizeof(name), 255) == 0);
+	memcpy(name + 20, "\xc3\xad/ ~", 5);
+	CHECK(wire_name_check(name, sizeof(name), 255) == 0);
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		size_t n = strlen(bad[k]);
+
+		for (size_t at = 0; at + n <= sizeof(name); at++) {
+			memset(name, 'x', sizeof(name));
+			memcpy(name + at, bad[k], n);
+			if (wire_name_check(name, sizeof(name), 255) == 0) {
+				printf("bad byte %zu at %zu passed\n", k, at);
+				CHECK(0);
+			}
+		}
+	}
+}
+
 TEST(ack)
 {
 	uint8_t  a[WIRE_ACK_SIZE];
@@ -180,6 +206,7 @@ main(void)
 	RUN(every_truncation_rejected);
 	RUN(bad_fields_named);
 	RUN(names);
+	RUN(names_long);
 	RUN(ack);
 	return harness_done();
 }
