@@ -26,6 +26,9 @@
 #define CACHE_EMITTERS 65536u
 #define JOURNAL_SAMPLES 4194304u
 #define JOURNAL_RECORDS 64u
+/* Each this many samples in the journal allow it one record more than
+ * journal_records (over_bound). */
+#define JOURNAL_WIDE 4096u
 
 /* ---- the handle and its transaction ---------------------------------- */
 
@@ -772,11 +775,34 @@ flush_dirty(ingest *in)
 	return 0;
 }
 
+/*
+ * Whether the journal is past its bounds and is to be folded. The
+ * records bound is there for readers, who look a series up in each
+ * record: small commits (a narrow run's, every 20 ms) must not pile up.
+ * A wide commit's record is no more costly to look up than a small
+ * one's, and what a fold costs is per series (a tail and statistics
+ * rewritten), so folding wide records every journal_records commits
+ * would fold a few samples of each series at a time. So each
+ * JOURNAL_WIDE samples the journal holds allow one record more:
+ * records of JOURNAL_WIDE samples or more wait for the samples bound,
+ * and a reader looks a series up in at most journal_records +
+ * journal_samples / JOURNAL_WIDE records (1,088 with the defaults).
+ */
+static int
+over_bound(const ingest *in, uint64_t records, uint64_t samples)
+{
+	return samples > in->opts.journal_samples
+	    || records > in->opts.journal_records + samples / JOURNAL_WIDE;
+}
+
 int
 ingest_fold(ingest *in, int all)
 {
-	uint64_t bound = in->opts.journal_samples;
-	uint64_t step  = bound / 2 > 0 ? bound / 2 : 1;
+	/* A step folds all it can within the samples bound: the more
+	 * samples of each series one fold takes, the fewer times its tail
+	 * is rewritten. */
+	uint64_t step
+	    = in->opts.journal_samples > 0 ? in->opts.journal_samples : 1;
 	int      rc;
 
 	if (in->txn != NULL)
@@ -791,9 +817,8 @@ ingest_fold(ingest *in, int all)
 			store_abort(t);
 			return rc;
 		}
-		if (samples == 0 ||
-		    (!all && samples <= bound &&
-			records <= in->opts.journal_records)) {
+		if (samples == 0
+		    || (!all && !over_bound(in, records, samples))) {
 			store_abort(t);
 			return 0;
 		}

@@ -1357,6 +1357,78 @@ usage_now(store *st, scan_usage *u)
 	store_read_end(txn);
 }
 
+/* One commit of 64 series x 64 samples each from step0 (4,096 samples:
+ * a wide record, journalled as the groups are small). */
+static int
+wide_commit(ingest *in, uint64_t *seq, uint64_t step0)
+{
+	char name[16];
+	spec s = { "jw", 7, 0, 0, 0, 0, name, step0, 64, val_lin };
+
+	if (ingest_begin(in) != 0)
+		return -100;
+	for (int m = 0; m < 64; m++) {
+		wire_batch b;
+		char       why[200];
+		int        is_new;
+
+		snprintf(name, sizeof(name), "m%02d", m);
+		s.seq = s.floor = ++*seq;
+		make(&s, &b);
+		if (ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+		    != WIRE_ACK_STORED) {
+			ingest_abort(in);
+			return -1;
+		}
+	}
+	return ingest_commit(in) != 0 ? -101 : 0;
+}
+
+/* A wide commit's record is not folded for the records bound: each
+ * 4,096 samples in the journal allow one record more, so a fold takes
+ * many samples of each series at once. Small records still count. */
+TEST(wide_records_wait_for_samples_bound)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	scan_usage  u;
+	got         g;
+	char        err[1400];
+	uint64_t    seq = 0, step = 0;
+	int         ordered = 1;
+	spec        s       = { "jw", 8, 0, 0, 0, 1, "small", 0, 1, val_lin };
+
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
+	ingest_opts_init(&o);
+	o.journal_records = 4;
+	REQUIRE(ingest_open(st, &o, &in) == 0);
+	for (int c = 0; c < 12; c++, step += 64)
+		REQUIRE(wide_commit(in, &seq, step) == 0);
+	usage_now(st, &u);
+	CHECK_EQ_INT(u.journal_records, 12);
+	CHECK_EQ_INT(u.blocks, 0);
+	/* Small records: at most 4 more than the wide samples allow. */
+	for (uint64_t i = 0; i < 40; i++) {
+		s.seq = s.floor = i + 1;
+		s.step0         = i;
+		REQUIRE(apply(in, &s) == WIRE_ACK_STORED);
+		usage_now(st, &u);
+		CHECK(u.journal_records <= 4 + 12 + 1);
+	}
+	CHECK(u.blocks > 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("jw", "m63", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 12 * 64);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(ordered);
+	CHECK(read_series("jw", "small", 1, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 40);
+}
+
 /*
  * A commit that brings many samples of a series with none in the
  * journal (a narrow run) appends them to its blocks itself: nothing is
@@ -1867,6 +1939,7 @@ main(void)
 	RUN(journal_read_once_equals_scan_samples);
 	RUN(journal_keeps_extreme_samples);
 	RUN(journal_records_bounded);
+	RUN(wide_records_wait_for_samples_bound);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
