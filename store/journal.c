@@ -980,27 +980,66 @@ typedef struct groups_ctx {
 	void                  *ctx;
 } groups_ctx;
 
+/*
+ * Format 3: find sid after the group c is at (found, of a lower sid) by
+ * walking on within its chunk, when the next chunk starts after sid:
+ * the sids of a listing's batch are mostly neighbours, so a record's
+ * groups are walked once for the batch instead of searched for each.
+ * *walked 0: sid is further on, search for it. Returns 0 or a
+ * store_err.
+ */
+static int
+cur_walk(
+    store *st, const jrec *r, uint32_t sid, jcur *c, int *walked, int *found)
+{
+	uint32_t ch  = c->g / REC_CHUNK;
+	uint32_t nch = (r->ngroups + REC_CHUNK - 1) / REC_CHUNK;
+	int      rc;
+
+	*walked = *found = 0;
+	if (ch + 1 < nch && wire_get32(r->idx + (size_t) (ch + 1) * 8) <= sid)
+		return 0;
+	*walked = 1;
+	while (c->sid < sid) {
+		if ((rc = cur_next(st, r, c)) != 0)
+			return rc;
+		if (c->g == r->ngroups || c->g / REC_CHUNK != ch)
+			return 0;
+	}
+	*found = c->sid == sid;
+	return 0;
+}
+
 static int
 groups_of(void *vctx, const jrec *r)
 {
 	groups_ctx *g = vctx;
+	jcur        jc;
+	int         at = 0; /* jc is at the group of sids[i - 1] */
 
 	for (size_t i = 0; i < g->n; i++) {
 		const uint8_t *p;
 		uint64_t       cnt;
 		store_sample  *out;
-		jcur           jc;
-		int            rc, found;
+		int            rc, found, walked = 0;
 
-		if ((rc = cur_find(g->st, r, g->sids[i], &jc, &found)) != 0)
+		if (at && r->v3 && g->sids[i] > g->sids[i - 1]
+		    && (rc = cur_walk(
+		            g->st, r, g->sids[i], &jc, &walked, &found))
+		        != 0)
 			return rc;
-		if (!found)
+		if (!walked
+		    && (rc = cur_find(g->st, r, g->sids[i], &jc, &found)) != 0)
+			return rc;
+		if (!(at = found))
 			continue;
 		if ((rc = grp_open(g->st, r, &jc, &p, &cnt)) != 0)
 			return rc;
-		if ((out = g->fn(g->ctx, g->sids[i], (size_t) cnt)) != NULL
-		    && (rc = grp_decode(g->st, r, &p, cnt, out)) != 0)
-			return rc;
+		if ((out = g->fn(g->ctx, g->sids[i], (size_t) cnt)) != NULL) {
+			if ((rc = grp_decode(g->st, r, &p, cnt, out)) != 0)
+				return rc;
+			jc.next = p;
+		}
 	}
 	return 0;
 }

@@ -1384,6 +1384,53 @@ wide_commit(ingest *in, uint64_t *seq, uint64_t step0)
 	return ingest_commit(in) != 0 ? -101 : 0;
 }
 
+/* The statistics of every series of a run, in listing order. */
+typedef struct run_list {
+	size_t     n;
+	series_rec rec[80];
+} run_list;
+
+static int
+list_all(void *ctx, const scan_series *s)
+{
+	run_list *l = ctx;
+
+	if (l->n < 80)
+		l->rec[l->n] = s->rec;
+	l->n++;
+	return 0;
+}
+
+static void
+list_now(store *st, const char *run, run_list *l)
+{
+	store_txn *txn;
+
+	memset(l, 0, sizeof(*l));
+	if (store_read_begin(st, &txn) != 0)
+		return;
+	scan_series_of(st, txn, run, list_all, l);
+	store_read_end(txn);
+}
+
+static int
+listed_differ(const run_list *a, const run_list *b)
+{
+	int bad = a->n != b->n;
+
+	for (size_t i = 0; i < a->n && i < b->n && i < 80; i++) {
+		const series_rec *x = &a->rec[i], *y = &b->rec[i];
+
+		bad += x->sid != y->sid || x->samples != y->samples
+		    || x->first_step != y->first_step
+		    || x->last_step != y->last_step
+		    || x->first_time != y->first_time
+		    || x->last_time != y->last_time
+		    || memcmp(&x->last_value, &y->last_value, 8) != 0;
+	}
+	return bad;
+}
+
 /* A wide commit's record is not folded for the records bound: each
  * 4,096 samples in the journal allow one record more, so a fold takes
  * many samples of each series at once. Small records still count. */
@@ -1397,6 +1444,7 @@ TEST(wide_records_wait_for_samples_bound)
 	char        err[1400];
 	uint64_t    seq = 0, step = 0;
 	int         ordered = 1;
+	run_list    before, after;
 	spec        s       = { "jw", 8, 0, 0, 0, 1, "small", 0, 1, val_lin };
 
 	fresh_dir();
@@ -1409,6 +1457,9 @@ TEST(wide_records_wait_for_samples_bound)
 	usage_now(st, &u);
 	CHECK_EQ_INT(u.journal_records, 12);
 	CHECK_EQ_INT(u.blocks, 0);
+	list_now(st, "jw", &before); /* 64 series, 4 chunks a record */
+	CHECK_EQ_INT(before.n, 64);
+	CHECK_EQ_INT(before.rec[10].samples, 12 * 64);
 	/* Small records: at most 4 more than the wide samples allow. */
 	for (uint64_t i = 0; i < 40; i++) {
 		s.seq = s.floor = i + 1;
@@ -1418,6 +1469,13 @@ TEST(wide_records_wait_for_samples_bound)
 		CHECK(u.journal_records <= 4 + 12 + 1);
 	}
 	CHECK(u.blocks > 0);
+	/* Listed from the journal's records (above) as after a fold of
+	 * everything. */
+	REQUIRE(ingest_fold(in, 1) == 0);
+	list_now(st, "jw", &after);
+	CHECK_EQ_INT(after.n, 65);
+	after.n = 64; /* less "small", after the others */
+	CHECK_EQ_INT(listed_differ(&before, &after), 0);
 	ingest_close(in);
 	store_close(st);
 	CHECK(read_series("jw", "m63", 0, 0, UINT64_MAX, &g) == 0);
