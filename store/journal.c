@@ -30,17 +30,20 @@ typedef struct jrec {
 	const uint8_t *p, *idx, *pay; /* the record, its table, its code */
 	uint32_t       ngroups, nsamples;
 	size_t         size;
-	int            v3;         /* written by format 3 */
+	int            v3;         /* written by format 3 or 4 (chunked) */
+	int            v4;         /* format 4: one header a group */
 	uint64_t       step, unit; /* base step, time unit */
 	int64_t        time;       /* base time */
 } jrec;
 
 /* Where a reader is in a record: at group g (g == ngroups: past the
- * last), of series sid. Format 3: p is where the group's count is, and
- * next, once known, where the next group's code starts. */
+ * last), of series sid. Format 3: p is where the group's count is,
+ * format 4 where its samples are; next, once known, where the next
+ * group's code starts. */
 typedef struct jcur {
 	uint32_t       g, sid;
 	const uint8_t *p, *next;
+	uint64_t       cnt; /* format 4: the group's count (p: its code) */
 } jcur;
 
 static int
@@ -192,12 +195,18 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
  * and a walk of at most REC_CHUNK groups: a wide record's sample costs
  * about 2 bytes besides its code, where format 2's group table cost 8.
  *
+ * Format 4 writes REC_TAG4 and, per group, one varint of (sid delta <<
+ * 1) | (count > 1), then the count only when it is over 1: a group of
+ * one sample (a wide record's) has a one-byte header, where format 3
+ * (REC_TAG) wrote the sid delta and the count; both are read.
+ *
  * Format 2's records (no tag: their first u32, the group count, is
  * below 2^29) are read as they are: u32 groups, u32 samples, u64 base
  * step, u64 base time; per group { u32 sid, u32 offset of its code },
  * then per group a varint count and its samples (time unit 1).
  */
 #define REC_TAG 0xffffffffu
+#define REC_TAG4 0xfffffffeu
 #define REC3_HEAD 32
 #define REC_CHUNK 16
 
@@ -214,7 +223,8 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 		return corrupt(st, r->no);
 	r->p    = p;
 	r->size = v->mv_size;
-	r->v3   = wire_get32(p) == REC_TAG;
+	r->v4   = wire_get32(p) == REC_TAG4;
+	r->v3   = r->v4 || wire_get32(p) == REC_TAG;
 	if (r->v3) {
 		if (v->mv_size < REC3_HEAD)
 			return corrupt(st, r->no);
@@ -243,7 +253,30 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 	return 0;
 }
 
-/* Format 3: open chunk ch at its first group. Returns 0 or a store_err. */
+/* Formats 3 and 4: read the header of the group at c->p (its sid less
+ * the one before, and in format 4 its count), leaving c->p where
+ * chunk_open and cur_next expect it. *d: the sid delta. 0 or -1. */
+static int
+grp_head(const jrec *r, jcur *c, uint64_t *d)
+{
+	const uint8_t *end = r->p + r->size;
+	uint64_t       h;
+
+	if (get_var(&c->p, end, &h) != 0)
+		return -1;
+	if (!r->v4) {
+		*d = h;
+		return 0;
+	}
+	*d     = h >> 1;
+	c->cnt = 1;
+	if ((h & 1) && (get_var(&c->p, end, &c->cnt) != 0 || c->cnt < 2))
+		return -1;
+	return 0;
+}
+
+/* Formats 3 and 4: open chunk ch at its first group. Returns 0 or a
+ * store_err. */
 static int
 chunk_open(store *st, const jrec *r, uint32_t ch, jcur *c)
 {
@@ -256,7 +289,7 @@ chunk_open(store *st, const jrec *r, uint32_t ch, jcur *c)
 	if (off > (size_t) (end - r->pay))
 		return corrupt(st, r->no);
 	c->p = r->pay + off;
-	if (get_var(&c->p, end, &d) != 0 || d != 0)
+	if (grp_head(r, c, &d) != 0 || d != 0)
 		return corrupt(st, r->no);
 	c->sid = wire_get32(r->idx + (size_t) ch * 8);
 	return 0;
@@ -278,15 +311,16 @@ cur_first(store *st, const jrec *r, jcur *c)
 	return 0;
 }
 
-/* Format 3: the end of the code of c's group (its count and samples),
- * read without decoding the samples. NULL if it does not parse. */
+/* Formats 3 and 4: the end of the code of c's group (its count and
+ * samples), read without decoding the samples. NULL if it does not
+ * parse. */
 static const uint8_t *
 grp_skip(const jrec *r, const jcur *c)
 {
 	const uint8_t *end = r->p + r->size, *p = c->p;
-	uint64_t       cnt, x;
+	uint64_t       cnt = c->cnt, x;
 
-	if (get_var(&p, end, &cnt) != 0 || cnt == 0
+	if ((!r->v4 && get_var(&p, end, &cnt) != 0) || cnt == 0
 	    || cnt > (uint64_t) (end - p))
 		return NULL;
 	for (uint64_t i = 0; i < cnt; i++) {
@@ -304,7 +338,7 @@ grp_skip(const jrec *r, const jcur *c)
 static int
 cur_next(store *st, const jrec *r, jcur *c)
 {
-	const uint8_t *end = r->p + r->size, *p;
+	const uint8_t *p;
 	uint64_t       d;
 
 	if (++c->g >= r->ngroups) {
@@ -319,10 +353,10 @@ cur_next(store *st, const jrec *r, jcur *c)
 		return chunk_open(st, r, c->g / REC_CHUNK, c);
 	if ((p = c->next) == NULL && (p = grp_skip(r, c)) == NULL)
 		return corrupt(st, r->no);
-	if (get_var(&p, end, &d) != 0 || d == 0 || d > UINT32_MAX - c->sid)
+	c->p = p;
+	if (grp_head(r, c, &d) != 0 || d == 0 || d > UINT32_MAX - c->sid)
 		return corrupt(st, r->no);
 	c->sid += (uint32_t) d;
-	c->p    = p;
 	c->next = NULL;
 	return 0;
 }
@@ -391,6 +425,13 @@ grp_open(
 {
 	const uint8_t *end = r->p + r->size;
 
+	if (r->v4) {
+		*p   = c->p;
+		*cnt = c->cnt;
+		if (*cnt == 0 || *cnt > (uint64_t) (end - *p))
+			return corrupt(st, r->no);
+		return 0;
+	}
 	if (r->v3) {
 		*p = c->p;
 	} else {
@@ -757,7 +798,7 @@ store_journal_put(
 		}
 	}
 	p = st->jbuf;
-	wire_put32(p, REC_TAG);
+	wire_put32(p, REC_TAG4);
 	wire_put32(p + 4, (uint32_t) nj);
 	wire_put32(p + 8, (uint32_t) ns);
 	wire_put64(p + 12, first->step);
@@ -778,9 +819,11 @@ store_journal_put(
 			prev = g[i].sid;
 		}
 		j++;
-		q    = put_var(q, g[i].sid - prev);
+		q = put_var(
+		    q, (uint64_t) (g[i].sid - prev) << 1 | (g[i].n > 1));
 		prev = g[i].sid;
-		q    = put_var(q, g[i].n);
+		if (g[i].n > 1)
+			q = put_var(q, g[i].n);
 		for (uint32_t m = 0; m < g[i].n; m++)
 			q = sample_put(q, &c, &s[at + m]);
 	}
@@ -1178,8 +1221,8 @@ series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r)
 }
 
 /* Rewrite the statistics series_of_sid left fc->stats on (only blocks
- * were written since, in another database): the same size, so LMDB
- * writes them in place. Returns 0 or a store_err. */
+ * were written since, in another database), where they are (in place
+ * when their size is the same). Returns 0 or a store_err. */
 static int
 series_put(store_txn *t, fold_cur *fc, const series_rec *r)
 {
@@ -1188,7 +1231,7 @@ series_put(store_txn *t, fold_cur *fc, const series_rec *r)
 	int     rc;
 
 	be_put32(sk, r->sid);
-	store_stats_encode(buf, r);
+	v.mv_size = store_stats_encode(buf, r);
 	if ((rc = mdb_cursor_put(fc->stats, &k, &v, MDB_CURRENT)) != 0)
 		return store_fail(t->st, rc, "writing a series");
 	return 0;
