@@ -26,9 +26,6 @@
 #define CACHE_EMITTERS 65536u
 #define JOURNAL_SAMPLES 4194304u
 #define JOURNAL_RECORDS 64u
-/* Each this many samples in the journal allow it one record more than
- * journal_records (over_bound). */
-#define JOURNAL_WIDE 4096u
 
 /* ---- the handle and its transaction ---------------------------------- */
 
@@ -776,25 +773,20 @@ flush_dirty(ingest *in)
 }
 
 /*
- * Whether the journal is past its bounds and is to be folded. The
- * records bound is there for readers, who look a series up in each
- * record: small commits (a narrow run's, every 20 ms) must not pile up.
- * A wide commit's record is no more costly to look up than a small
- * one's, and what a fold costs is per series (a tail and statistics
- * rewritten), so folding wide records every journal_records commits
- * would fold a few samples of each series at a time. So each
- * JOURNAL_WIDE samples the journal holds allow one record more:
- * records of JOURNAL_WIDE samples or more wait for the samples bound,
- * and a reader looks a series up in at most journal_records +
- * journal_samples / JOURNAL_WIDE records (1,088 with the defaults).
+ * Keep the journal within its bounds after a commit. Past
+ * journal_samples samples, fold. Past journal_records records (readers
+ * look a series up in each record, so small or many commits must not
+ * pile up), merge the records commits wrote since the last merge into
+ * one (store_journal_merge) when there are at least half that many,
+ * else fold: folding every journal_records commits folded, on a wide
+ * run (one step a commit), that many samples of each series at a time,
+ * and a fold rewrites each series' tail page and statistics, whatever
+ * it brings; merged, the records wait for the samples bound, and a
+ * fold takes about journal_samples / series samples of each series.
+ * So a reader looks a series up in at most journal_records records
+ * after each commit, as before. A merge takes at most a quarter of
+ * journal_samples samples (its record is in memory while it is made).
  */
-static int
-over_bound(const ingest *in, uint64_t records, uint64_t samples)
-{
-	return samples > in->opts.journal_samples
-	    || records > in->opts.journal_records + samples / JOURNAL_WIDE;
-}
-
 int
 ingest_fold(ingest *in, int all)
 {
@@ -803,13 +795,14 @@ ingest_fold(ingest *in, int all)
 	 * is rewritten. */
 	uint64_t step
 	    = in->opts.journal_samples > 0 ? in->opts.journal_samples : 1;
+	uint64_t half = in->opts.journal_records / 2;
 	int      rc;
 
 	if (in->txn != NULL)
 		return 0; /* between transactions only */
 	for (;;) {
 		store_txn *t;
-		uint64_t   records, samples, folded;
+		uint64_t   records, samples, folded = 0, merged = 0;
 
 		if ((rc = store_write_begin(in->st, &t)) != 0)
 			return rc;
@@ -818,11 +811,16 @@ ingest_fold(ingest *in, int all)
 			return rc;
 		}
 		if (samples == 0
-		    || (!all && !over_bound(in, records, samples))) {
+		    || (!all && samples <= in->opts.journal_samples
+		        && records <= in->opts.journal_records)) {
 			store_abort(t);
 			return 0;
 		}
-		rc = store_fold(t, step, &folded);
+		if (!all && samples <= in->opts.journal_samples)
+			rc = store_journal_merge(t, half > 2 ? half : 2,
+			    in->opts.journal_samples / 4, &merged);
+		if (rc == 0 && merged == 0)
+			rc = store_fold(t, step, &folded);
 		if (rc == 0)
 			rc = store_commit(t);
 		else
@@ -834,6 +832,8 @@ ingest_fold(ingest *in, int all)
 		}
 		if (rc != 0)
 			return rc;
+		if (merged > 0)
+			continue;
 		in->stats.folds++;
 		in->stats.folded += folded;
 	}

@@ -195,8 +195,9 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
  * and a walk of at most REC_CHUNK groups: a wide record's sample costs
  * about 2 bytes besides its code, where format 2's group table cost 8.
  *
- * Format 4 writes REC_TAG4 and, per group, one varint of (sid delta <<
- * 1) | (count > 1), then the count only when it is over 1: a group of
+ * Format 4 writes REC_TAG4 (REC_TAG4M: a record store_journal_merge
+ * made of several, otherwise the same) and, per group, one varint of (sid
+ * delta << 1) | (count > 1), then the count only when it is over 1: a group of
  * one sample (a wide record's) has a one-byte header, where format 3
  * (REC_TAG) wrote the sid delta and the count; both are read.
  *
@@ -207,6 +208,7 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
  */
 #define REC_TAG 0xffffffffu
 #define REC_TAG4 0xfffffffeu
+#define REC_TAG4M 0xfffffffdu /* format 4, a merge of records */
 #define REC3_HEAD 32
 #define REC_CHUNK 16
 
@@ -223,7 +225,7 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 		return corrupt(st, r->no);
 	r->p    = p;
 	r->size = v->mv_size;
-	r->v4   = wire_get32(p) == REC_TAG4;
+	r->v4   = wire_get32(p) == REC_TAG4 || wire_get32(p) == REC_TAG4M;
 	r->v3   = r->v4 || wire_get32(p) == REC_TAG;
 	if (r->v3) {
 		if (v->mv_size < REC3_HEAD)
@@ -1399,5 +1401,231 @@ out:
 	free(buf);
 	fold_cur_close(&fc);
 	free(enc);
+	return rc;
+}
+
+/* ---- merging records ---------------------------------------------------
+ */
+
+/* Room for n more bytes at *len in the growing buffer *buf of *cap.
+ * Returns 0 or -1. */
+static int
+buf_room(uint8_t **buf, size_t *cap, size_t len, size_t n)
+{
+	size_t   nc = *cap ? *cap : 65536;
+	uint8_t *nb;
+
+	if (len + n <= *cap)
+		return 0;
+	while (nc < len + n)
+		nc *= 2;
+	if ((nb = realloc(*buf, nc)) == NULL)
+		return -1;
+	*buf = nb;
+	*cap = nc;
+	return 0;
+}
+
+/*
+ * One pass of the merge of the records at pos (reset to their first
+ * groups) by sid, each series' samples in record order. Pass 0 counts
+ * the groups and finds the time unit (*unit, from 10^6) and the first
+ * sample (*first); pass 1 codes the groups into *pay (the chunk table
+ * into tab, room for it counted in pass 0). Returns 0 or a store_err.
+ */
+static int
+merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
+    uint64_t *unit, store_sample *first, uint8_t *tab, uint8_t **pay,
+    size_t *plen, size_t *pcap, store_sample **buf, size_t *bcap)
+{
+	uint64_t g    = 0;
+	uint32_t prev = 0;
+	int      rc;
+
+	for (size_t i = 0; i < npos; i++)
+		if ((rc = cur_first(st, &pos[i].r, &pos[i].c)) != 0)
+			return rc;
+	for (long b; (b = lowest(pos, npos)) >= 0; g++) {
+		uint32_t sid = pos[b].c.sid;
+		size_t   len = 0;
+		jcoder   c;
+
+		for (size_t i = (size_t) b; i < npos; i++) {
+			uint32_t n;
+
+			if (pos[i].c.g == pos[i].r.ngroups
+			    || pos[i].c.sid != sid)
+				continue;
+			if ((rc = grp_copy(st, &pos[i].r, &pos[i].c, buf, &len,
+			         bcap, &n))
+			        != 0
+			    || (rc = cur_next(st, &pos[i].r, &pos[i].c)) != 0)
+				return rc;
+		}
+		if (pass == 0) {
+			if (g == 0)
+				*first = (*buf)[0];
+			c.step  = first->step;
+			c.time  = first->time_ns;
+			c.dtime = 0;
+			for (size_t m = 0; m<len && * unit> 1; m++) {
+				int64_t dd = sample_dd(&c, &(*buf)[m]);
+
+				while (*unit > 1 && dd % (int64_t) *unit != 0)
+					*unit /= 1000;
+			}
+			continue;
+		}
+		if (buf_room(pay, pcap, *plen, 20 + len * SAMPLE_MAX) != 0)
+			goto nomem;
+		{
+			uint8_t *q = *pay + *plen;
+
+			if (g % REC_CHUNK == 0) {
+				wire_put32(tab + (g / REC_CHUNK) * 8, sid);
+				wire_put32(tab + (g / REC_CHUNK) * 8 + 4,
+				    (uint32_t) *plen);
+				prev = sid;
+			}
+			q = put_var(
+			    q, (uint64_t) (sid - prev) << 1 | (len > 1));
+			prev = sid;
+			if (len > 1)
+				q = put_var(q, len);
+			c.step  = first->step;
+			c.time  = first->time_ns;
+			c.dtime = 0;
+			c.bits  = 0;
+			c.unit  = *unit;
+			for (size_t m = 0; m < len; m++)
+				q = sample_put(q, &c, &(*buf)[m]);
+			*plen = (size_t) (q - *pay);
+		}
+	}
+	*ngroups = g;
+	return 0;
+nomem:
+	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	return STORE_ENOMEM;
+}
+
+int
+store_journal_merge(
+    store_txn *t, uint64_t min_fresh, uint64_t max_samples, uint64_t *merged)
+{
+	store        *st  = t->st;
+	MDB_cursor   *cur = NULL;
+	MDB_val       k, v;
+	jpos         *pos  = NULL;
+	size_t        npos = 0, cap = 0, plen = 0, pcap = 0, bcap = 0, nch;
+	uint8_t      *pay = NULL, *rec = NULL, key[8];
+	store_sample *buf = NULL, first = { 0, 0, 0 };
+	uint64_t      ng = 0, unit = 1000000, ns = 0;
+	int           rc, op = MDB_LAST;
+
+	*merged = 0;
+	if ((rc = load(t)) != 0)
+		return rc;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	/* The newest records a commit wrote, newest first. */
+	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_PREV) {
+		jrec r;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
+			goto out;
+		if ((r.v4 && wire_get32(r.p) == REC_TAG4M)
+		    || (npos >= 2 && ns + r.nsamples > max_samples))
+			break;
+		if (npos == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			jpos  *np = realloc(pos, nc * sizeof(*np));
+
+			if (np == NULL)
+				goto nomem;
+			pos = np;
+			cap = nc;
+		}
+		pos[npos++].r = r;
+		ns += r.nsamples;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND) {
+		rc = store_fail(st, rc, "reading the journal");
+		goto out;
+	}
+	rc = 0;
+	if (npos < 2 || npos < min_fresh || ns > UINT32_MAX / SAMPLE_MAX)
+		goto out;
+	/* Oldest first, as the fold merges them. */
+	for (size_t i = 0; i < npos / 2; i++) {
+		jpos x            = pos[i];
+		pos[i]            = pos[npos - 1 - i];
+		pos[npos - 1 - i] = x;
+	}
+	if ((rc = merge_pass(st, pos, npos, 0, &ng, &unit, &first, NULL, &pay,
+	         &plen, &pcap, &buf, &bcap))
+	    != 0)
+		goto out;
+	nch = (ng + REC_CHUNK - 1) / REC_CHUNK;
+	if ((rec = malloc(REC3_HEAD + nch * 8)) == NULL)
+		goto nomem;
+	if ((rc = merge_pass(st, pos, npos, 1, &ng, &unit, &first,
+	         rec + REC3_HEAD, &pay, &plen, &pcap, &buf, &bcap))
+	    != 0)
+		goto out;
+	wire_put32(rec, REC_TAG4M);
+	wire_put32(rec + 4, (uint32_t) ng);
+	wire_put32(rec + 8, (uint32_t) ns);
+	wire_put64(rec + 12, first.step);
+	wire_put64(rec + 20, (uint64_t) first.time_ns);
+	wire_put32(rec + 28, (uint32_t) unit);
+	/* The record goes together before the old ones are deleted (their
+	 * pages are read until then). */
+	{
+		size_t   hl = REC3_HEAD + nch * 8;
+		uint8_t *whole;
+
+		if (buf_room(&pay, &pcap, plen, hl) != 0)
+			goto nomem;
+		memmove(pay + hl, pay, plen);
+		memcpy(pay, rec, hl);
+		whole = pay;
+		plen += hl;
+		mdb_cursor_close(cur);
+		cur = NULL;
+		for (size_t i = 0; i + 1 < npos; i++) {
+			be_put64(key, pos[i].r.no);
+			k.mv_data = key;
+			k.mv_size = 8;
+			if ((rc = mdb_del(t->txn, st->journal, &k, NULL))
+			    != 0) {
+				rc = store_fail(
+				    st, rc, "merging journal records");
+				goto out;
+			}
+		}
+		be_put64(key, pos[npos - 1].r.no);
+		k.mv_data = key;
+		k.mv_size = 8;
+		v.mv_data = whole;
+		v.mv_size = plen;
+		if ((rc = mdb_put(t->txn, st->journal, &k, &v, 0)) != 0) {
+			rc = store_fail(st, rc, "merging journal records");
+			goto out;
+		}
+	}
+	st->jrecords -= npos - 1;
+	*merged = npos;
+	goto out;
+nomem:
+	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	rc = STORE_ENOMEM;
+out:
+	if (cur != NULL)
+		mdb_cursor_close(cur);
+	free(pos);
+	free(buf);
+	free(pay);
+	free(rec);
 	return rc;
 }
