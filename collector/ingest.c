@@ -26,6 +26,10 @@
 #define CACHE_EMITTERS 65536u
 #define JOURNAL_SAMPLES 4194304u
 #define JOURNAL_RECORDS 64u
+/* The records merged are those of journal_samples / JOURNAL_WIDE
+ * samples or more (4,096 with the default: wide commits); smaller ones
+ * are folded, as before (ingest_fold). */
+#define JOURNAL_WIDE 1024u
 
 /* ---- the handle and its transaction ---------------------------------- */
 
@@ -776,14 +780,15 @@ flush_dirty(ingest *in)
  * Keep the journal within its bounds after a commit. Past
  * journal_samples samples, fold. Past journal_records records (readers
  * look a series up in each record, so small or many commits must not
- * pile up), merge the records commits wrote since the last merge into
- * one (store_journal_merge) when there are at least half that many,
- * else fold: folding every journal_records commits folded, on a wide
- * run (one step a commit), that many samples of each series at a time,
- * and a fold rewrites each series' tail page and statistics, whatever
- * it brings; merged, the records wait for the samples bound, and a
- * fold takes about journal_samples / series samples of each series.
- * So a reader looks a series up in at most journal_records records
+ * pile up), merge the newest wide records (journal_samples /
+ * JOURNAL_WIDE samples or more) commits wrote since the last merge into one
+ * (store_journal_merge) when there are at least half that many, else
+ * fold (a narrow run's small commits are folded as before): folding every
+ * journal_records commits folded, on a wide run (one step a commit), that many
+ * samples of each series at a time, and a fold rewrites each series' tail page
+ * and statistics, whatever it brings; merged, the records wait for the samples
+ * bound, and a fold takes about journal_samples / series samples of each
+ * series. So a reader looks a series up in at most journal_records records
  * after each commit, as before. A merge takes at most a quarter of
  * journal_samples samples (its record is in memory while it is made).
  */
@@ -818,6 +823,7 @@ ingest_fold(ingest *in, int all)
 		}
 		if (!all && samples <= in->opts.journal_samples)
 			rc = store_journal_merge(t, half > 2 ? half : 2,
+			    in->opts.journal_samples / JOURNAL_WIDE,
 			    in->opts.journal_samples / 4, &merged);
 		if (rc == 0 && merged == 0)
 			rc = store_fold(t, step, &folded);

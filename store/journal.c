@@ -33,6 +33,7 @@ typedef struct jrec {
 	int            v3;         /* written by format 3 or 4 (chunked) */
 	int            v4;         /* format 4: one header a group */
 	uint64_t       step, unit; /* base step, time unit */
+	uint32_t       chunk;      /* groups a chunk (formats 3, 4) */
 	int64_t        time;       /* base time */
 } jrec;
 
@@ -196,7 +197,8 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
  * about 2 bytes besides its code, where format 2's group table cost 8.
  *
  * Format 4 writes REC_TAG4 (REC_TAG4M: a record store_journal_merge
- * made of several, otherwise the same) and, per group, one varint of (sid
+ * made of several, otherwise the same but for chunks of MERGE_CHUNK
+ * groups) and, per group, one varint of (sid
  * delta << 1) | (count > 1), then the count only when it is over 1: a group of
  * one sample (a wide record's) has a one-byte header, where format 3
  * (REC_TAG) wrote the sid delta and the count; both are read.
@@ -211,6 +213,10 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
 #define REC_TAG4M 0xfffffffdu /* format 4, a merge of records */
 #define REC3_HEAD 32
 #define REC_CHUNK 16
+/* A merged record's groups hold many samples each, so that walking
+ * them would cost what a chunk saves: a chunk a group (8 bytes a group,
+ * a share of a byte a sample), found by the binary search alone. */
+#define MERGE_CHUNK 1
 
 static int
 rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
@@ -225,7 +231,8 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 		return corrupt(st, r->no);
 	r->p    = p;
 	r->size = v->mv_size;
-	r->v4   = wire_get32(p) == REC_TAG4 || wire_get32(p) == REC_TAG4M;
+	r->v4    = wire_get32(p) == REC_TAG4 || wire_get32(p) == REC_TAG4M;
+	r->chunk = wire_get32(p) == REC_TAG4M ? MERGE_CHUNK : REC_CHUNK;
 	r->v3   = r->v4 || wire_get32(p) == REC_TAG;
 	if (r->v3) {
 		if (v->mv_size < REC3_HEAD)
@@ -236,8 +243,7 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 		r->time     = (int64_t) wire_get64(p + 20);
 		r->unit     = wire_get32(p + 28);
 		r->idx      = p + REC3_HEAD;
-		table
-		    = ((uint64_t) r->ngroups + REC_CHUNK - 1) / REC_CHUNK * 8;
+		table = ((uint64_t) r->ngroups + r->chunk - 1) / r->chunk * 8;
 		if (r->unit == 0 || v->mv_size < REC3_HEAD + table)
 			return corrupt(st, r->no);
 		r->pay = r->idx + table;
@@ -286,7 +292,7 @@ chunk_open(store *st, const jrec *r, uint32_t ch, jcur *c)
 	uint32_t       off = wire_get32(r->idx + (size_t) ch * 8 + 4);
 	uint64_t       d;
 
-	c->g    = ch * REC_CHUNK;
+	c->g    = ch * r->chunk;
 	c->next = NULL;
 	if (off > (size_t) (end - r->pay))
 		return corrupt(st, r->no);
@@ -351,8 +357,8 @@ cur_next(store *st, const jrec *r, jcur *c)
 		c->sid = wire_get32(r->idx + (size_t) c->g * REC_GROUP);
 		return 0;
 	}
-	if (c->g % REC_CHUNK == 0)
-		return chunk_open(st, r, c->g / REC_CHUNK, c);
+	if (c->g % r->chunk == 0)
+		return chunk_open(st, r, c->g / r->chunk, c);
 	if ((p = c->next) == NULL && (p = grp_skip(r, c)) == NULL)
 		return corrupt(st, r->no);
 	c->p = p;
@@ -393,7 +399,7 @@ cur_find(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
 		return 0;
 	}
 	/* The last chunk starting at or before sid. */
-	n  = (r->ngroups + REC_CHUNK - 1) / REC_CHUNK;
+	n  = (r->ngroups + r->chunk - 1) / r->chunk;
 	hi = n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -408,11 +414,11 @@ cur_find(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
 	if ((rc = chunk_open(st, r, lo - 1, c)) != 0)
 		return rc;
 	while (c->sid < sid) {
-		uint32_t ch = c->g / REC_CHUNK;
+		uint32_t ch = c->g / r->chunk;
 
 		if ((rc = cur_next(st, r, c)) != 0)
 			return rc;
-		if (c->g == r->ngroups || c->g / REC_CHUNK != ch)
+		if (c->g == r->ngroups || c->g / r->chunk != ch)
 			return 0;
 	}
 	*found = c->sid == sid;
@@ -1026,32 +1032,28 @@ typedef struct groups_ctx {
 } groups_ctx;
 
 /*
- * Format 3: find sid after the group c is at (found, of a lower sid) by
- * walking on within its chunk, when the next chunk starts after sid:
- * the sids of a listing's batch are mostly neighbours, so a record's
- * groups are walked once for the batch instead of searched for each.
- * *walked 0: sid is further on, search for it. Returns 0 or a
- * store_err.
+ * Formats 3 and 4: find sid after the group c is at (found, of a lower
+ * sid) by walking on, at most REC_CHUNK groups: the sids of a listing's
+ * batch are mostly neighbours, so a record's groups are walked once for
+ * the batch instead of searched for each. *walked 0: sid is further
+ * on, search for it. Returns 0 or a store_err.
  */
 static int
 cur_walk(
     store *st, const jrec *r, uint32_t sid, jcur *c, int *walked, int *found)
 {
-	uint32_t ch  = c->g / REC_CHUNK;
-	uint32_t nch = (r->ngroups + REC_CHUNK - 1) / REC_CHUNK;
-	int      rc;
+	int rc;
 
 	*walked = *found = 0;
-	if (ch + 1 < nch && wire_get32(r->idx + (size_t) (ch + 1) * 8) <= sid)
-		return 0;
-	*walked = 1;
-	while (c->sid < sid) {
-		if ((rc = cur_next(st, r, c)) != 0)
-			return rc;
-		if (c->g == r->ngroups || c->g / REC_CHUNK != ch)
+	for (int i = 0; i <= REC_CHUNK; i++) {
+		if (c->g == r->ngroups || c->sid >= sid) {
+			*walked = 1;
+			*found  = c->g < r->ngroups && c->sid == sid;
 			return 0;
+		}
+		if (i < REC_CHUNK && (rc = cur_next(st, r, c)) != 0)
+			return rc;
 	}
-	*found = c->sid == sid;
 	return 0;
 }
 
@@ -1481,9 +1483,9 @@ merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
 		{
 			uint8_t *q = *pay + *plen;
 
-			if (g % REC_CHUNK == 0) {
-				wire_put32(tab + (g / REC_CHUNK) * 8, sid);
-				wire_put32(tab + (g / REC_CHUNK) * 8 + 4,
+			if (g % MERGE_CHUNK == 0) {
+				wire_put32(tab + (g / MERGE_CHUNK) * 8, sid);
+				wire_put32(tab + (g / MERGE_CHUNK) * 8 + 4,
 				    (uint32_t) *plen);
 				prev = sid;
 			}
@@ -1510,8 +1512,8 @@ nomem:
 }
 
 int
-store_journal_merge(
-    store_txn *t, uint64_t min_fresh, uint64_t max_samples, uint64_t *merged)
+store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
+    uint64_t max_samples, uint64_t *merged)
 {
 	store        *st  = t->st;
 	MDB_cursor   *cur = NULL;
@@ -1535,6 +1537,7 @@ store_journal_merge(
 		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
 			goto out;
 		if ((r.v4 && wire_get32(r.p) == REC_TAG4M)
+		    || r.nsamples < min_samples
 		    || (npos >= 2 && ns + r.nsamples > max_samples))
 			break;
 		if (npos == cap) {
@@ -1566,7 +1569,7 @@ store_journal_merge(
 	         &plen, &pcap, &buf, &bcap))
 	    != 0)
 		goto out;
-	nch = (ng + REC_CHUNK - 1) / REC_CHUNK;
+	nch = (ng + MERGE_CHUNK - 1) / MERGE_CHUNK;
 	if ((rec = malloc(REC3_HEAD + nch * 8)) == NULL)
 		goto nomem;
 	if ((rc = merge_pass(st, pos, npos, 1, &ng, &unit, &first,
