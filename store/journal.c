@@ -233,7 +233,7 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 	r->size = v->mv_size;
 	r->v4    = wire_get32(p) == REC_TAG4 || wire_get32(p) == REC_TAG4M;
 	r->chunk = wire_get32(p) == REC_TAG4M ? MERGE_CHUNK : REC_CHUNK;
-	r->v3   = r->v4 || wire_get32(p) == REC_TAG;
+	r->v3    = r->v4 || wire_get32(p) == REC_TAG;
 	if (r->v3) {
 		if (v->mv_size < REC3_HEAD)
 			return corrupt(st, r->no);

@@ -1547,7 +1547,7 @@ TEST(records_past_bound_are_merged)
 	uint64_t    seq = 0, step = 0;
 	int         ordered = 1, over = 0;
 	run_list    before, after;
-	spec        s       = { "jw", 8, 0, 0, 0, 1, "small", 0, 1, val_lin };
+	spec        s = { "jw", 8, 0, 0, 0, 1, "small", 0, 1, val_lin };
 
 	fresh_dir();
 	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
