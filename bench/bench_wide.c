@@ -35,6 +35,13 @@
  * final fold, and the largest anonymous RSS seen after a commit or the
  * fold (the heap: caches, the commit's samples, LMDB's dirty pages).
  * Figures only; the machine may be shared.
+ *
+ * BENCH_WIDE_KEEP=N instead leaves, for each width, a store in DIR/wN
+ * after N commits (after the first; the journal merged and folded as
+ * vitalsd would, not folded at the end; BENCH_WIDE_NOFOLD=1: neither,
+ * so the journal holds N records) and does not remove DIR: what a
+ * reader costs with its journal is then timed with `vitals query` and
+ * `vitals metrics`.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,7 +160,8 @@ build(uint8_t *msg, int rank, int ranks, int metrics, uint64_t seq, uint64_t s,
 
 /* One width, in a child: fills res. */
 static void
-run_width(const char *base, long series, uint64_t target, result *res)
+run_width(
+    const char *base, long series, uint64_t target, uint64_t keep, result *res)
 {
 	char          dir[1100], err[1400], cmd[2300], why[200];
 	int           metrics  = series < 1000 ? (int) series : 1000;
@@ -176,6 +184,8 @@ run_width(const char *base, long series, uint64_t target, result *res)
 	memset(res, 0, sizeof(*res));
 	if (commits < 3)
 		commits = 3;
+	if (keep > 0)
+		commits = keep;
 	snprintf(dir, sizeof(dir), "%s/w%ld", base, series);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s'", dir, dir);
 	msg  = malloc((size_t) metrics * (WIRE_SAMPLE_SIZE + 64) + 4096);
@@ -187,6 +197,8 @@ run_width(const char *base, long series, uint64_t target, result *res)
 	io.time_quantum_ns  = 1000000; /* vitalsd's default */
 	io.max_series_run   = 0;
 	io.max_series_total = 0;
+	if (keep > 0 && getenv("BENCH_WIDE_NOFOLD") != NULL)
+		io.journal_samples = io.journal_records = UINT64_MAX / 4;
 	if (store_open(dir, 0, &st, err, sizeof(err)) != 0
 	    || ingest_open(st, &io, &in) != 0) {
 		fprintf(stderr, "bench_wide: %s\n", err);
@@ -259,7 +271,7 @@ run_width(const char *base, long series, uint64_t target, result *res)
 	/* The cost of a sample includes its fold into blocks. */
 	proc_io(&xf, &bf);
 	cf = cpu_s();
-	if (ingest_fold(in, 1) != 0) {
+	if (keep == 0 && ingest_fold(in, 1) != 0) {
 		fprintf(stderr, "bench_wide: %s\n", store_errmsg(st));
 		return;
 	}
@@ -297,6 +309,8 @@ main(int argc, char **argv)
 	         : TARGET;
 	long        widths[] = { 10, 1000, 10000, 100000, 1000000 };
 	result      r0       = { 0 };
+	const char *kenv     = getenv("BENCH_WIDE_KEEP");
+	uint64_t    keep     = kenv != NULL ? (uint64_t) atoll(kenv) : 0;
 
 	printf("%9s %9s %7s %9s %10s %10s %9s %8s %6s %6s %10s %11s "
 	       "%8s\n",
@@ -317,7 +331,7 @@ main(int argc, char **argv)
 		fflush(stdout);
 		if ((pid = fork()) == 0) {
 			close(fd[0]);
-			run_width(base, widths[i], target, &r);
+			run_width(base, widths[i], target, keep, &r);
 			if (write(fd[1], &r, sizeof(r)) != (ssize_t) sizeof(r))
 				_exit(1);
 			_exit(0);
@@ -346,6 +360,8 @@ main(int argc, char **argv)
 		    r.fold_cpu / r.samples * 1e6, r.fold_wchar / r.samples,
 		    r.anon_mib);
 	}
+	if (keep > 0)
+		return 0;
 	{
 		char cmd[1200];
 

@@ -26,6 +26,10 @@
 #define CACHE_EMITTERS 65536u
 #define JOURNAL_SAMPLES 4194304u
 #define JOURNAL_RECORDS 64u
+/* The records merged are those of journal_samples / JOURNAL_WIDE
+ * samples or more (4,096 with the default: wide commits); smaller ones
+ * are folded, as before (ingest_fold). */
+#define JOURNAL_WIDE 1024u
 
 /* ---- the handle and its transaction ---------------------------------- */
 
@@ -772,18 +776,38 @@ flush_dirty(ingest *in)
 	return 0;
 }
 
+/*
+ * Keep the journal within its bounds after a commit. Past
+ * journal_samples samples, fold. Past journal_records records (readers
+ * look a series up in each record, so small or many commits must not
+ * pile up), merge the newest wide records (journal_samples /
+ * JOURNAL_WIDE samples or more) commits wrote since the last merge into one
+ * (store_journal_merge) when there are at least half that many, else
+ * fold (a narrow run's small commits are folded as before): folding every
+ * journal_records commits folded, on a wide run (one step a commit), that many
+ * samples of each series at a time, and a fold rewrites each series' tail page
+ * and statistics, whatever it brings; merged, the records wait for the samples
+ * bound, and a fold takes about journal_samples / series samples of each
+ * series. So a reader looks a series up in at most journal_records records
+ * after each commit, as before. A merge takes at most a quarter of
+ * journal_samples samples (its record is in memory while it is made).
+ */
 int
 ingest_fold(ingest *in, int all)
 {
-	uint64_t bound = in->opts.journal_samples;
-	uint64_t step  = bound / 2 > 0 ? bound / 2 : 1;
+	/* A step folds all it can within the samples bound: the more
+	 * samples of each series one fold takes, the fewer times its tail
+	 * is rewritten. */
+	uint64_t step
+	    = in->opts.journal_samples > 0 ? in->opts.journal_samples : 1;
+	uint64_t half = in->opts.journal_records / 2;
 	int      rc;
 
 	if (in->txn != NULL)
 		return 0; /* between transactions only */
 	for (;;) {
 		store_txn *t;
-		uint64_t   records, samples, folded;
+		uint64_t   records, samples, folded = 0, merged = 0;
 
 		if ((rc = store_write_begin(in->st, &t)) != 0)
 			return rc;
@@ -791,13 +815,18 @@ ingest_fold(ingest *in, int all)
 			store_abort(t);
 			return rc;
 		}
-		if (samples == 0 ||
-		    (!all && samples <= bound &&
-			records <= in->opts.journal_records)) {
+		if (samples == 0
+		    || (!all && samples <= in->opts.journal_samples
+		        && records <= in->opts.journal_records)) {
 			store_abort(t);
 			return 0;
 		}
-		rc = store_fold(t, step, &folded);
+		if (!all && samples <= in->opts.journal_samples)
+			rc = store_journal_merge(t, half > 2 ? half : 2,
+			    in->opts.journal_samples / JOURNAL_WIDE,
+			    in->opts.journal_samples / 4, &merged);
+		if (rc == 0 && merged == 0)
+			rc = store_fold(t, step, &folded);
 		if (rc == 0)
 			rc = store_commit(t);
 		else
@@ -809,6 +838,8 @@ ingest_fold(ingest *in, int all)
 		}
 		if (rc != 0)
 			return rc;
+		if (merged > 0)
+			continue;
 		in->stats.folds++;
 		in->stats.folded += folded;
 	}

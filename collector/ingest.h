@@ -43,14 +43,17 @@ typedef struct ingest_opts {
 	 * from the store when its series or emitter shows up again. */
 	size_t cache_series, cache_encoders, cache_emitters;
 	/* The journal (store/journal.h): once it holds more than this many
-	 * samples after a commit, its oldest records, up to half of it, are
-	 * folded into blocks (default 4,194,304; about 10 bytes a sample). A
-	 * larger journal folds more samples of each series at once, so a
-	 * wide run rewrites each tail block less often. */
+	 * samples after a commit, its oldest records, up to this many
+	 * samples, are folded into blocks (default 4,194,304; about 10
+	 * bytes a sample). A larger journal folds more samples of each
+	 * series at once, so a wide run rewrites each tail block less
+	 * often. */
 	uint64_t journal_samples;
-	/* Also once it holds more than this many records (commits): a
-	 * reader looks a series up in each record, so small commits (a
-	 * narrow run, every 20 ms) must not pile up (default 64). */
+	/* Also once it holds more than this many records (commits) and
+	 * fewer than half of them are wide enough to merge into one
+	 * (ingest_fold): a reader looks a series up in each record, so
+	 * small commits (a narrow run, every 20 ms) must not pile up
+	 * (default 64). */
 	uint64_t journal_records;
 } ingest_opts;
 

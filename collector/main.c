@@ -97,7 +97,7 @@ usage(FILE *f)
 	    "                     131072, 65536); --cache-encoders N is\n"
 	    "                     accepted and has no effect (the journal)\n"
 	    "  --journal-samples N  samples the journal holds before its\n"
-	    "                     oldest half is folded into blocks\n"
+	    "                     oldest records are folded into blocks\n"
 	    "                     (default 4194304, about 10 bytes each)\n"
 	    "  --max-connections N  connections at once (default: the\n"
 	    "                     descriptor limit, raised to its hard\n"

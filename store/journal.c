@@ -30,17 +30,21 @@ typedef struct jrec {
 	const uint8_t *p, *idx, *pay; /* the record, its table, its code */
 	uint32_t       ngroups, nsamples;
 	size_t         size;
-	int            v3;         /* written by format 3 */
+	int            v3;         /* written by format 3 or 4 (chunked) */
+	int            v4;         /* format 4: one header a group */
 	uint64_t       step, unit; /* base step, time unit */
+	uint32_t       chunk;      /* groups a chunk (formats 3, 4) */
 	int64_t        time;       /* base time */
 } jrec;
 
 /* Where a reader is in a record: at group g (g == ngroups: past the
- * last), of series sid. Format 3: p is where the group's count is, and
- * next, once known, where the next group's code starts. */
+ * last), of series sid. Format 3: p is where the group's count is,
+ * format 4 where its samples are; next, once known, where the next
+ * group's code starts. */
 typedef struct jcur {
 	uint32_t       g, sid;
 	const uint8_t *p, *next;
+	uint64_t       cnt; /* format 4: the group's count (p: its code) */
 } jcur;
 
 static int
@@ -192,14 +196,27 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
  * and a walk of at most REC_CHUNK groups: a wide record's sample costs
  * about 2 bytes besides its code, where format 2's group table cost 8.
  *
+ * Format 4 writes REC_TAG4 (REC_TAG4M: a record store_journal_merge
+ * made of several, otherwise the same but for chunks of MERGE_CHUNK
+ * groups) and, per group, one varint of (sid
+ * delta << 1) | (count > 1), then the count only when it is over 1: a group of
+ * one sample (a wide record's) has a one-byte header, where format 3
+ * (REC_TAG) wrote the sid delta and the count; both are read.
+ *
  * Format 2's records (no tag: their first u32, the group count, is
  * below 2^29) are read as they are: u32 groups, u32 samples, u64 base
  * step, u64 base time; per group { u32 sid, u32 offset of its code },
  * then per group a varint count and its samples (time unit 1).
  */
 #define REC_TAG 0xffffffffu
+#define REC_TAG4 0xfffffffeu
+#define REC_TAG4M 0xfffffffdu /* format 4, a merge of records */
 #define REC3_HEAD 32
 #define REC_CHUNK 16
+/* A merged record's groups hold many samples each, so that walking
+ * them would cost what a chunk saves: a chunk a group (8 bytes a group,
+ * a share of a byte a sample), found by the binary search alone. */
+#define MERGE_CHUNK 1
 
 static int
 rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
@@ -214,7 +231,9 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 		return corrupt(st, r->no);
 	r->p    = p;
 	r->size = v->mv_size;
-	r->v3   = wire_get32(p) == REC_TAG;
+	r->v4    = wire_get32(p) == REC_TAG4 || wire_get32(p) == REC_TAG4M;
+	r->chunk = wire_get32(p) == REC_TAG4M ? MERGE_CHUNK : REC_CHUNK;
+	r->v3    = r->v4 || wire_get32(p) == REC_TAG;
 	if (r->v3) {
 		if (v->mv_size < REC3_HEAD)
 			return corrupt(st, r->no);
@@ -224,8 +243,7 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 		r->time     = (int64_t) wire_get64(p + 20);
 		r->unit     = wire_get32(p + 28);
 		r->idx      = p + REC3_HEAD;
-		table
-		    = ((uint64_t) r->ngroups + REC_CHUNK - 1) / REC_CHUNK * 8;
+		table = ((uint64_t) r->ngroups + r->chunk - 1) / r->chunk * 8;
 		if (r->unit == 0 || v->mv_size < REC3_HEAD + table)
 			return corrupt(st, r->no);
 		r->pay = r->idx + table;
@@ -243,7 +261,30 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 	return 0;
 }
 
-/* Format 3: open chunk ch at its first group. Returns 0 or a store_err. */
+/* Formats 3 and 4: read the header of the group at c->p (its sid less
+ * the one before, and in format 4 its count), leaving c->p where
+ * chunk_open and cur_next expect it. *d: the sid delta. 0 or -1. */
+static int
+grp_head(const jrec *r, jcur *c, uint64_t *d)
+{
+	const uint8_t *end = r->p + r->size;
+	uint64_t       h;
+
+	if (get_var(&c->p, end, &h) != 0)
+		return -1;
+	if (!r->v4) {
+		*d = h;
+		return 0;
+	}
+	*d     = h >> 1;
+	c->cnt = 1;
+	if ((h & 1) && (get_var(&c->p, end, &c->cnt) != 0 || c->cnt < 2))
+		return -1;
+	return 0;
+}
+
+/* Formats 3 and 4: open chunk ch at its first group. Returns 0 or a
+ * store_err. */
 static int
 chunk_open(store *st, const jrec *r, uint32_t ch, jcur *c)
 {
@@ -251,12 +292,12 @@ chunk_open(store *st, const jrec *r, uint32_t ch, jcur *c)
 	uint32_t       off = wire_get32(r->idx + (size_t) ch * 8 + 4);
 	uint64_t       d;
 
-	c->g    = ch * REC_CHUNK;
+	c->g    = ch * r->chunk;
 	c->next = NULL;
 	if (off > (size_t) (end - r->pay))
 		return corrupt(st, r->no);
 	c->p = r->pay + off;
-	if (get_var(&c->p, end, &d) != 0 || d != 0)
+	if (grp_head(r, c, &d) != 0 || d != 0)
 		return corrupt(st, r->no);
 	c->sid = wire_get32(r->idx + (size_t) ch * 8);
 	return 0;
@@ -278,15 +319,16 @@ cur_first(store *st, const jrec *r, jcur *c)
 	return 0;
 }
 
-/* Format 3: the end of the code of c's group (its count and samples),
- * read without decoding the samples. NULL if it does not parse. */
+/* Formats 3 and 4: the end of the code of c's group (its count and
+ * samples), read without decoding the samples. NULL if it does not
+ * parse. */
 static const uint8_t *
 grp_skip(const jrec *r, const jcur *c)
 {
 	const uint8_t *end = r->p + r->size, *p = c->p;
-	uint64_t       cnt, x;
+	uint64_t       cnt = c->cnt, x;
 
-	if (get_var(&p, end, &cnt) != 0 || cnt == 0
+	if ((!r->v4 && get_var(&p, end, &cnt) != 0) || cnt == 0
 	    || cnt > (uint64_t) (end - p))
 		return NULL;
 	for (uint64_t i = 0; i < cnt; i++) {
@@ -304,7 +346,7 @@ grp_skip(const jrec *r, const jcur *c)
 static int
 cur_next(store *st, const jrec *r, jcur *c)
 {
-	const uint8_t *end = r->p + r->size, *p;
+	const uint8_t *p;
 	uint64_t       d;
 
 	if (++c->g >= r->ngroups) {
@@ -315,14 +357,14 @@ cur_next(store *st, const jrec *r, jcur *c)
 		c->sid = wire_get32(r->idx + (size_t) c->g * REC_GROUP);
 		return 0;
 	}
-	if (c->g % REC_CHUNK == 0)
-		return chunk_open(st, r, c->g / REC_CHUNK, c);
+	if (c->g % r->chunk == 0)
+		return chunk_open(st, r, c->g / r->chunk, c);
 	if ((p = c->next) == NULL && (p = grp_skip(r, c)) == NULL)
 		return corrupt(st, r->no);
-	if (get_var(&p, end, &d) != 0 || d == 0 || d > UINT32_MAX - c->sid)
+	c->p = p;
+	if (grp_head(r, c, &d) != 0 || d == 0 || d > UINT32_MAX - c->sid)
 		return corrupt(st, r->no);
 	c->sid += (uint32_t) d;
-	c->p    = p;
 	c->next = NULL;
 	return 0;
 }
@@ -357,7 +399,7 @@ cur_find(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
 		return 0;
 	}
 	/* The last chunk starting at or before sid. */
-	n  = (r->ngroups + REC_CHUNK - 1) / REC_CHUNK;
+	n  = (r->ngroups + r->chunk - 1) / r->chunk;
 	hi = n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -372,11 +414,11 @@ cur_find(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
 	if ((rc = chunk_open(st, r, lo - 1, c)) != 0)
 		return rc;
 	while (c->sid < sid) {
-		uint32_t ch = c->g / REC_CHUNK;
+		uint32_t ch = c->g / r->chunk;
 
 		if ((rc = cur_next(st, r, c)) != 0)
 			return rc;
-		if (c->g == r->ngroups || c->g / REC_CHUNK != ch)
+		if (c->g == r->ngroups || c->g / r->chunk != ch)
 			return 0;
 	}
 	*found = c->sid == sid;
@@ -391,6 +433,13 @@ grp_open(
 {
 	const uint8_t *end = r->p + r->size;
 
+	if (r->v4) {
+		*p   = c->p;
+		*cnt = c->cnt;
+		if (*cnt == 0 || *cnt > (uint64_t) (end - *p))
+			return corrupt(st, r->no);
+		return 0;
+	}
 	if (r->v3) {
 		*p = c->p;
 	} else {
@@ -757,7 +806,7 @@ store_journal_put(
 		}
 	}
 	p = st->jbuf;
-	wire_put32(p, REC_TAG);
+	wire_put32(p, REC_TAG4);
 	wire_put32(p + 4, (uint32_t) nj);
 	wire_put32(p + 8, (uint32_t) ns);
 	wire_put64(p + 12, first->step);
@@ -778,9 +827,11 @@ store_journal_put(
 			prev = g[i].sid;
 		}
 		j++;
-		q    = put_var(q, g[i].sid - prev);
+		q = put_var(
+		    q, (uint64_t) (g[i].sid - prev) << 1 | (g[i].n > 1));
 		prev = g[i].sid;
-		q    = put_var(q, g[i].n);
+		if (g[i].n > 1)
+			q = put_var(q, g[i].n);
 		for (uint32_t m = 0; m < g[i].n; m++)
 			q = sample_put(q, &c, &s[at + m]);
 	}
@@ -980,27 +1031,62 @@ typedef struct groups_ctx {
 	void                  *ctx;
 } groups_ctx;
 
+/*
+ * Formats 3 and 4: find sid after the group c is at (found, of a lower
+ * sid) by walking on, at most REC_CHUNK groups: the sids of a listing's
+ * batch are mostly neighbours, so a record's groups are walked once for
+ * the batch instead of searched for each. *walked 0: sid is further
+ * on, search for it. Returns 0 or a store_err.
+ */
+static int
+cur_walk(
+    store *st, const jrec *r, uint32_t sid, jcur *c, int *walked, int *found)
+{
+	int rc;
+
+	*walked = *found = 0;
+	for (int i = 0; i <= REC_CHUNK; i++) {
+		if (c->g == r->ngroups || c->sid >= sid) {
+			*walked = 1;
+			*found  = c->g < r->ngroups && c->sid == sid;
+			return 0;
+		}
+		if (i < REC_CHUNK && (rc = cur_next(st, r, c)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int
 groups_of(void *vctx, const jrec *r)
 {
 	groups_ctx *g = vctx;
+	jcur        jc;
+	int         at = 0; /* jc is at the group of sids[i - 1] */
 
 	for (size_t i = 0; i < g->n; i++) {
 		const uint8_t *p;
 		uint64_t       cnt;
 		store_sample  *out;
-		jcur           jc;
-		int            rc, found;
+		int            rc, found, walked = 0;
 
-		if ((rc = cur_find(g->st, r, g->sids[i], &jc, &found)) != 0)
+		if (at && r->v3 && g->sids[i] > g->sids[i - 1]
+		    && (rc = cur_walk(
+		            g->st, r, g->sids[i], &jc, &walked, &found))
+		        != 0)
 			return rc;
-		if (!found)
+		if (!walked
+		    && (rc = cur_find(g->st, r, g->sids[i], &jc, &found)) != 0)
+			return rc;
+		if (!(at = found))
 			continue;
 		if ((rc = grp_open(g->st, r, &jc, &p, &cnt)) != 0)
 			return rc;
-		if ((out = g->fn(g->ctx, g->sids[i], (size_t) cnt)) != NULL
-		    && (rc = grp_decode(g->st, r, &p, cnt, out)) != 0)
-			return rc;
+		if ((out = g->fn(g->ctx, g->sids[i], (size_t) cnt)) != NULL) {
+			if ((rc = grp_decode(g->st, r, &p, cnt, out)) != 0)
+				return rc;
+			jc.next = p;
+		}
 	}
 	return 0;
 }
@@ -1139,8 +1225,8 @@ series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r)
 }
 
 /* Rewrite the statistics series_of_sid left fc->stats on (only blocks
- * were written since, in another database): the same size, so LMDB
- * writes them in place. Returns 0 or a store_err. */
+ * were written since, in another database), where they are (in place
+ * when their size is the same). Returns 0 or a store_err. */
 static int
 series_put(store_txn *t, fold_cur *fc, const series_rec *r)
 {
@@ -1149,7 +1235,7 @@ series_put(store_txn *t, fold_cur *fc, const series_rec *r)
 	int     rc;
 
 	be_put32(sk, r->sid);
-	store_stats_encode(buf, r);
+	v.mv_size = store_stats_encode(buf, r);
 	if ((rc = mdb_cursor_put(fc->stats, &k, &v, MDB_CURRENT)) != 0)
 		return store_fail(t->st, rc, "writing a series");
 	return 0;
@@ -1317,5 +1403,232 @@ out:
 	free(buf);
 	fold_cur_close(&fc);
 	free(enc);
+	return rc;
+}
+
+/* ---- merging records ---------------------------------------------------
+ */
+
+/* Room for n more bytes at *len in the growing buffer *buf of *cap.
+ * Returns 0 or -1. */
+static int
+buf_room(uint8_t **buf, size_t *cap, size_t len, size_t n)
+{
+	size_t   nc = *cap ? *cap : 65536;
+	uint8_t *nb;
+
+	if (len + n <= *cap)
+		return 0;
+	while (nc < len + n)
+		nc *= 2;
+	if ((nb = realloc(*buf, nc)) == NULL)
+		return -1;
+	*buf = nb;
+	*cap = nc;
+	return 0;
+}
+
+/*
+ * One pass of the merge of the records at pos (reset to their first
+ * groups) by sid, each series' samples in record order. Pass 0 counts
+ * the groups and finds the time unit (*unit, from 10^6) and the first
+ * sample (*first); pass 1 codes the groups into *pay (the chunk table
+ * into tab, room for it counted in pass 0). Returns 0 or a store_err.
+ */
+static int
+merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
+    uint64_t *unit, store_sample *first, uint8_t *tab, uint8_t **pay,
+    size_t *plen, size_t *pcap, store_sample **buf, size_t *bcap)
+{
+	uint64_t g    = 0;
+	uint32_t prev = 0;
+	int      rc;
+
+	for (size_t i = 0; i < npos; i++)
+		if ((rc = cur_first(st, &pos[i].r, &pos[i].c)) != 0)
+			return rc;
+	for (long b; (b = lowest(pos, npos)) >= 0; g++) {
+		uint32_t sid = pos[b].c.sid;
+		size_t   len = 0;
+		jcoder   c;
+
+		for (size_t i = (size_t) b; i < npos; i++) {
+			uint32_t n;
+
+			if (pos[i].c.g == pos[i].r.ngroups
+			    || pos[i].c.sid != sid)
+				continue;
+			if ((rc = grp_copy(st, &pos[i].r, &pos[i].c, buf, &len,
+			         bcap, &n))
+			        != 0
+			    || (rc = cur_next(st, &pos[i].r, &pos[i].c)) != 0)
+				return rc;
+		}
+		if (pass == 0) {
+			if (g == 0)
+				*first = (*buf)[0];
+			c.step  = first->step;
+			c.time  = first->time_ns;
+			c.dtime = 0;
+			for (size_t m = 0; m<len && * unit> 1; m++) {
+				int64_t dd = sample_dd(&c, &(*buf)[m]);
+
+				while (*unit > 1 && dd % (int64_t) *unit != 0)
+					*unit /= 1000;
+			}
+			continue;
+		}
+		if (buf_room(pay, pcap, *plen, 20 + len * SAMPLE_MAX) != 0)
+			goto nomem;
+		{
+			uint8_t *q = *pay + *plen;
+
+			if (g % MERGE_CHUNK == 0) {
+				wire_put32(tab + (g / MERGE_CHUNK) * 8, sid);
+				wire_put32(tab + (g / MERGE_CHUNK) * 8 + 4,
+				    (uint32_t) *plen);
+				prev = sid;
+			}
+			q = put_var(
+			    q, (uint64_t) (sid - prev) << 1 | (len > 1));
+			prev = sid;
+			if (len > 1)
+				q = put_var(q, len);
+			c.step  = first->step;
+			c.time  = first->time_ns;
+			c.dtime = 0;
+			c.bits  = 0;
+			c.unit  = *unit;
+			for (size_t m = 0; m < len; m++)
+				q = sample_put(q, &c, &(*buf)[m]);
+			*plen = (size_t) (q - *pay);
+		}
+	}
+	*ngroups = g;
+	return 0;
+nomem:
+	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	return STORE_ENOMEM;
+}
+
+int
+store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
+    uint64_t max_samples, uint64_t *merged)
+{
+	store        *st  = t->st;
+	MDB_cursor   *cur = NULL;
+	MDB_val       k, v;
+	jpos         *pos  = NULL;
+	size_t        npos = 0, cap = 0, plen = 0, pcap = 0, bcap = 0, nch;
+	uint8_t      *pay = NULL, *rec = NULL, key[8];
+	store_sample *buf = NULL, first = { 0, 0, 0 };
+	uint64_t      ng = 0, unit = 1000000, ns = 0;
+	int           rc, op = MDB_LAST;
+
+	*merged = 0;
+	if ((rc = load(t)) != 0)
+		return rc;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	/* The newest records a commit wrote, newest first. */
+	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_PREV) {
+		jrec r;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
+			goto out;
+		if ((r.v4 && wire_get32(r.p) == REC_TAG4M)
+		    || r.nsamples < min_samples
+		    || (npos >= 2 && ns + r.nsamples > max_samples))
+			break;
+		if (npos == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			jpos  *np = realloc(pos, nc * sizeof(*np));
+
+			if (np == NULL)
+				goto nomem;
+			pos = np;
+			cap = nc;
+		}
+		pos[npos++].r = r;
+		ns += r.nsamples;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND) {
+		rc = store_fail(st, rc, "reading the journal");
+		goto out;
+	}
+	rc = 0;
+	if (npos < 2 || npos < min_fresh || ns > UINT32_MAX / SAMPLE_MAX)
+		goto out;
+	/* Oldest first, as the fold merges them. */
+	for (size_t i = 0; i < npos / 2; i++) {
+		jpos x            = pos[i];
+		pos[i]            = pos[npos - 1 - i];
+		pos[npos - 1 - i] = x;
+	}
+	if ((rc = merge_pass(st, pos, npos, 0, &ng, &unit, &first, NULL, &pay,
+	         &plen, &pcap, &buf, &bcap))
+	    != 0)
+		goto out;
+	nch = (ng + MERGE_CHUNK - 1) / MERGE_CHUNK;
+	if ((rec = malloc(REC3_HEAD + nch * 8)) == NULL)
+		goto nomem;
+	if ((rc = merge_pass(st, pos, npos, 1, &ng, &unit, &first,
+	         rec + REC3_HEAD, &pay, &plen, &pcap, &buf, &bcap))
+	    != 0)
+		goto out;
+	wire_put32(rec, REC_TAG4M);
+	wire_put32(rec + 4, (uint32_t) ng);
+	wire_put32(rec + 8, (uint32_t) ns);
+	wire_put64(rec + 12, first.step);
+	wire_put64(rec + 20, (uint64_t) first.time_ns);
+	wire_put32(rec + 28, (uint32_t) unit);
+	/* The record goes together before the old ones are deleted (their
+	 * pages are read until then). */
+	{
+		size_t   hl = REC3_HEAD + nch * 8;
+		uint8_t *whole;
+
+		if (buf_room(&pay, &pcap, plen, hl) != 0)
+			goto nomem;
+		memmove(pay + hl, pay, plen);
+		memcpy(pay, rec, hl);
+		whole = pay;
+		plen += hl;
+		mdb_cursor_close(cur);
+		cur = NULL;
+		for (size_t i = 0; i + 1 < npos; i++) {
+			be_put64(key, pos[i].r.no);
+			k.mv_data = key;
+			k.mv_size = 8;
+			if ((rc = mdb_del(t->txn, st->journal, &k, NULL))
+			    != 0) {
+				rc = store_fail(
+				    st, rc, "merging journal records");
+				goto out;
+			}
+		}
+		be_put64(key, pos[npos - 1].r.no);
+		k.mv_data = key;
+		k.mv_size = 8;
+		v.mv_data = whole;
+		v.mv_size = plen;
+		if ((rc = mdb_put(t->txn, st->journal, &k, &v, 0)) != 0) {
+			rc = store_fail(st, rc, "merging journal records");
+			goto out;
+		}
+	}
+	st->jrecords -= npos - 1;
+	*merged = npos;
+	goto out;
+nomem:
+	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	rc = STORE_ENOMEM;
+out:
+	if (cur != NULL)
+		mdb_cursor_close(cur);
+	free(pos);
+	free(buf);
+	free(pay);
+	free(rec);
 	return rc;
 }

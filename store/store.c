@@ -114,9 +114,8 @@ convert_series(store *st, MDB_txn *txn, int format)
 		if (format == 1
 		    && (rc = mdb_put(txn, st->sids, &sk, &k, 0)) != 0)
 			break;
-		store_stats_encode(buf, &r);
+		sv.mv_size = store_stats_encode(buf, &r);
 		sv.mv_data = buf;
-		sv.mv_size = sizeof(buf);
 		if ((rc = mdb_put(txn, st->stats, &sk, &sv, 0)) != 0)
 			break;
 	}
@@ -188,8 +187,11 @@ open_dbs(store *st, char *err, size_t errlen)
 	/* A writer converts format 1 (no journal) by creating the empty
 	 * journal above, and formats 1 and 2 by moving the statistics to
 	 * the stats database (convert_series), then writes the new number;
-	 * blocks and journal records are not rewritten. Older readers then
-	 * refuse the store with their format message. */
+	 * blocks and journal records are not rewritten. Format 3 needs only
+	 * the number: its journal records and statistics are read as they
+	 * are (the statistics are written compactly when next rewritten,
+	 * its records are folded). Older readers then refuse the store
+	 * with their format message. */
 	if (!(st->flags & STORE_RDONLY) && rc == 0
 	    && (had = wire_get32(v.mv_data)) < 3
 	    && (rc = convert_series(st, txn, (int) had)) != 0) {
@@ -731,9 +733,74 @@ store_stats_empty(series_rec *r)
 	r->jseen      = 0;
 }
 
-void
+static uint8_t *
+stats_var(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t) (v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t) v;
+	return p;
+}
+
+static int
+stats_get_var(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (unsigned sh = 0; sh < 64 && *p < end; sh += 7) {
+		uint8_t b = *(*p)++;
+
+		x |= (uint64_t) (b & 0x7f) << sh;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static uint64_t
+stats_zz(uint64_t d)
+{
+	return (d << 1) ^ (uint64_t) ((int64_t) d >> 63);
+}
+
+static uint64_t
+stats_unzz(uint64_t v)
+{
+	return (v >> 1) ^ (uint64_t) - (int64_t) (v & 1);
+}
+
+/*
+ * Format 4 writes the statistics compactly (the fold rewrites them for
+ * every series it folds, so their size is a share of every fold's
+ * pages): varints of the samples and the first step, a zigzag varint of
+ * the last step less the first (wrapping), the first time (8 bytes), a
+ * zigzag varint of the last time less the first (wrapping), the last
+ * value (8 bytes) and a varint of jseen: about 26 bytes. Where that
+ * would take STATS_REC_SIZE bytes or more, the fixed layout of format 3
+ * is written (u64 samples, first step, last step, first time, last time,
+ * f64 last value, u64 jseen): a reader tells them apart by the size.
+ */
+size_t
 store_stats_encode(uint8_t buf[STATS_REC_SIZE], const series_rec *r)
 {
+	uint8_t  tmp[STATS_REC_SIZE + 16], *p = tmp;
+	uint64_t lt = (uint64_t) r->last_time - (uint64_t) r->first_time;
+
+	p = stats_var(p, r->samples);
+	p = stats_var(p, r->first_step);
+	p = stats_var(p, stats_zz(r->last_step - r->first_step));
+	wire_put64(p, (uint64_t) r->first_time);
+	p = stats_var(p + 8, stats_zz(lt));
+	put_f64(p, r->last_value);
+	p = stats_var(p + 8, r->jseen);
+	if (p - tmp < STATS_REC_SIZE) {
+		memcpy(buf, tmp, (size_t) (p - tmp));
+		return (size_t) (p - tmp);
+	}
 	wire_put64(buf, r->samples);
 	wire_put64(buf + 8, r->first_step);
 	wire_put64(buf + 16, r->last_step);
@@ -741,22 +808,40 @@ store_stats_encode(uint8_t buf[STATS_REC_SIZE], const series_rec *r)
 	wire_put64(buf + 32, (uint64_t) r->last_time);
 	put_f64(buf + 40, r->last_value);
 	wire_put64(buf + 48, r->jseen);
+	return STATS_REC_SIZE;
 }
 
 int
 store_stats_decode(const void *buf, size_t len, series_rec *r)
 {
-	const uint8_t *p = buf;
+	const uint8_t *p = buf, *end = p + len;
+	uint64_t       ds, dt, ft;
 
-	if (len != STATS_REC_SIZE)
+	if (len == STATS_REC_SIZE) {
+		r->samples    = wire_get64(p);
+		r->first_step = wire_get64(p + 8);
+		r->last_step  = wire_get64(p + 16);
+		r->first_time = (int64_t) wire_get64(p + 24);
+		r->last_time  = (int64_t) wire_get64(p + 32);
+		r->last_value = get_f64(p + 40);
+		r->jseen      = wire_get64(p + 48);
+		return 0;
+	}
+	if (len > STATS_REC_SIZE || stats_get_var(&p, end, &r->samples) != 0
+	    || stats_get_var(&p, end, &r->first_step) != 0
+	    || stats_get_var(&p, end, &ds) != 0 || end - p < 8)
 		return STORE_ECORRUPT;
-	r->samples    = wire_get64(p);
-	r->first_step = wire_get64(p + 8);
-	r->last_step  = wire_get64(p + 16);
-	r->first_time = (int64_t) wire_get64(p + 24);
-	r->last_time  = (int64_t) wire_get64(p + 32);
-	r->last_value = get_f64(p + 40);
-	r->jseen      = wire_get64(p + 48);
+	ft = wire_get64(p);
+	p += 8;
+	if (stats_get_var(&p, end, &dt) != 0 || end - p < 8)
+		return STORE_ECORRUPT;
+	r->last_value = get_f64(p);
+	p += 8;
+	if (stats_get_var(&p, end, &r->jseen) != 0 || p != end)
+		return STORE_ECORRUPT;
+	r->last_step  = r->first_step + stats_unzz(ds);
+	r->first_time = (int64_t) ft;
+	r->last_time  = (int64_t) (ft + stats_unzz(dt));
 	return 0;
 }
 

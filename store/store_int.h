@@ -79,7 +79,7 @@ int store_fail(store *st, int rc, const char *what);
 #define SERIES_REC_SIZE 80
 #define SERIES_REC_SIZE_V1 72 /* format 1: no jseen */
 #define SERIES_REC_SIZE_V3 4  /* format 3: the sid; statistics in stats */
-#define STATS_REC_SIZE 56
+#define STATS_REC_SIZE 56     /* the most; format 3: always */
 #define RUN_REC_SIZE 60
 /* The fixed part of an emitter record: 11 u64, 4 u32, the window, the
  * host length (u16); then the host and, once set, ended (u64). */
@@ -89,9 +89,11 @@ int store_fail(store *st, int rc, const char *what);
 void   store_series_encode(uint8_t buf[SERIES_REC_SIZE], const series_rec *r);
 int    store_series_decode(const void *buf, size_t len, series_rec *r);
 /* The statistics of a series (samples, first and last step and time,
- * last value, jseen) as the stats database keeps them; decode leaves
- * r->sid and the format-1 fields alone. decode: 0 or STORE_ECORRUPT. */
-void store_stats_encode(uint8_t buf[STATS_REC_SIZE], const series_rec *r);
+ * last value, jseen) as the stats database keeps them (format 4: at
+ * most STATS_REC_SIZE bytes, format 3: exactly; encode returns the
+ * size); decode leaves r->sid and the format-1 fields alone. decode: 0
+ * or STORE_ECORRUPT. */
+size_t store_stats_encode(uint8_t buf[STATS_REC_SIZE], const series_rec *r);
 int  store_stats_decode(const void *buf, size_t len, series_rec *r);
 /* The statistics of a series with no samples. */
 void store_stats_empty(series_rec *r);

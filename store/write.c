@@ -168,6 +168,7 @@ store_put_new_series(
 	uint8_t    sk[4] = { (uint8_t) (sid >> 24), (uint8_t) (sid >> 16),
 		   (uint8_t) (sid >> 8), (uint8_t) sid };
 	uint8_t    rec[SERIES_REC_SIZE_V3], stats[STATS_REC_SIZE];
+	size_t     sl;
 	int        rc;
 
 	/* Format 3: the series record is its id, never rewritten; the
@@ -175,13 +176,13 @@ store_put_new_series(
 	 * fold rewrites them in id order. */
 	r.sid = sid;
 	store_stats_empty(&r);
-	store_stats_encode(stats, &r);
+	sl = store_stats_encode(stats, &r);
 	wire_put32(rec, sid);
 	if ((rc = put(t, t->st->series, key, klen, rec, sizeof(rec),
 	         "writing a series"))
 	        != 0
-	    || (rc = put_last(t, t->st->stats, sk, sizeof(sk), stats,
-	            sizeof(stats), "writing a series' statistics"))
+	    || (rc = put_last(t, t->st->stats, sk, sizeof(sk), stats, sl,
+	            "writing a series' statistics"))
 	        != 0)
 		return rc;
 	return put_last(t, t->st->sids, sk, sizeof(sk), key, klen,

@@ -6,10 +6,12 @@
  * latest incarnation is the one that started last.
  */
 #include "collector/ingest.h"
+#include "store/be.h"
 #include "store/block.h"
 #include "store/journal.h"
 #include "store/scan.h"
 #include "store/store.h"
+#include "store/store_int.h"
 
 #include <lmdb.h>
 #include <math.h>
@@ -898,7 +900,43 @@ journal_compare(store *a, store *b, uint64_t from, uint64_t to, uint64_t *n,
  * (samples, first and last step and time, last value); restarts (steps going back) make
  * blocks overlap, so the merge order is checked too.
  */
-TEST(journal_reads_equal_folded_reference)
+static uint64_t le_get(const uint8_t *p, int width);
+
+/* Whether the journal of st holds a merged record (tag 0xfffffffd,
+ * store_journal_merge) now. */
+static int
+merged_records(store *st)
+{
+	char        path[400];
+	MDB_env    *env;
+	MDB_txn    *txn;
+	MDB_dbi     jdb;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	int         n = 0;
+
+	(void) st;
+	snprintf(path, sizeof(path), "%s/a", dir);
+	if (mdb_env_create(&env) != 0)
+		return 0;
+	mdb_env_set_maxdbs(env, 10);
+	if (mdb_env_open(env, path, MDB_RDONLY, 0600) == 0
+	    && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+		if (mdb_dbi_open(txn, "journal", 0, &jdb) == 0
+		    && mdb_cursor_open(txn, jdb, &cur) == 0) {
+			while (mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0)
+				n |= v.mv_size >= 4
+				    && le_get(v.mv_data, 4) == 0xfffffffdu;
+			mdb_cursor_close(cur);
+		}
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return n;
+}
+
+static void
+journal_vs_reference(uint64_t jsamples, uint64_t jrecords, int *merged)
 {
 	char        dir_a[300], dir_b[300], err[1400];
 	store      *a, *b, *ra, *rb;
@@ -915,7 +953,8 @@ TEST(journal_reads_equal_folded_reference)
 	REQUIRE(store_open(dir_b, 0, &b, err, sizeof(err)) == 0);
 	ingest_opts_init(&oa);
 	ingest_opts_init(&ob);
-	oa.journal_samples = 700;
+	oa.journal_samples = jsamples;
+	oa.journal_records = jrecords;
 	REQUIRE(ingest_open(a, &oa, &ia) == 0);
 	REQUIRE(ingest_open(b, &ob, &ib) == 0);
 	REQUIRE(store_open(dir_a, STORE_RDONLY, &ra, err, sizeof(err)) == 0);
@@ -951,6 +990,9 @@ TEST(journal_reads_equal_folded_reference)
 		if (n != sent)
 			bad++;
 		with_journal += jrec > 0;
+		if (jrec > jrecords)
+			bad++;
+		*merged += merged_records(ra);
 		/* Now and then, the samples themselves against what was
 		 * sent (while the journal holds some). */
 		if (round % 50 == 0 && jrec > 0)
@@ -982,6 +1024,23 @@ TEST(journal_reads_equal_folded_reference)
 	store_close(rb);
 	store_close(a);
 	store_close(b);
+}
+
+TEST(journal_reads_equal_folded_reference)
+{
+	int merged = 0;
+
+	journal_vs_reference(700, 64, &merged);
+}
+
+/* The same with records merged (at most 4 records, and many samples
+ * before a fold): merged records read as the records they replace. */
+TEST(merged_journal_reads_equal_folded_reference)
+{
+	int merged = 0;
+
+	journal_vs_reference(6000, 4, &merged);
+	CHECK(merged > 20); /* checks that saw a merged record */
 }
 
 /* Read every series of st with scan_samples_in, after loading the
@@ -1136,9 +1195,48 @@ le_get(const uint8_t *p, int width)
 	return v;
 }
 
+/* Rewrite every statistics record of the stats database in format 3's
+ * fixed layout (56 bytes). Returns 0 or an LMDB error. */
+static int
+stats_fixed(MDB_txn *txn, MDB_dbi stats)
+{
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	uint8_t     b[56];
+	int         rc;
+
+	if ((rc = mdb_cursor_open(txn, stats, &cur)) != 0)
+		return rc;
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		series_rec r;
+		uint64_t   bits;
+
+		if (store_stats_decode(v.mv_data, v.mv_size, &r) != 0) {
+			rc = -5;
+			break;
+		}
+		memcpy(&bits, &r.last_value, 8);
+		le_put(b, r.samples, 8);
+		le_put(b + 8, r.first_step, 8);
+		le_put(b + 16, r.last_step, 8);
+		le_put(b + 24, (uint64_t) r.first_time, 8);
+		le_put(b + 32, (uint64_t) r.last_time, 8);
+		le_put(b + 40, bits, 8);
+		le_put(b + 48, r.jseen, 8);
+		v.mv_data = b;
+		v.mv_size = sizeof(b);
+		if ((rc = mdb_cursor_put(cur, &k, &v, MDB_CURRENT)) != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 /*
  * Rewrite the store in dir as vitals wrote it in an older format, or
- * stamp another format number (format > 3). Format 2 (the journal, and
+ * stamp another format number (format > 4). Format 3: the statistics
+ * in their fixed layout (56 bytes; format 4 writes them compactly).
+ * Format 2 (the journal, and
  * each series' statistics in its 80-byte record: sid, blocks, samples,
  * first/last step, first/last time, last value, tail first step, tail
  * number, 4 bytes of padding, jseen) or format 1 (no journal and no sids
@@ -1172,11 +1270,15 @@ set_format(const char *d, uint32_t format)
 	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) != 0 ||
 	    (rc = mdb_put(txn, meta, &k, &v, 0)) != 0)
 		goto fail;
+	if (format > 3)
+		goto done;
+	if ((rc = mdb_dbi_open(txn, "stats", 0, &stats)) != 0
+	    || (rc = stats_fixed(txn, stats)) != 0)
+		goto fail;
 	if (format > 2)
 		goto done;
-	if ((rc = mdb_dbi_open(txn, "series", 0, &series)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "stats", 0, &stats)) != 0 ||
-	    (rc = mdb_cursor_open(txn, series, &cur)) != 0)
+	if ((rc = mdb_dbi_open(txn, "series", 0, &series)) != 0
+	    || (rc = mdb_cursor_open(txn, series, &cur)) != 0)
 		goto fail;
 	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
 		const uint8_t *st;
@@ -1314,8 +1416,8 @@ TEST(journal_keeps_extreme_samples)
 }
 
 /* Small commits (a narrow run committing every 20 ms) do not pile up in
- * the journal: past 64 records it is folded, so a reader looks a series
- * up in at most that many. */
+ * the journal: past 64 records they are merged (or folded), so a reader
+ * looks a series up in at most that many. */
 TEST(journal_records_bounded)
 {
 	store     *st;
@@ -1336,7 +1438,6 @@ TEST(journal_records_bounded)
 	REQUIRE(scan_usage_get(st, txn, &u) == 0);
 	store_read_end(txn);
 	CHECK(u.journal_records <= 64);
-	CHECK(u.blocks > 0);
 	ingest_close(in);
 	store_close(st);
 	CHECK(read_series("jb", "loss", 0, 0, UINT64_MAX, &g) == 0);
@@ -1355,6 +1456,138 @@ usage_now(store *st, scan_usage *u)
 		return;
 	scan_usage_get(st, txn, u);
 	store_read_end(txn);
+}
+
+/* One commit of 64 series x 64 samples each from step0 (4,096 samples:
+ * a wide record, journalled as the groups are small). */
+static int
+wide_commit(ingest *in, uint64_t *seq, uint64_t step0)
+{
+	char name[16];
+	spec s = { "jw", 7, 0, 0, 0, 0, name, step0, 64, val_lin };
+
+	if (ingest_begin(in) != 0)
+		return -100;
+	for (int m = 0; m < 64; m++) {
+		wire_batch b;
+		char       why[200];
+		int        is_new;
+
+		snprintf(name, sizeof(name), "m%02d", m);
+		s.seq = s.floor = ++*seq;
+		make(&s, &b);
+		if (ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+		    != WIRE_ACK_STORED) {
+			ingest_abort(in);
+			return -1;
+		}
+	}
+	return ingest_commit(in) != 0 ? -101 : 0;
+}
+
+/* The statistics of every series of a run, in listing order. */
+typedef struct run_list {
+	size_t     n;
+	series_rec rec[80];
+} run_list;
+
+static int
+list_all(void *ctx, const scan_series *s)
+{
+	run_list *l = ctx;
+
+	if (l->n < 80)
+		l->rec[l->n] = s->rec;
+	l->n++;
+	return 0;
+}
+
+static void
+list_now(store *st, const char *run, run_list *l)
+{
+	store_txn *txn;
+
+	memset(l, 0, sizeof(*l));
+	if (store_read_begin(st, &txn) != 0)
+		return;
+	scan_series_of(st, txn, run, list_all, l);
+	store_read_end(txn);
+}
+
+static int
+listed_differ(const run_list *a, const run_list *b)
+{
+	int bad = a->n != b->n;
+
+	for (size_t i = 0; i < a->n && i < b->n && i < 80; i++) {
+		const series_rec *x = &a->rec[i], *y = &b->rec[i];
+
+		bad += x->sid != y->sid || x->samples != y->samples
+		    || x->first_step != y->first_step
+		    || x->last_step != y->last_step
+		    || x->first_time != y->first_time
+		    || x->last_time != y->last_time
+		    || memcmp(&x->last_value, &y->last_value, 8) != 0;
+	}
+	return bad;
+}
+
+/* Past the records bound, the records commits wrote are merged into
+ * one rather than folded (a fold then takes many samples of each series
+ * at once): a reader still looks a series up in at most that many
+ * records, and reads and lists the same as after a fold. */
+TEST(records_past_bound_are_merged)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	scan_usage  u;
+	got         g;
+	char        err[1400];
+	uint64_t    seq = 0, step = 0;
+	int         ordered = 1, over = 0;
+	run_list    before, after;
+	spec        s = { "jw", 8, 0, 0, 0, 1, "small", 0, 1, val_lin };
+
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
+	ingest_opts_init(&o);
+	o.journal_records = 4;
+	REQUIRE(ingest_open(st, &o, &in) == 0);
+	for (int c = 0; c < 12; c++, step += 64) {
+		REQUIRE(wide_commit(in, &seq, step) == 0);
+		usage_now(st, &u);
+		over += u.journal_records > 4;
+	}
+	CHECK_EQ_INT(u.blocks, 0);   /* merged, not folded */
+	list_now(st, "jw", &before); /* 64 series, 4 chunks a record */
+	CHECK_EQ_INT(before.n, 64);
+	CHECK_EQ_INT(before.rec[10].samples, 12 * 64);
+	/* Small records too. */
+	for (uint64_t i = 0; i < 40; i++) {
+		s.seq = s.floor = i + 1;
+		s.step0         = i;
+		REQUIRE(apply(in, &s) == WIRE_ACK_STORED);
+		usage_now(st, &u);
+		over += u.journal_records > 4;
+	}
+	CHECK_EQ_INT(over, 0);
+	/* Listed from the merged records (above) as after a fold of
+	 * everything. */
+	REQUIRE(ingest_fold(in, 1) == 0);
+	list_now(st, "jw", &after);
+	CHECK_EQ_INT(after.n, 65);
+	after.n = 64; /* less "small", after the others */
+	CHECK_EQ_INT(listed_differ(&before, &after), 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("jw", "m63", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 12 * 64);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(ordered);
+	CHECK(read_series("jw", "small", 1, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 40);
 }
 
 /*
@@ -1499,10 +1732,10 @@ TEST(format1_store_read_and_converted)
 	CHECK(r.samples == 2000 && r.first_step == 0 && r.last_step == 1999);
 	CHECK(r.last_value == val_lin(1999));
 
-	REQUIRE(set_format(dir, 4) == 0);
+	REQUIRE(set_format(dir, 5) == 0);
 	CHECK(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) ==
 	    STORE_EFORMAT);
-	CHECK(strstr(err, "database format 4") != NULL);
+	CHECK(strstr(err, "database format 5") != NULL);
 	/* Stamped 3 again, it opens. */
 	REQUIRE(set_format(dir, 3) == 0);
 	CHECK(read_series("f1", "loss", 0, 0, UINT64_MAX, &g) == 0);
@@ -1528,15 +1761,16 @@ v2_zz(int64_t v)
 
 /*
  * Replace the one journal record of the store in dir by the record
- * format 2 wrote for the same samples (make()'s: steps step0.., one
- * series sid): u32 groups, u32 samples, u64 base step, u64 base time,
- * { u32 sid, u32 offset }, then a varint count and per sample the step
- * delta and the time's delta of deltas (zigzag varints, in ns) and the
- * value's xor with the previous (a tag byte: 0, or 1 + its trailing
+ * format 2 (or 3: its header and chunk, below) wrote for the same samples
+ * (make()'s: steps step0.., one series sid): u32 groups, u32 samples, u64 base
+ * step, u64 base time, { u32 sid, u32 offset }, then a varint count and per
+ * sample the step delta and the time's delta of deltas (zigzag varints, in ns)
+ * and the value's xor with the previous (a tag byte: 0, or 1 + its trailing
  * zero bits, then the xor shifted right by them as a varint).
  */
 static int
-journal_v2(const char *d, uint32_t sid, uint64_t step0, uint32_t n)
+journal_old(
+    const char *d, int format, uint32_t sid, uint64_t step0, uint32_t n)
 {
 	MDB_env    *env;
 	MDB_txn    *txn;
@@ -1551,12 +1785,28 @@ journal_v2(const char *d, uint32_t sid, uint64_t step0, uint32_t n)
 
 	if (n > 100)
 		return -1;
-	le_put(rec, 1, 4);
-	le_put(rec + 4, n, 4);
-	le_put(rec + 8, step0, 8);
-	le_put(rec + 16, (uint64_t) t0, 8);
-	le_put(rec + 24, sid, 4);
-	le_put(rec + 28, 0, 4);
+	if (format == 3) {
+		/* Format 3: the tag, groups, samples, base step and time,
+		 * time unit (1: ns), one chunk { sid, 0 }, then the group:
+		 * a varint sid delta (0) and count, and the samples. */
+		le_put(rec, 0xffffffffu, 4);
+		le_put(rec + 4, 1, 4);
+		le_put(rec + 8, n, 4);
+		le_put(rec + 12, step0, 8);
+		le_put(rec + 20, (uint64_t) t0, 8);
+		le_put(rec + 28, 1, 4);
+		le_put(rec + 32, sid, 4);
+		le_put(rec + 36, 0, 4);
+		p    = rec + 40;
+		*p++ = 0;
+	} else {
+		le_put(rec, 1, 4);
+		le_put(rec + 4, n, 4);
+		le_put(rec + 8, step0, 8);
+		le_put(rec + 16, (uint64_t) t0, 8);
+		le_put(rec + 24, sid, 4);
+		le_put(rec + 28, 0, 4);
+	}
 	p = v2_var(p, n);
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t s  = step0 + i, b, x;
@@ -1641,7 +1891,7 @@ TEST(format2_store_with_journal_converted)
 	store_close(st);
 	REQUIRE(listed("f2", "loss", 0, &r) == 0);
 	REQUIRE(set_format(dir, 2) == 0);
-	REQUIRE(journal_v2(dir, r.sid, 100, 100) == 0);
+	REQUIRE(journal_old(dir, 2, r.sid, 100, 100) == 0);
 
 	CHECK(read_series("f2", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 200);
@@ -1674,6 +1924,111 @@ TEST(format2_store_with_journal_converted)
 	CHECK(in_order);
 	REQUIRE(listed("f2", "loss", 0, &r) == 0);
 	CHECK(r.samples == 300 && r.last_step == 299);
+	CHECK(r.last_value == val_lin(299));
+}
+
+/* The size of the value of key in database db of the store in dir
+ * (read raw), and its first 4 bytes in *first; -1 if absent. */
+static long
+raw_value(const char *d, const char *db, const void *key, size_t klen,
+    uint32_t *first)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi  dbi;
+	MDB_val  k = { klen, (void *) (uintptr_t) key }, v;
+	long     n = -1;
+
+	if (mdb_env_create(&env) != 0)
+		return -1;
+	mdb_env_set_maxdbs(env, 10);
+	if (mdb_env_open(env, d, MDB_RDONLY, 0600) == 0
+	    && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+		if (mdb_dbi_open(txn, db, 0, &dbi) == 0
+		    && mdb_get(txn, dbi, &k, &v) == 0) {
+			n      = (long) v.mv_size;
+			*first = v.mv_size >= 4
+			    ? (uint32_t) le_get(v.mv_data, 4)
+			    : 0;
+		}
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return n;
+}
+
+/*
+ * A format-3 store (statistics in a fixed 56-byte layout, journal
+ * records with a two-varint group header) with samples in the journal
+ * is read as it is, and converted when vitalsd opens it: only the
+ * number changes; the statistics are written compactly (format 4) once
+ * rewritten, the old record is folded as it is. Samples and listings
+ * are the same before and after, and go on counting.
+ */
+TEST(format3_store_with_journal_converted)
+{
+	store     *st;
+	ingest    *in;
+	got        g;
+	series_rec r;
+	uint8_t    sk[4];
+	uint32_t   fmt = 0, first;
+	spec       a   = { "f3", 10, 1, 1, 0, 0, "loss", 0, 100, val_lin };
+	spec       b   = { "f3", 10, 2, 2, 0, 0, "loss", 100, 100, val_lin };
+	int        in_order = 1;
+
+	fresh_dir();
+	open_both(&st, &in);
+	CHECK_EQ_INT(apply(in, &a), WIRE_ACK_STORED);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED);
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(listed("f3", "loss", 0, &r) == 0);
+	be_put32(sk, r.sid);
+	CHECK(raw_value(dir, "stats", sk, 4, &first) < 56);
+	REQUIRE(set_format(dir, 3) == 0);
+	REQUIRE(journal_old(dir, 3, r.sid, 100, 100) == 0);
+	CHECK_EQ_INT(raw_value(dir, "stats", sk, 4, &first), 56);
+
+	/* Read as it is, read-only. */
+	CHECK(read_series("f3", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 200);
+	for (uint64_t i = 0; i < g.n && i < 200; i++)
+		in_order &= g.steps[i] == i && g.values[i] == val_lin(i)
+		    && g.times[i]
+		        == 1700000000000000000ll + (int64_t) i * 100000000;
+	CHECK(in_order);
+	REQUIRE(listed("f3", "loss", 0, &r) == 0);
+	CHECK(r.samples == 200 && r.first_step == 0 && r.last_step == 199);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 3);
+
+	/* The writer converts it: the number only. */
+	open_both(&st, &in);
+	ingest_close(in);
+	store_close(st);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 4);
+	CHECK_EQ_INT(raw_value(dir, "stats", sk, 4, &first), 56);
+	CHECK(read_series("f3", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 200);
+	REQUIRE(listed("f3", "loss", 0, &r) == 0);
+	CHECK(r.samples == 200 && r.last_step == 199);
+
+	/* Folded with new samples: compact statistics, all in order. */
+	open_both(&st, &in);
+	b.seq = 3, b.floor = 3, b.step0 = 200;
+	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(raw_value(dir, "stats", sk, 4, &first) < 56);
+	CHECK(read_series("f3", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 300);
+	for (uint64_t i = 0; i < g.n && i < 300; i++)
+		in_order &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(in_order);
+	REQUIRE(listed("f3", "loss", 0, &r) == 0);
+	CHECK(r.samples == 300 && r.first_step == 0 && r.last_step == 299);
 	CHECK(r.last_value == val_lin(299));
 }
 
@@ -1864,12 +2219,15 @@ main(void)
 	RUN(ranks_latest_incarnation_by_start);
 	RUN(wide_run_past_encoder_bound_reads_back);
 	RUN(journal_reads_equal_folded_reference);
+	RUN(merged_journal_reads_equal_folded_reference);
 	RUN(journal_read_once_equals_scan_samples);
 	RUN(journal_keeps_extreme_samples);
 	RUN(journal_records_bounded);
+	RUN(records_past_bound_are_merged);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
+	RUN(format3_store_with_journal_converted);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
