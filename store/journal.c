@@ -16,6 +16,7 @@
 
 #include "store/be.h"
 #include "store/store_int.h"
+#include "store/varint.h"
 #include "store/write.h"
 #include "wire/le.h"
 
@@ -57,48 +58,6 @@ corrupt(store *st, uint64_t no)
 }
 
 /* ---- the compact sample code ------------------------------------------ */
-
-static inline uint64_t
-zz(int64_t v)
-{
-	return ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
-}
-
-static inline int64_t
-unzz(uint64_t v)
-{
-	return (int64_t) (v >> 1) ^ -(int64_t) (v & 1);
-}
-
-static inline uint8_t *
-put_var(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t) (v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t) v;
-	return p;
-}
-
-/* Read a varint from [*p, end): 0, or -1 if it runs past end or is too
- * long. */
-static inline int
-get_var(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	for (unsigned sh = 0; sh < 64 && *p < end; sh += 7) {
-		uint8_t b = *(*p)++;
-
-		x |= (uint64_t) (b & 0x7f) << sh;
-		if (!(b & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -1;
-}
 
 /*
  * What each sample is coded against: the previous sample of its group
@@ -1172,6 +1131,23 @@ typedef struct jpos {
 	jcur c; /* its next group */
 } jpos;
 
+/* A slot for one more record at the end of *pos (of *n, room for *cap),
+ * or NULL when out of memory (*pos is then unchanged). */
+static jpos *
+jpos_add(jpos **pos, size_t *n, size_t *cap)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		jpos  *np = realloc(*pos, nc * sizeof(*np));
+
+		if (np == NULL)
+			return NULL;
+		*pos = np;
+		*cap = nc;
+	}
+	return &(*pos)[(*n)++];
+}
+
 static int
 fold_cur_open(store_txn *t, fold_cur *fc)
 {
@@ -1302,25 +1278,18 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 		return store_fail(st, rc, "reading the journal");
 	/* The oldest records: at least one, then while within the step. */
 	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
-		jrec r;
+		jrec  r;
+		jpos *x;
 
 		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
 			goto out;
 		if (npos > 0 && total + r.nsamples > max_samples)
 			break;
-		if (npos == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			jpos  *np = realloc(pos, nc * sizeof(*np));
-
-			if (np == NULL)
-				goto nomem;
-			pos = np;
-			cap = nc;
-		}
-		pos[npos].r = r;
-		if ((rc = cur_first(st, &r, &pos[npos].c)) != 0)
+		if ((x = jpos_add(&pos, &npos, &cap)) == NULL)
+			goto nomem;
+		x->r = r;
+		if ((rc = cur_first(st, &r, &x->c)) != 0)
 			goto out;
-		npos++;
 		total += r.nsamples;
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND) {
@@ -1532,7 +1501,8 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 		return store_fail(st, rc, "reading the journal");
 	/* The newest records a commit wrote, newest first. */
 	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_PREV) {
-		jrec r;
+		jrec  r;
+		jpos *x;
 
 		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
 			goto out;
@@ -1540,16 +1510,9 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 		    || r.nsamples < min_samples
 		    || (npos >= 2 && ns + r.nsamples > max_samples))
 			break;
-		if (npos == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			jpos  *np = realloc(pos, nc * sizeof(*np));
-
-			if (np == NULL)
-				goto nomem;
-			pos = np;
-			cap = nc;
-		}
-		pos[npos++].r = r;
+		if ((x = jpos_add(&pos, &npos, &cap)) == NULL)
+			goto nomem;
+		x->r = r;
 		ns += r.nsamples;
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "store/be.h"
+#include "store/varint.h"
 #include "wire/le.h"
 
 /* The map starts small and doubles when full: a short run costs little
@@ -733,46 +734,6 @@ store_stats_empty(series_rec *r)
 	r->jseen      = 0;
 }
 
-static uint8_t *
-stats_var(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t) (v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t) v;
-	return p;
-}
-
-static int
-stats_get_var(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	for (unsigned sh = 0; sh < 64 && *p < end; sh += 7) {
-		uint8_t b = *(*p)++;
-
-		x |= (uint64_t) (b & 0x7f) << sh;
-		if (!(b & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-static uint64_t
-stats_zz(uint64_t d)
-{
-	return (d << 1) ^ (uint64_t) ((int64_t) d >> 63);
-}
-
-static uint64_t
-stats_unzz(uint64_t v)
-{
-	return (v >> 1) ^ (uint64_t) - (int64_t) (v & 1);
-}
-
 /*
  * Format 4 writes the statistics compactly (the fold rewrites them for
  * every series it folds, so their size is a share of every fold's
@@ -790,13 +751,13 @@ store_stats_encode(uint8_t buf[STATS_REC_SIZE], const series_rec *r)
 	uint8_t  tmp[STATS_REC_SIZE + 16], *p = tmp;
 	uint64_t lt = (uint64_t) r->last_time - (uint64_t) r->first_time;
 
-	p = stats_var(p, r->samples);
-	p = stats_var(p, r->first_step);
-	p = stats_var(p, stats_zz(r->last_step - r->first_step));
+	p = put_var(p, r->samples);
+	p = put_var(p, r->first_step);
+	p = put_var(p, zz((int64_t) (r->last_step - r->first_step)));
 	wire_put64(p, (uint64_t) r->first_time);
-	p = stats_var(p + 8, stats_zz(lt));
+	p = put_var(p + 8, zz((int64_t) lt));
 	put_f64(p, r->last_value);
-	p = stats_var(p + 8, r->jseen);
+	p = put_var(p + 8, r->jseen);
 	if (p - tmp < STATS_REC_SIZE) {
 		memcpy(buf, tmp, (size_t) (p - tmp));
 		return (size_t) (p - tmp);
@@ -827,21 +788,21 @@ store_stats_decode(const void *buf, size_t len, series_rec *r)
 		r->jseen      = wire_get64(p + 48);
 		return 0;
 	}
-	if (len > STATS_REC_SIZE || stats_get_var(&p, end, &r->samples) != 0
-	    || stats_get_var(&p, end, &r->first_step) != 0
-	    || stats_get_var(&p, end, &ds) != 0 || end - p < 8)
+	if (len > STATS_REC_SIZE || get_var(&p, end, &r->samples) != 0
+	    || get_var(&p, end, &r->first_step) != 0
+	    || get_var(&p, end, &ds) != 0 || end - p < 8)
 		return STORE_ECORRUPT;
 	ft = wire_get64(p);
 	p += 8;
-	if (stats_get_var(&p, end, &dt) != 0 || end - p < 8)
+	if (get_var(&p, end, &dt) != 0 || end - p < 8)
 		return STORE_ECORRUPT;
 	r->last_value = get_f64(p);
 	p += 8;
-	if (stats_get_var(&p, end, &r->jseen) != 0 || p != end)
+	if (get_var(&p, end, &r->jseen) != 0 || p != end)
 		return STORE_ECORRUPT;
-	r->last_step  = r->first_step + stats_unzz(ds);
+	r->last_step  = r->first_step + (uint64_t) unzz(ds);
 	r->first_time = (int64_t) ft;
-	r->last_time  = (int64_t) (ft + stats_unzz(dt));
+	r->last_time  = (int64_t) (ft + (uint64_t) unzz(dt));
 	return 0;
 }
 
