@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench/clock.h"
 #include "bench/realistic.h"
 #include "vitals.h"
 
@@ -37,19 +38,6 @@ typedef struct job {
 } job;
 
 static pthread_barrier_t start_line;
-
-/* This process's CPU (user + system, every thread) so far, in s: the
- * emitters' side of the cost, which a machine of two cores shares with
- * vitalsd. */
-static double
-cpu_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double) ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6
-	    + (double) ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
 
 static double
 now_s(void)

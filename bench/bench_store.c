@@ -29,6 +29,7 @@
 #include "store/block.h"
 #include "store/scan.h"
 #include "store/store.h"
+#include "bench/clock.h"
 #include "bench/realistic.h"
 #include "wire/wire.h"
 
@@ -39,17 +40,6 @@
 #define GROUP 32        /* batches per transaction */
 
 static real_gen gens[RANKS + 1];
-
-/* CPU (user + system) of this process so far, in seconds. */
-static double
-cpu_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double) ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	    (double) ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
 
 static double
 now_s(void)

@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/clock.h"
 #include "bench/realistic.h"
 #include "collector/ingest.h"
 #include "store/store.h"
@@ -74,16 +75,6 @@ now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double
-cpu_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double) ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6
-	    + (double) ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 /* wchar and write_bytes of this process (0 where unreadable). */
