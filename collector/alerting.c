@@ -452,6 +452,18 @@ rebase(const void *p, const void *from, const uint8_t *to)
 	return to + ((const uint8_t *) p - (const uint8_t *) from);
 }
 
+/* j's view: b, a view of the message at from, moved onto its bytes at
+ * to. */
+static void
+view_onto(job *j, const wire_batch *b, const void *from, const uint8_t *to)
+{
+	j->b         = *b;
+	j->b.id.run  = rebase(b->id.run, from, to);
+	j->b.id.host = rebase(b->id.host, from, to);
+	j->b.names   = rebase(b->names, from, to);
+	j->b.samples = rebase(b->samples, from, to);
+}
+
 /* A job holding a copy of msg, with the view b rebased into it; NULL
  * when out of memory. */
 static job *
@@ -465,11 +477,7 @@ copy_whole(const wire_batch *b, const void *msg, size_t len)
 	j->len       = len;
 	j->viewed    = 1;
 	j->held      = 0;
-	j->b         = *b;
-	j->b.id.run  = rebase(b->id.run, msg, j->msg);
-	j->b.id.host = rebase(b->id.host, msg, j->msg);
-	j->b.names   = rebase(b->names, msg, j->msg);
-	j->b.samples = rebase(b->samples, msg, j->msg);
+	view_onto(j, b, msg, j->msg);
 	return j;
 }
 
@@ -491,11 +499,7 @@ take_whole(const wire_batch *b, zmq_msg_t *zm)
 	j->len       = zmq_msg_size(&j->zm);
 	j->viewed    = 1;
 	j->held      = 1;
-	j->b         = *b;
-	j->b.id.run  = rebase(b->id.run, from, zmq_msg_data(&j->zm));
-	j->b.id.host = rebase(b->id.host, from, zmq_msg_data(&j->zm));
-	j->b.names   = rebase(b->names, from, zmq_msg_data(&j->zm));
-	j->b.samples = rebase(b->samples, from, zmq_msg_data(&j->zm));
+	view_onto(j, b, from, zmq_msg_data(&j->zm));
 	return j;
 }
 

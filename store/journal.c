@@ -112,6 +112,42 @@ sample_put(uint8_t *p, jcoder *c, const store_sample *s)
 	return p;
 }
 
+/* unit narrowed to the largest of itself, 10^3 and 1 that divides the
+ * time delta of deltas of each of the n samples of a group at s, coded
+ * from the record's first sample. */
+static uint64_t
+group_unit(
+    const store_sample *first, const store_sample *s, size_t n, uint64_t unit)
+{
+	jcoder c = { first->step, 0, first->time_ns, 0, 1 };
+
+	for (size_t m = 0; m < n && unit > 1; m++) {
+		int64_t dd = sample_dd(&c, &s[m]);
+
+		while (unit > 1 && dd % (int64_t) unit != 0)
+			unit /= 1000;
+	}
+	return unit;
+}
+
+/* Code a group at q: the header (dsid, its sid less the one before it
+ * in the chunk, shifted left by one, the low bit set when n is over 1),
+ * the count when over 1, and its n samples at s, coded from the
+ * record's first sample in the record's unit. Returns the byte after. */
+static uint8_t *
+group_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
+    const store_sample *s, size_t n)
+{
+	jcoder c = { first->step, 0, first->time_ns, 0, unit };
+
+	q = put_var(q, (uint64_t) dsid << 1 | (n > 1));
+	if (n > 1)
+		q = put_var(q, n);
+	for (size_t m = 0; m < n; m++)
+		q = sample_put(q, &c, &s[m]);
+	return q;
+}
+
 static int
 sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
 {
@@ -752,18 +788,9 @@ store_journal_put(
 	}
 	/* The time unit: the largest of 10^6, 10^3 and 1 that divides
 	 * every time delta of deltas the record codes. */
-	for (size_t i = 0, at = 0; i < ng && unit > 1; at += g[i].n, i++) {
-		jcoder c = { first->step, 0, first->time_ns, 0, 1 };
-
-		if (direct != NULL && direct[i])
-			continue;
-		for (uint32_t m = 0; m < g[i].n && unit > 1; m++) {
-			int64_t dd = sample_dd(&c, &s[at + m]);
-
-			while (unit > 1 && dd % (int64_t) unit != 0)
-				unit /= 1000;
-		}
-	}
+	for (size_t i = 0, at = 0; i < ng && unit > 1; at += g[i].n, i++)
+		if (direct == NULL || !direct[i])
+			unit = group_unit(first, &s[at], g[i].n, unit);
 	p = st->jbuf;
 	wire_put32(p, REC_TAG4);
 	wire_put32(p + 4, (uint32_t) nj);
@@ -774,8 +801,6 @@ store_journal_put(
 	pay = p + REC3_HEAD + nch * 8;
 	q   = pay;
 	for (size_t i = 0, at = 0, j = 0; i < ng; at += g[i].n, i++) {
-		jcoder c = { first->step, 0, first->time_ns, 0, unit };
-
 		if (direct != NULL && direct[i])
 			continue;
 		if (j % REC_CHUNK == 0) {
@@ -786,13 +811,8 @@ store_journal_put(
 			prev = g[i].sid;
 		}
 		j++;
-		q = put_var(
-		    q, (uint64_t) (g[i].sid - prev) << 1 | (g[i].n > 1));
+		q = group_put(q, g[i].sid - prev, first, unit, &s[at], g[i].n);
 		prev = g[i].sid;
-		if (g[i].n > 1)
-			q = put_var(q, g[i].n);
-		for (uint32_t m = 0; m < g[i].n; m++)
-			q = sample_put(q, &c, &s[at + m]);
 	}
 	be_put64(key, st->jnext);
 	k.mv_data = key;
@@ -1419,7 +1439,6 @@ merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
 	for (long b; (b = lowest(pos, npos)) >= 0; g++) {
 		uint32_t sid = pos[b].c.sid;
 		size_t   len = 0;
-		jcoder   c;
 
 		for (size_t i = (size_t) b; i < npos; i++) {
 			uint32_t n;
@@ -1436,15 +1455,7 @@ merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
 		if (pass == 0) {
 			if (g == 0)
 				*first = (*buf)[0];
-			c.step  = first->step;
-			c.time  = first->time_ns;
-			c.dtime = 0;
-			for (size_t m = 0; m<len && * unit> 1; m++) {
-				int64_t dd = sample_dd(&c, &(*buf)[m]);
-
-				while (*unit > 1 && dd % (int64_t) *unit != 0)
-					*unit /= 1000;
-			}
+			*unit = group_unit(first, *buf, len, *unit);
 			continue;
 		}
 		if (buf_room(pay, pcap, *plen, 20 + len * SAMPLE_MAX) != 0)
@@ -1458,18 +1469,8 @@ merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
 				    (uint32_t) *plen);
 				prev = sid;
 			}
-			q = put_var(
-			    q, (uint64_t) (sid - prev) << 1 | (len > 1));
-			prev = sid;
-			if (len > 1)
-				q = put_var(q, len);
-			c.step  = first->step;
-			c.time  = first->time_ns;
-			c.dtime = 0;
-			c.bits  = 0;
-			c.unit  = *unit;
-			for (size_t m = 0; m < len; m++)
-				q = sample_put(q, &c, &(*buf)[m]);
+			q = group_put(q, sid - prev, first, *unit, *buf, len);
+			prev  = sid;
 			*plen = (size_t) (q - *pay);
 		}
 	}
