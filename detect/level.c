@@ -25,6 +25,17 @@
  * samples after it instead of ~48; on a series whose level wanders (a
  * busy host) a step stands out most at that lag.
  *
+ * The jump test (`jump`, on by default) does it at the shortest lag: a
+ * sample off the one before it by the threshold of one-step changes
+ * (`noise` times their average, learned as the others are). On a busy
+ * host whose level wanders as a slow autoregression (the level of a
+ * step is nearly the level of the step before, plus a small new
+ * change), the change from one step to the next is that small new
+ * change: the one place where a step of a few percent is as large as
+ * it is. As a single sample decides, the episode is then judged on the
+ * median of the samples since the jump (a slow step that does not last
+ * falls out at once), and, firing, on C too.
+ *
  * `drift` (a fraction; 0: off) reports at info how far the level went
  * from a slow reference (time constant `follow` samples), once per
  * `drift` of travel: the planned drift, seen but not paged.
@@ -46,7 +57,8 @@ enum {
 	LV_ADAPT,
 	LV_NOISE,
 	LV_DRIFT,
-	LV_SHORT
+	LV_SHORT,
+	LV_JUMP
 };
 static const detect_param lv_params[] = {
 	{ "by", DP_NUM, 0.05, 0, 0.001, 0.99, NULL },
@@ -58,6 +70,7 @@ static const detect_param lv_params[] = {
 	{ "noise", DP_NUM, 5, 0, 0, 1e6, NULL },
 	{ "drift", DP_NUM, 0, 0, 0, 100, NULL },
 	{ "short", DP_COUNT, 8, 0, 0, 4096, NULL },
+	{ "jump", DP_BOOL, 1, 0, 0, 1, NULL },
 };
 
 typedef struct level_st {
@@ -77,7 +90,14 @@ typedef struct level_st {
 	detect_win r, s;
 	double     scale_s;
 	uint64_t   nd_s;
-	int        quick; /* the episode was opened by the quick test */
+	int        quick; /* the episode was opened by: 0 the windows' test,
+	                   * 1 the quick test, 2 the jump test */
+	/* The jump test: the previous sample, the noise scale of one-step
+	 * changes, and the sample count at the jump. */
+	double     prev;
+	int        has_prev;
+	double     scale_j;
+	uint64_t   nd_j, jump_n;
 	double     buf[]; /* 3 windows of 2 x window doubles, then R and S
 	                   * of 2 x short doubles */
 } level_st;
@@ -150,6 +170,27 @@ push3(level_st *st, double x)
 		detect_win_push(&st->a, wbuf(st, 0), out_b);
 }
 
+/* The median of the last k samples (k at most C's count), as the jump
+ * test judges an episode on the samples since the jump. */
+static double
+median_last(level_st *st, uint32_t k)
+{
+	const double *ring = wbuf(st, 2);
+	double        v[64];
+	uint32_t      i, j;
+
+	if (k >= st->c.n || k > 64)
+		return detect_win_median(&st->c, ring);
+	for (i = 0; i < k; i++) { /* insertion sort: k is small */
+		double x = ring[(st->c.head + st->c.cap - 1 - i) % st->c.cap];
+
+		for (j = i; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
 /* Relative shift of x from ref in the bad direction. */
 static double
 shift_of(double x, double ref, int up)
@@ -207,11 +248,15 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	level_st          *st   = in->st;
 	const char        *kind = up ? "rise" : "drop";
 	double             by   = detect_p(r, LV_BY), ma, mb, mc, thr, d;
-	double             mr = 0, ms = 0, thr_s;
-	int                cond, tr, quick_ok;
+	double             mr = 0, ms = 0, thr_s, thr_j, pv = st->prev;
+	double             mj = 0, mshow;
+	int                cond, tr, quick_ok, jump_ok;
 
 	if (!isfinite(s->value))
 		return;
+	jump_ok      = detect_p(r, LV_JUMP) != 0 && st->has_prev && pv != 0;
+	st->prev     = s->value;
+	st->has_prev = 1;
 	push3(st, s->value);
 	st->n++;
 	if (st->a.n < st->a.cap || st->n < detect_p(r, LV_WARMUP))
@@ -225,6 +270,7 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	d        = fabs(mc - mb) / fabs(mb);
 	thr      = fmax(by, detect_p(r, LV_NOISE) * st->scale);
 	thr_s    = fmax(by, detect_p(r, LV_NOISE) * st->scale_s);
+	thr_j    = fmax(by, detect_p(r, LV_NOISE) * st->scale_j);
 	quick_ok = st->r.cap > 0 && st->r.n == st->r.cap;
 	if (quick_ok) {
 		mr       = detect_win_median(&st->r, wbuf(st, 3));
@@ -253,6 +299,15 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 			st->ref   = mr;
 			st->thr   = thr_s;
 			st->quick = 1;
+		} else if (jump_ok && st->nd_j >= st->a.cap
+		    && shift_of(s->value, pv, up) >= thr_j) {
+			/* Jump: this sample off the one before it. */
+			cond       = 1;
+			st->ref    = pv;
+			st->thr    = thr_j;
+			st->quick  = 2;
+			st->jump_n = st->n;
+			mj         = s->value;
 		} else if (st->n >= st->settle) {
 			/* An abrupt shift the other way (the level coming
 			 * back), or windows that still hold samples of an
@@ -265,7 +320,18 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 			    && !(steady_s && shift_of(ms, mr, !up) >= thr_s))
 				learn(&st->scale_s, &st->nd_s,
 				    fabs(ms - mr) / fabs(mr));
+			if (jump_ok && shift_of(s->value, pv, !up) < thr_j)
+				learn(&st->scale_j, &st->nd_j,
+				    fabs(s->value - pv) / fabs(pv));
 		}
+	} else if (st->quick == 2) {
+		/* Judged on the samples since the jump; once firing, C
+		 * keeps it too. */
+		mj   = median_last(st, (uint32_t) (st->n - st->jump_n + 1));
+		cond = st->fsm.state == DETECT_FSM_FIRING
+		    ? shift_of(mj, st->ref, up) >= st->thr / 2
+		        || shift_of(mc, st->ref, up) >= st->thr / 2
+		    : shift_of(mj, st->ref, up) >= st->thr;
 	} else if (st->quick) {
 		/* Judged on S; once firing, C (steadier) keeps it too. */
 		cond = st->fsm.state == DETECT_FSM_FIRING
@@ -279,8 +345,12 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	}
 	tr = detect_fsm_update(&st->fsm, cond, &r->p[LV_FOR], &r->clear,
 	    &r->cooldown, s->step, s->time_ns);
-	if (st->fsm.state != DETECT_FSM_CLEAR)
+	/* A jump that did not last 3 samples (a slow step) held no shift
+	 * that the windows could learn. */
+	if (st->fsm.state != DETECT_FSM_CLEAR
+	    && (st->quick != 2 || st->n - st->jump_n >= 3))
 		st->settle = st->n + 3 * (uint64_t) st->a.cap;
+	mshow = st->quick == 2 ? mj : st->quick ? ms : mc;
 	if (tr == DETECT_FSM_FIRE) {
 		st->firing_n = 0;
 		detect_emit_series(c, kind, r->severity, DETECT_FIRING, 0, s,
@@ -288,12 +358,14 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 		    "%s level %s (median of %u samples) is %.1f%% %s its "
 		    "level %s before an abrupt shift at step %llu (threshold "
 		    "%.1f%%, rank %d)",
-		    c->s->metric, detect_fmt(st->quick ? ms : mc).s,
-		    st->quick ? st->s.n : st->c.n,
-		    100 * shift_of(st->quick ? ms : mc, st->ref, up),
-		    up ? "above" : "below", detect_fmt(st->ref).s,
-		    (unsigned long long) st->fsm.step0, 100 * st->thr,
-		    (int) s->rank);
+		    c->s->metric, detect_fmt(mshow).s,
+		    st->quick == 2 ? (unsigned) fmin(
+		        st->c.n, (double) (st->n - st->jump_n + 1))
+		        : st->quick ? st->s.n
+		                    : st->c.n,
+		    100 * shift_of(mshow, st->ref, up), up ? "above" : "below",
+		    detect_fmt(st->ref).s, (unsigned long long) st->fsm.step0,
+		    100 * st->thr, (int) s->rank);
 	} else if (tr == DETECT_FSM_RESOLVE) {
 		detect_emit_series(c, kind, r->severity, DETECT_RESOLVED, 0, s,
 		    mc, st->ref,
@@ -349,6 +421,7 @@ level_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	detect_win_clear(&st->c);
 	detect_win_clear(&st->r);
 	detect_win_clear(&st->s);
+	st->has_prev = 0;
 	st->n      = 0;
 	st->settle = 0;
 }

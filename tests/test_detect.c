@@ -673,6 +673,99 @@ TEST(drop_recovery_does_not_teach_noise)
 	detect_engine_free(e);
 }
 
+/* step_time of run "busy", rank 0, steps a to b: a busy shared host whose
+ * log step time wanders as an AR(1) of coefficient 0.98 and standard
+ * deviation sd (*x is its state), with 1% noise of its own, times mult;
+ * every slow_every-th step (0: none) twice as long. */
+static void
+busy_steps(detect_engine *e, uint64_t a, uint64_t b, double *x, double sd,
+    double mult, int slow_every)
+{
+	for (uint64_t st = a; st < b; st++) {
+		double v;
+
+		*x = 0.98 * *x + sd * 0.199 * noise();
+		v  = 0.5 * exp(*x) * exp(0.01 * noise()) * mult;
+		if (slow_every && st % (uint64_t) slow_every == 0)
+			v *= 2;
+		feed(e, "busy", 0, "step_time", st, 0.5 * (double) st, v);
+	}
+}
+
+#define BUSY_RULE                                                             \
+	"rule step_time_rise {\n metric = 'step_time'\n detector = rise\n"    \
+	" by = 4%%\n window = 64\n for = 16 steps\n%s}\n"
+
+TEST(level_jump_finds_a_step_on_a_wandering_level)
+{
+	char rules[512];
+	int  found[2] = { 0, 0 }, msg_ok = 0;
+
+	/* The host's level wanders with a standard deviation of 15%: a
+	 * window's median moves by several percent from one window to
+	 * the next, and by about 3% from one step to the next. At step
+	 * 3000 the step time rises by 20% for good (1.3 standard
+	 * deviations): only the change from one step to the next shows
+	 * it as large as it is. 20 such hosts, with and without the jump
+	 * test; none raises anything before the step. */
+	for (int jump = 1; jump >= 0; jump--) {
+		snprintf(rules, sizeof(rules), BUSY_RULE,
+		    jump ? "" : " jump = false\n");
+		for (int k = 1; k <= 20; k++) {
+			detect_engine *e = engine(rules);
+			const got     *g;
+			double         x = 0;
+
+			REQUIRE(e != NULL);
+			rs = (uint64_t) k * 7919;
+			busy_steps(e, 0, 3000, &x, 0.15, 1, 0);
+			if (S.n)
+				dump();
+			CHECK(S.n == 0);
+			busy_steps(e, 3000, 3200, &x, 0.15, 1.2, 0);
+			g = first("rise", DETECT_FIRING);
+			if (g != NULL && g->step > 3000 && g->step <= 3030) {
+				found[jump]++;
+				msg_ok += jump
+				    && strstr(g->msg, "median of 16 samples")
+				        != NULL;
+			}
+			detect_engine_free(e);
+		}
+	}
+	printf("    found within 30 steps: %d of 20 without the jump test, "
+	       "%d with it\n",
+	    found[0], found[1]);
+	CHECK(found[0] <= 3);
+	CHECK(found[1] >= 8);
+	CHECK(msg_ok == found[1]);
+}
+
+TEST(level_jump_slow_steps_do_not_stop_learning)
+{
+	detect_engine *e;
+	double         x = 0;
+	char           rules[512];
+
+	/* Every 25th step is twice as long (a slow step that recurs). Each
+	 * is a jump that does not last: it must not hold back what the
+	 * tests learn of the noise, else a host that becomes busy later
+	 * is judged by the quiet host's threshold. */
+	snprintf(rules, sizeof(rules), BUSY_RULE, "");
+	e = engine(rules);
+	REQUIRE(e != NULL);
+	rs = 99;
+	busy_steps(e, 0, 1000, &x, 0, 1, 25);
+	for (int k = 1; k <= 20; k++)
+		busy_steps(e, 1000 + 100 * (uint64_t) (k - 1),
+		    1000 + 100 * (uint64_t) k, &x, 0.01 * k, 1, 25);
+	busy_steps(e, 3000, 6000, &x, 0.2, 1, 25);
+	if (S.n)
+		dump();
+	CHECK(count("rise", -1) == 0);
+	detect_engine_free(e);
+}
+
 TEST(level_gradual_drift_quiet_abrupt_shift_fires)
 {
 	detect_engine *e = engine(NULL);
@@ -2249,6 +2342,8 @@ main(void)
 	RUN(drop_recovery_does_not_teach_noise);
 	RUN(drop_quick_test_names_a_step_within_30_samples);
 	RUN(level_gradual_drift_quiet_abrupt_shift_fires);
+	RUN(level_jump_finds_a_step_on_a_wandering_level);
+	RUN(level_jump_slow_steps_do_not_stop_learning);
 	RUN(stall_of_run_rank_and_progress);
 	RUN(rank_left_behind_after_a_run_pause_is_its_own_alert);
 	RUN(finished_run_is_not_a_stall);
