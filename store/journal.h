@@ -49,6 +49,11 @@ int store_journal_put(
  * store_err. */
 int store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples);
 
+/* The most groups (series) of one record in the journal as t sees it
+ * (0 when it is empty): how wide the run that wrote it is. Reads each
+ * record's header. Returns 0 or a store_err. */
+int store_journal_widest(store_txn *t, uint64_t *groups);
+
 /*
  * One fold step in the write transaction t: the oldest records (at
  * least one, then as many as keep the step within max_samples) are

@@ -1591,6 +1591,68 @@ TEST(records_past_bound_are_merged)
 }
 
 /*
+ * A journal of wide records (one step of many series a commit) holds
+ * 1,024 samples of each series of its widest record, up to 4 times
+ * --journal-samples, before it is folded (a fold rewrites each series'
+ * tail whatever it brings, so it should bring many samples of each);
+ * a run of few series is folded at --journal-samples as before.
+ * Reads are the same.
+ */
+TEST(wide_journal_folds_more_samples_a_series)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	scan_usage  u;
+	got         g;
+	char        err[1400];
+	uint64_t    seq = 0, step = 0, blocks;
+	int         early = 0, over = 0, ordered = 1;
+	spec        s = { "jn", 9, 0, 0, 0, 1, "few", 0, 200, val_lin };
+
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
+	ingest_opts_init(&o);
+	o.journal_samples = 4096;
+	o.journal_records = 4;
+	REQUIRE(ingest_open(st, &o, &in) == 0);
+	/* 64 series x 64 samples a commit: 64 x 1,024 is past 4 x 4,096,
+	 * so the journal holds 16,384 samples (4 commits) unfolded. */
+	for (int c = 0; c < 4; c++, step += 64) {
+		REQUIRE(wide_commit(in, &seq, step) == 0);
+		usage_now(st, &u);
+		early += u.blocks > 0;
+		over += u.journal_records > 4;
+	}
+	CHECK_EQ_INT(early, 0);
+	CHECK_EQ_INT(u.journal_records, 4);
+	REQUIRE(wide_commit(in, &seq, step) == 0); /* past it: folded */
+	usage_now(st, &u);
+	CHECK(u.blocks > 0);
+	CHECK(u.journal_records <= 1);
+	blocks = u.blocks;
+	/* One series, 200 samples a commit: folded past 4,096. */
+	for (uint64_t i = 0; i < 25; i++) {
+		s.seq = s.floor = i + 1;
+		s.step0         = i * 200;
+		REQUIRE(apply(in, &s) == WIRE_ACK_STORED);
+		usage_now(st, &u);
+		over += u.journal_records > 4;
+	}
+	CHECK_EQ_INT(over, 0);
+	CHECK(u.blocks > blocks);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 5 * 64);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(ordered);
+	CHECK(read_series("jn", "few", 1, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 25 * 200);
+}
+
+/*
  * A commit that brings many samples of a series with none in the
  * journal (a narrow run) appends them to its blocks itself: nothing is
  * journalled, so they are coded and written once. One that brings a
@@ -2224,6 +2286,7 @@ main(void)
 	RUN(journal_keeps_extreme_samples);
 	RUN(journal_records_bounded);
 	RUN(records_past_bound_are_merged);
+	RUN(wide_journal_folds_more_samples_a_series);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
