@@ -1458,13 +1458,13 @@ usage_now(store *st, scan_usage *u)
 	store_read_end(txn);
 }
 
-/* One commit of 64 series x 64 samples each from step0 (4,096 samples:
- * a wide record, journalled as the groups are small). */
+/* One commit of 64 series x n samples each from step0 (a wide record,
+ * journalled as the groups are small). */
 static int
-wide_commit(ingest *in, uint64_t *seq, uint64_t step0)
+wide_commit_n(ingest *in, uint64_t *seq, uint64_t step0, uint32_t n)
 {
 	char name[16];
-	spec s = { "jw", 7, 0, 0, 0, 0, name, step0, 64, val_lin };
+	spec s = { "jw", 7, 0, 0, 0, 0, name, step0, n, val_lin };
 
 	if (ingest_begin(in) != 0)
 		return -100;
@@ -1483,6 +1483,13 @@ wide_commit(ingest *in, uint64_t *seq, uint64_t step0)
 		}
 	}
 	return ingest_commit(in) != 0 ? -101 : 0;
+}
+
+/* 64 series x 64 samples (4,096). */
+static int
+wide_commit(ingest *in, uint64_t *seq, uint64_t step0)
+{
+	return wide_commit_n(in, seq, step0, 64);
 }
 
 /* The statistics of every series of a run, in listing order. */
@@ -1650,6 +1657,51 @@ TEST(wide_journal_folds_more_samples_a_series)
 	CHECK(ordered);
 	CHECK(read_series("jn", "few", 1, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 25 * 200);
+}
+
+/*
+ * When the records past the bound hold more than a merge takes (a wide
+ * run: records of 100,000 samples, ten to a merge), the oldest of them
+ * are merged, so the newer ones can be merged next: merging the newest
+ * left the older ones behind the merged record for good, and the
+ * records bound then folded the journal long before its samples bound.
+ */
+TEST(wide_merges_take_the_oldest_records)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	scan_usage  u;
+	got         g;
+	char        err[1400];
+	uint64_t    seq = 0, step = 0;
+	int         over = 0, first_fold = 0, ordered = 1;
+
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
+	ingest_opts_init(&o);
+	o.journal_samples = 4096; /* a merge takes 1,024: two records */
+	o.journal_records = 8;
+	REQUIRE(ingest_open(st, &o, &in) == 0);
+	/* 64 series x 8 samples a commit: the journal may hold 16,384. */
+	for (int c = 1; c <= 24; c++, step += 8) {
+		REQUIRE(wide_commit_n(in, &seq, step, 8) == 0);
+		usage_now(st, &u);
+		over += u.journal_records > 8;
+		if (first_fold == 0 && u.blocks > 0)
+			first_fold = c;
+	}
+	CHECK_EQ_INT(over, 0);
+	/* 8 merged records of 2 and one more (8,704 samples); merging the
+	 * newest folded at the 10th commit. */
+	CHECK_EQ_INT(first_fold, 17);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 24 * 8);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(ordered);
 }
 
 /*
@@ -2287,6 +2339,7 @@ main(void)
 	RUN(journal_records_bounded);
 	RUN(records_past_bound_are_merged);
 	RUN(wide_journal_folds_more_samples_a_series);
+	RUN(wide_merges_take_the_oldest_records);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
