@@ -873,8 +873,10 @@ ingest_fold(ingest *in, int all)
 		}
 		if (rc != 0)
 			return rc;
-		if (merged > 0)
+		if (merged > 0) {
+			in->stats.merges++;
 			continue;
+		}
 		in->stats.folds++;
 		in->stats.folded += folded;
 	}

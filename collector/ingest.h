@@ -68,6 +68,7 @@ typedef struct ingest_stats {
 	uint64_t evictions;     /* cache entries evicted (series,
 				 * emitters) */
 	uint64_t folds, folded; /* fold steps committed, samples folded */
+	uint64_t merges;        /* journal merges committed */
 } ingest_stats;
 
 void ingest_opts_init(ingest_opts *o);
