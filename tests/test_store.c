@@ -1043,6 +1043,17 @@ TEST(merged_journal_reads_equal_folded_reference)
 	CHECK(merged > 20); /* checks that saw a merged record */
 }
 
+/* The same with the wide bound (a rank's batch of 5 series is past
+ * 700 / 1,024: the journal holds up to 2,800 samples) and merges of
+ * the oldest fresh records (at most 175 samples, so some stay fresh). */
+TEST(wide_merged_journal_reads_equal_folded_reference)
+{
+	int merged = 0;
+
+	journal_vs_reference(700, 4, &merged);
+	CHECK(merged > 20);
+}
+
 /* Read every series of st with scan_samples_in, after loading the
  * journal of a random part of them (some twice, some not at all), and
  * with scan_samples, over [from, to]: the same samples, bit for bit, in
@@ -2334,6 +2345,7 @@ main(void)
 	RUN(wide_run_past_encoder_bound_reads_back);
 	RUN(journal_reads_equal_folded_reference);
 	RUN(merged_journal_reads_equal_folded_reference);
+	RUN(wide_merged_journal_reads_equal_folded_reference);
 	RUN(journal_read_once_equals_scan_samples);
 	RUN(journal_keeps_extreme_samples);
 	RUN(journal_records_bounded);
