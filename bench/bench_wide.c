@@ -65,6 +65,9 @@ typedef struct result {
 	double series, samples, commits, wall, cpu, wchar, wbytes, rss_mib;
 	double fold_cpu, fold_wchar; /* of which the final fold */
 	double anon_mib;             /* largest RssAnon seen */
+	/* wchar of the commits themselves, of the merges and of the folds
+	 * (the final one included), and their counts */
+	double w_commit, w_merge, w_fold, n_merge, n_fold;
 	int    ok;
 } result;
 
@@ -149,6 +152,36 @@ build(uint8_t *msg, int rank, int ranks, int metrics, uint64_t seq, uint64_t s,
 	return off;
 }
 
+/*
+ * Share the bytes w one ingest_commit wrote (its commit, and any merges
+ * and fold steps after it) between the commit, the merges and the
+ * folds: a commit is taken to write what the commits with neither
+ * wrote on average so far (the first such call: all of it).
+ */
+static void
+split(result *res, double *wsum, double *wn, double w, const ingest_stats *s0,
+    const ingest_stats *s1)
+{
+	double merges = (double) (s1->merges - s0->merges);
+	double folds  = (double) (s1->folds - s0->folds);
+	double own    = *wn > 0 ? *wsum / *wn : w;
+
+	if (merges == 0 && folds == 0) {
+		*wsum += w;
+		*wn += 1;
+		res->w_commit += w;
+		return;
+	}
+	if (own > w)
+		own = w;
+	res->w_commit += own;
+	res->n_merge += merges;
+	res->n_fold += folds;
+	/* Both in one call: shared by their counts. */
+	res->w_merge += (w - own) * merges / (merges + folds);
+	res->w_fold += (w - own) * folds / (merges + folds);
+}
+
 /* One width, in a child: fills res. */
 static void
 run_width(
@@ -170,6 +203,8 @@ run_width(
 	ingest       *in;
 	ingest_opts   io;
 	double        w0 = 0, c0 = 0, x0 = 0, b0 = 0, x1, b1, xf, bf, cf;
+	double        xc, bc, xd, bd, wsum = 0, wn = 0;
+	ingest_stats  s0, s1;
 	struct rusage ru;
 
 	memset(res, 0, sizeof(*res));
@@ -241,8 +276,14 @@ run_width(
 						goto fail;
 				}
 			}
+			proc_io(&xc, &bc);
+			ingest_get_stats(in, &s0);
 			if ((rc = ingest_commit(in)) != 0)
 				goto fail;
+			proc_io(&xd, &bd);
+			ingest_get_stats(in, &s1);
+			if (c > 0)
+				split(res, &wsum, &wn, xd - xc, &s0, &s1);
 			if (c > 0)
 				ncommits++;
 			if (rss_anon_mib() > res->anon_mib)
@@ -269,6 +310,8 @@ run_width(
 	if (rss_anon_mib() > res->anon_mib)
 		res->anon_mib = rss_anon_mib();
 	proc_io(&x1, &b1);
+	res->w_fold += x1 - xf;
+	res->n_fold += 1;
 	res->fold_cpu   = cpu_s() - cf;
 	res->fold_wchar = x1 - xf;
 	res->wall       = now_s() - w0;
@@ -301,6 +344,8 @@ main(int argc, char **argv)
 	long        widths[] = { 10, 1000, 10000, 100000, 1000000 };
 	result      r0       = { 0 };
 	const char *kenv     = getenv("BENCH_WIDE_KEEP");
+	result      splits[8];
+	int         nsplit   = 0;
 	uint64_t    keep     = kenv != NULL ? (uint64_t) atoll(kenv) : 0;
 
 	printf("%9s %9s %7s %9s %10s %10s %9s %8s %6s %6s %10s %11s "
@@ -340,6 +385,8 @@ main(int argc, char **argv)
 		}
 		if (widths[i] == 10)
 			r0 = r;
+		if (nsplit < 8)
+			splits[nsplit++] = r;
 		printf("%9.0f %9.0f %7.0f %9.3f %10.1f %10.1f %9.3f %8.0f "
 		       "%6.2f %6.2f %10.3f %11.1f %8.0f\n",
 		    r.series, r.samples, r.commits, r.samples / r.wall / 1e6,
@@ -353,6 +400,13 @@ main(int argc, char **argv)
 	}
 	if (keep > 0)
 		return 0;
+	printf("\nwchar per sample by transaction: commits, merges (count), "
+	       "folds (count, the final one included)\n");
+	for (int i = 0; i < nsplit; i++)
+		printf("%9.0f %8.1f B %8.1f B (%4.0f) %8.1f B (%4.0f)\n",
+		    splits[i].series, splits[i].w_commit / splits[i].samples,
+		    splits[i].w_merge / splits[i].samples, splits[i].n_merge,
+		    splits[i].w_fold / splits[i].samples, splits[i].n_fold);
 	{
 		char cmd[1200];
 

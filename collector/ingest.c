@@ -30,6 +30,16 @@
  * samples or more (4,096 with the default: wide commits); smaller ones
  * are folded, as before (ingest_fold). */
 #define JOURNAL_WIDE 1024u
+/* A journal whose records are wide may hold JOURNAL_PER_SERIES samples
+ * of each series of its widest record, up to JOURNAL_WIDE_MAX times
+ * journal_samples, before it is folded (journal_bound): a fold rewrites
+ * each series' tail (a 4 KB page once it is past about 2 KB) whatever
+ * it brings, so at 100,000 series the default bound (41 samples a
+ * series) rewrote a 4 KB page every 41 samples of a series. Runs of up
+ * to journal_samples / JOURNAL_PER_SERIES series (4,096) are not
+ * affected. */
+#define JOURNAL_PER_SERIES 1024u
+#define JOURNAL_WIDE_MAX 4u
 
 /* ---- the handle and its transaction ---------------------------------- */
 
@@ -777,17 +787,38 @@ flush_dirty(ingest *in)
 }
 
 /*
- * Keep the journal within its bounds after a commit. Past
- * journal_samples samples, fold. Past journal_records records (readers
+ * The samples the journal may hold before a fold, and that a fold step
+ * takes: journal_samples, or, when its widest record has more than
+ * journal_samples / JOURNAL_PER_SERIES series (a wide run, one step a
+ * commit), JOURNAL_PER_SERIES samples of each, up to JOURNAL_WIDE_MAX
+ * times journal_samples.
+ */
+static uint64_t
+journal_bound(const ingest_opts *o, uint64_t widest)
+{
+	uint64_t bound = o->journal_samples > 0 ? o->journal_samples : 1;
+	uint64_t wide  = widest * JOURNAL_PER_SERIES;
+
+	if (wide <= bound)
+		return bound;
+	return wide < bound * JOURNAL_WIDE_MAX ? wide
+	                                       : bound * JOURNAL_WIDE_MAX;
+}
+
+/*
+ * Keep the journal within its bounds after a commit. Past its samples
+ * bound (journal_bound), fold. Past journal_records records (readers
  * look a series up in each record, so small or many commits must not
  * pile up), merge the newest wide records (journal_samples /
  * JOURNAL_WIDE samples or more) commits wrote since the last merge into one
- * (store_journal_merge) when there are at least half that many, else
+ * (store_journal_merge) when there are at least half that many (2 once
+ * the bound is raised for width: records of 100,000 samples, ten to a
+ * merge), else
  * fold (a narrow run's small commits are folded as before): folding every
  * journal_records commits folded, on a wide run (one step a commit), that many
  * samples of each series at a time, and a fold rewrites each series' tail page
  * and statistics, whatever it brings; merged, the records wait for the samples
- * bound, and a fold takes about journal_samples / series samples of each
+ * bound, and a fold takes about that bound / series samples of each
  * series. So a reader looks a series up in at most journal_records records
  * after each commit, as before. A merge takes at most a quarter of
  * journal_samples samples (its record is in memory while it is made).
@@ -795,11 +826,6 @@ flush_dirty(ingest *in)
 int
 ingest_fold(ingest *in, int all)
 {
-	/* A step folds all it can within the samples bound: the more
-	 * samples of each series one fold takes, the fewer times its tail
-	 * is rewritten. */
-	uint64_t step
-	    = in->opts.journal_samples > 0 ? in->opts.journal_samples : 1;
 	uint64_t half = in->opts.journal_records / 2;
 	int      rc;
 
@@ -807,26 +833,35 @@ ingest_fold(ingest *in, int all)
 		return 0; /* between transactions only */
 	for (;;) {
 		store_txn *t;
-		uint64_t   records, samples, folded = 0, merged = 0;
+		uint64_t records, samples, widest = 0, folded = 0, merged = 0;
+		uint64_t bound, fresh;
 
 		if ((rc = store_write_begin(in->st, &t)) != 0)
 			return rc;
-		if ((rc = store_journal_stat(t, &records, &samples)) != 0) {
+		if ((rc = store_journal_stat(t, &records, &samples)) == 0)
+			rc = store_journal_widest(t, &widest);
+		if (rc != 0) {
 			store_abort(t);
 			return rc;
 		}
+		/* A step folds all it can within the samples bound: the
+		 * more samples of each series one fold takes, the fewer
+		 * times its tail is rewritten. */
+		bound = journal_bound(&in->opts, widest);
+		fresh
+		    = bound > in->opts.journal_samples || half < 2 ? 2 : half;
 		if (samples == 0
-		    || (!all && samples <= in->opts.journal_samples
+		    || (!all && samples <= bound
 		        && records <= in->opts.journal_records)) {
 			store_abort(t);
 			return 0;
 		}
-		if (!all && samples <= in->opts.journal_samples)
-			rc = store_journal_merge(t, half > 2 ? half : 2,
+		if (!all && samples <= bound)
+			rc = store_journal_merge(t, fresh,
 			    in->opts.journal_samples / JOURNAL_WIDE,
 			    in->opts.journal_samples / 4, &merged);
 		if (rc == 0 && merged == 0)
-			rc = store_fold(t, step, &folded);
+			rc = store_fold(t, bound, &folded);
 		if (rc == 0)
 			rc = store_commit(t);
 		else
@@ -838,8 +873,10 @@ ingest_fold(ingest *in, int all)
 		}
 		if (rc != 0)
 			return rc;
-		if (merged > 0)
+		if (merged > 0) {
+			in->stats.merges++;
 			continue;
+		}
 		in->stats.folds++;
 		in->stats.folded += folded;
 	}

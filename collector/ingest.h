@@ -47,7 +47,9 @@ typedef struct ingest_opts {
 	 * samples, are folded into blocks (default 4,194,304; about 10
 	 * bytes a sample). A larger journal folds more samples of each
 	 * series at once, so a wide run rewrites each tail block less
-	 * often. */
+	 * often. A journal whose widest record has more than this / 1,024
+	 * series holds 1,024 samples of each, up to 4 times this
+	 * (ingest.c, journal_bound). */
 	uint64_t journal_samples;
 	/* Also once it holds more than this many records (commits) and
 	 * fewer than half of them are wide enough to merge into one
@@ -68,6 +70,7 @@ typedef struct ingest_stats {
 	uint64_t evictions;     /* cache entries evicted (series,
 				 * emitters) */
 	uint64_t folds, folded; /* fold steps committed, samples folded */
+	uint64_t merges;        /* journal merges committed */
 } ingest_stats;
 
 void ingest_opts_init(ingest_opts *o);

@@ -559,6 +559,34 @@ store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples)
 	return rc;
 }
 
+int
+store_journal_widest(store_txn *t, uint64_t *groups)
+{
+	store      *st = t->st;
+	MDB_cursor *cur;
+	MDB_val     k, v;
+	int         rc;
+
+	*groups = 0;
+	if ((rc = load(t)) != 0 || st->jrecords == 0)
+		return rc;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		jrec r;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
+			mdb_cursor_close(cur);
+			return rc;
+		}
+		if (r.ngroups > *groups)
+			*groups = r.ngroups;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0
+	                          : store_fail(st, rc, "reading the journal");
+}
+
 /* A series whose commit brings at least this many samples, and which
  * has none in the journal, is appended to its blocks by the commit
  * itself (direct_put): a narrow run's samples are then coded and
@@ -1508,20 +1536,18 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
 			goto out;
 		if ((r.v4 && wire_get32(r.p) == REC_TAG4M)
-		    || r.nsamples < min_samples
-		    || (npos >= 2 && ns + r.nsamples > max_samples))
+		    || r.nsamples < min_samples)
 			break;
 		if ((x = jpos_add(&pos, &npos, &cap)) == NULL)
 			goto nomem;
 		x->r = r;
-		ns += r.nsamples;
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND) {
 		rc = store_fail(st, rc, "reading the journal");
 		goto out;
 	}
 	rc = 0;
-	if (npos < 2 || npos < min_fresh || ns > UINT32_MAX / SAMPLE_MAX)
+	if (npos < 2 || npos < min_fresh)
 		goto out;
 	/* Oldest first, as the fold merges them. */
 	for (size_t i = 0; i < npos / 2; i++) {
@@ -1529,6 +1555,20 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 		pos[i]            = pos[npos - 1 - i];
 		pos[npos - 1 - i] = x;
 	}
+	/* The oldest of them, as many as hold at most max_samples (2 at
+	 * least): the newer ones stay after the merged record, to be
+	 * merged next (merging the newest would leave the older ones
+	 * behind it, never merged, and a wide run's records, ten to a
+	 * merge, would reach the records bound and be folded early). */
+	for (size_t i = 0; i < npos; i++) {
+		if (i >= 2 && ns + pos[i].r.nsamples > max_samples) {
+			npos = i;
+			break;
+		}
+		ns += pos[i].r.nsamples;
+	}
+	if (ns > UINT32_MAX / SAMPLE_MAX)
+		goto out;
 	if ((rc = merge_pass(st, pos, npos, 0, &ng, &unit, &first, NULL, &pay,
 	         &plen, &pcap, &buf, &bcap))
 	    != 0)

@@ -49,6 +49,11 @@ int store_journal_put(
  * store_err. */
 int store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples);
 
+/* The most groups (series) of one record in the journal as t sees it
+ * (0 when it is empty): how wide the run that wrote it is. Reads each
+ * record's header. Returns 0 or a store_err. */
+int store_journal_widest(store_txn *t, uint64_t *groups);
+
 /*
  * One fold step in the write transaction t: the oldest records (at
  * least one, then as many as keep the step within max_samples) are
@@ -60,14 +65,14 @@ int store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded);
 
 /*
  * Merge the newest records written by commits (those after the newest
- * merged record and the newest of fewer than min_samples samples, as
- * many as hold at most max_samples samples), if there are at least
- * min_fresh of them (and 2), into one record numbered as
- * the newest of them, in the write transaction t: each series' samples
- * in the order they arrived, so readers read the same before and
- * after. Memory: the merged record (about 7 bytes a realistic sample,
- * at most 31). *merged: the records merged (0: none). Commit t to keep
- * it. Returns 0 or a store_err.
+ * merged record and the newest of fewer than min_samples samples), if
+ * there are at least min_fresh of them (and 2): the oldest of them, as
+ * many as hold at most max_samples samples (2 at least), into one
+ * record numbered as the newest of those, in the write transaction t: each
+ * series' samples in the order they arrived, so readers read the same before
+ * and after. Memory: the merged record (about 7 bytes a realistic sample, at
+ * most 31). *merged: the records merged (0: none). Commit t to keep it.
+ * Returns 0 or a store_err.
  */
 int store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
     uint64_t max_samples, uint64_t *merged);

@@ -89,12 +89,13 @@ fi
 
 # ---------------------------------------------------------------------
 # 1w. The same 20 SIGKILLs on a wide run: 16 ranks x 64 metrics (1,024
-# series, one sample of each per step), with a journal of 20,000 samples
-# so that a fold runs every few commits and the kills land in commits,
+# series, one sample of each per step), with --journal-samples 5000 (a
+# journal of wide records holds 1,024 samples of each series, up to 4
+# times that: 20,000 samples) so that a fold runs every few commits and the kills land in commits,
 # in folds and between them. Every acknowledged sample exactly once,
 # read back through the blocks and the journal alike.
 if want 1w; then
-start_collector --no-detect --journal-samples 20000
+start_collector --no-detect --journal-samples 5000
 export VITALS_RUN=kill20wide
 "$BIN/tests/trainer" emit --ranks 16 --metrics 64 --steps 3000 \
 	--step-us 10000 --flush-ms 60000 >"$T/emit.out" &
@@ -107,7 +108,7 @@ for round in $(seq 1 20); do
 		mdb_stat -e "$DB" >/dev/null 2>&1; then
 		opened=$((opened + 1))
 	fi
-	start_collector --no-detect --journal-samples 20000
+	start_collector --no-detect --journal-samples 5000
 done
 echo "killed vitalsd 20 times (wide run); the store opened cleanly $opened times"
 check "kill x20, wide: store opens cleanly after every kill" [ "$opened" = 20 ]

@@ -1043,6 +1043,17 @@ TEST(merged_journal_reads_equal_folded_reference)
 	CHECK(merged > 20); /* checks that saw a merged record */
 }
 
+/* The same with the wide bound (a rank's batch of 5 series is past
+ * 700 / 1,024: the journal holds up to 2,800 samples) and merges of
+ * the oldest fresh records (at most 175 samples, so some stay fresh). */
+TEST(wide_merged_journal_reads_equal_folded_reference)
+{
+	int merged = 0;
+
+	journal_vs_reference(700, 4, &merged);
+	CHECK(merged > 20);
+}
+
 /* Read every series of st with scan_samples_in, after loading the
  * journal of a random part of them (some twice, some not at all), and
  * with scan_samples, over [from, to]: the same samples, bit for bit, in
@@ -1458,13 +1469,13 @@ usage_now(store *st, scan_usage *u)
 	store_read_end(txn);
 }
 
-/* One commit of 64 series x 64 samples each from step0 (4,096 samples:
- * a wide record, journalled as the groups are small). */
+/* One commit of 64 series x n samples each from step0 (a wide record,
+ * journalled as the groups are small). */
 static int
-wide_commit(ingest *in, uint64_t *seq, uint64_t step0)
+wide_commit_n(ingest *in, uint64_t *seq, uint64_t step0, uint32_t n)
 {
 	char name[16];
-	spec s = { "jw", 7, 0, 0, 0, 0, name, step0, 64, val_lin };
+	spec s = { "jw", 7, 0, 0, 0, 0, name, step0, n, val_lin };
 
 	if (ingest_begin(in) != 0)
 		return -100;
@@ -1483,6 +1494,13 @@ wide_commit(ingest *in, uint64_t *seq, uint64_t step0)
 		}
 	}
 	return ingest_commit(in) != 0 ? -101 : 0;
+}
+
+/* 64 series x 64 samples (4,096). */
+static int
+wide_commit(ingest *in, uint64_t *seq, uint64_t step0)
+{
+	return wide_commit_n(in, seq, step0, 64);
 }
 
 /* The statistics of every series of a run, in listing order. */
@@ -1588,6 +1606,113 @@ TEST(records_past_bound_are_merged)
 	CHECK(ordered);
 	CHECK(read_series("jw", "small", 1, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 40);
+}
+
+/*
+ * A journal of wide records (one step of many series a commit) holds
+ * 1,024 samples of each series of its widest record, up to 4 times
+ * --journal-samples, before it is folded (a fold rewrites each series'
+ * tail whatever it brings, so it should bring many samples of each);
+ * a run of few series is folded at --journal-samples as before.
+ * Reads are the same.
+ */
+TEST(wide_journal_folds_more_samples_a_series)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	scan_usage  u;
+	got         g;
+	char        err[1400];
+	uint64_t    seq = 0, step = 0, blocks;
+	int         early = 0, over = 0, ordered = 1;
+	spec        s = { "jn", 9, 0, 0, 0, 1, "few", 0, 200, val_lin };
+
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
+	ingest_opts_init(&o);
+	o.journal_samples = 4096;
+	o.journal_records = 4;
+	REQUIRE(ingest_open(st, &o, &in) == 0);
+	/* 64 series x 64 samples a commit: 64 x 1,024 is past 4 x 4,096,
+	 * so the journal holds 16,384 samples (4 commits) unfolded. */
+	for (int c = 0; c < 4; c++, step += 64) {
+		REQUIRE(wide_commit(in, &seq, step) == 0);
+		usage_now(st, &u);
+		early += u.blocks > 0;
+		over += u.journal_records > 4;
+	}
+	CHECK_EQ_INT(early, 0);
+	CHECK_EQ_INT(u.journal_records, 4);
+	REQUIRE(wide_commit(in, &seq, step) == 0); /* past it: folded */
+	usage_now(st, &u);
+	CHECK(u.blocks > 0);
+	CHECK(u.journal_records <= 1);
+	blocks = u.blocks;
+	/* One series, 200 samples a commit: folded past 4,096. */
+	for (uint64_t i = 0; i < 25; i++) {
+		s.seq = s.floor = i + 1;
+		s.step0         = i * 200;
+		REQUIRE(apply(in, &s) == WIRE_ACK_STORED);
+		usage_now(st, &u);
+		over += u.journal_records > 4;
+	}
+	CHECK_EQ_INT(over, 0);
+	CHECK(u.blocks > blocks);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 5 * 64);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(ordered);
+	CHECK(read_series("jn", "few", 1, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 25 * 200);
+}
+
+/*
+ * When the records past the bound hold more than a merge takes (a wide
+ * run: records of 100,000 samples, ten to a merge), the oldest of them
+ * are merged, so the newer ones can be merged next: merging the newest
+ * left the older ones behind the merged record for good, and the
+ * records bound then folded the journal long before its samples bound.
+ */
+TEST(wide_merges_take_the_oldest_records)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	scan_usage  u;
+	got         g;
+	char        err[1400];
+	uint64_t    seq = 0, step = 0;
+	int         over = 0, first_fold = 0, ordered = 1;
+
+	fresh_dir();
+	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
+	ingest_opts_init(&o);
+	o.journal_samples = 4096; /* a merge takes 1,024: two records */
+	o.journal_records = 8;
+	REQUIRE(ingest_open(st, &o, &in) == 0);
+	/* 64 series x 8 samples a commit: the journal may hold 16,384. */
+	for (int c = 1; c <= 24; c++, step += 8) {
+		REQUIRE(wide_commit_n(in, &seq, step, 8) == 0);
+		usage_now(st, &u);
+		over += u.journal_records > 8;
+		if (first_fold == 0 && u.blocks > 0)
+			first_fold = c;
+	}
+	CHECK_EQ_INT(over, 0);
+	/* 8 merged records of 2 and one more (8,704 samples); merging the
+	 * newest folded at the 10th commit. */
+	CHECK_EQ_INT(first_fold, 17);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 24 * 8);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(ordered);
 }
 
 /*
@@ -2220,10 +2345,13 @@ main(void)
 	RUN(wide_run_past_encoder_bound_reads_back);
 	RUN(journal_reads_equal_folded_reference);
 	RUN(merged_journal_reads_equal_folded_reference);
+	RUN(wide_merged_journal_reads_equal_folded_reference);
 	RUN(journal_read_once_equals_scan_samples);
 	RUN(journal_keeps_extreme_samples);
 	RUN(journal_records_bounded);
 	RUN(records_past_bound_are_merged);
+	RUN(wide_journal_folds_more_samples_a_series);
+	RUN(wide_merges_take_the_oldest_records);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
