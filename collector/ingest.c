@@ -30,6 +30,8 @@
  * samples or more (4,096 with the default: wide commits); smaller ones
  * are folded, as before (ingest_fold). */
 #define JOURNAL_WIDE 1024u
+/* The least room left in the map before a transaction (make_room). */
+#define MAP_ROOM_MIN (4u << 20)
 
 /* ---- the handle and its transaction ---------------------------------- */
 
@@ -94,12 +96,41 @@ ingest_close(ingest *in)
 	free(in);
 }
 
+/*
+ * Room in the map for the next transaction: what is used of it, with
+ * twice the most a commit (and its fold) added to that so far and at
+ * least MAP_ROOM_MIN, must fit, or the map is grown (doubled) now,
+ * between transactions, instead of after a transaction failed on a full
+ * map. A guess: if a transaction still fills the map it is redone as
+ * before. The map is address space; the file grows only with its pages
+ * in use.
+ */
+static int
+make_room(ingest *in)
+{
+	uint64_t room = 2 * in->map_added;
+	int      rc;
+
+	if (room < MAP_ROOM_MIN)
+		room = MAP_ROOM_MIN;
+	in->map_used = store_map_used(in->st);
+	while (
+	    in->map_used > 0 && in->map_used + room > store_map_size(in->st)) {
+		if ((rc = store_grow(in->st)) != 0)
+			return rc;
+		in->stats.map_grown++;
+	}
+	return 0;
+}
+
 int
 ingest_begin(ingest *in)
 {
 	int rc;
 
 	if (in->series == NULL && (rc = cache_make(in)) != 0)
+		return rc;
+	if ((rc = make_room(in)) != 0)
 		return rc;
 	if ((rc = store_write_begin(in->st, &in->txn)) != 0)
 		return rc;
@@ -114,6 +145,7 @@ ingest_abort(ingest *in)
 	store_abort(in->txn);
 	in->txn = NULL;
 	cache_drop(in);
+	in->stats.drops++;
 }
 
 /* ---- runs and emitters ----------------------------------------------- */
@@ -160,7 +192,7 @@ get_run(ingest *in, const char *name, size_t len, run **out)
 		free(r);
 		return rc;
 	}
-	if (table_put(in->runs, name, len, r) != 0) {
+	if (table_put(in->runs, r) != 0) {
 		free(r);
 		return STORE_ENOMEM;
 	}
@@ -202,7 +234,7 @@ get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
 		free(e);
 		return rc;
 	}
-	if (table_put(in->emitters, key, kl, e) != 0) {
+	if (table_put(in->emitters, e) != 0) {
 		free(e);
 		return STORE_ENOMEM;
 	}
@@ -301,21 +333,25 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	uint8_t key[STORE_KEY_MAX];
 	size_t  kl = store_series_key(
             key, b->id.run, b->id.run_len, metric, mlen, b->id.rank);
-	ser    *s  = table_get(in->series, key, kl);
-	int     rc;
+	ser       *s = table_get(in->series, key, kl);
+	series_rec rec;
+	int        rc;
 
 	if (s != NULL) {
 		s->used = in->stats.commits + 1;
 		*out    = s;
 		return 0;
 	}
-	s = calloc(1, sizeof(*s) + kl);
+	s = malloc(sizeof(*s) + kl);
 	if (s == NULL)
 		return STORE_ENOMEM;
+	memset(s, 0, sizeof(*s));
 	s->used = in->stats.commits + 1;
 	memcpy(s->key, key, kl);
-	s->keylen = kl;
-	rc        = store_get_series(in->txn, s->key, kl, &s->rec);
+	s->keylen = (uint32_t) kl;
+	rc        = store_get_series(in->txn, s->key, kl, &rec);
+	if (rc == 0)
+		s->sid = rec.sid;
 	if (rc == STORE_ENOTFOUND) {
 		const char *which = NULL;
 		uint64_t    cap   = 0;
@@ -354,7 +390,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			return limit_alert(in, b, r, metric, mlen, step, now,
 			    which, cap);
 		}
-		if ((rc = store_new_sid(in->txn, &s->rec.sid)) != 0) {
+		if ((rc = store_new_sid(in->txn, &s->sid)) != 0) {
 			free(s);
 			return rc;
 		}
@@ -369,7 +405,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			in->dnew  = nd;
 			in->dncap = nc;
 		}
-		in->dnew[in->ndnew].sid = s->rec.sid;
+		in->dnew[in->ndnew].sid = s->sid;
 		in->dnew[in->ndnew].k   = 0;
 		in->dnew[in->ndnew++].s = s;
 		r->rec.series++;
@@ -379,7 +415,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 		free(s);
 		return rc;
 	}
-	if (table_put(in->series, key, kl, s) != 0) {
+	if (table_put(in->series, s) != 0) {
 		if (in->ndnew > 0 && in->dnew[in->ndnew - 1].s == s)
 			in->ndnew--;
 		free(s);
@@ -753,8 +789,7 @@ flush_dirty(ingest *in)
 	for (size_t i = 0; i < in->ndnew; i++) {
 		ser *s = in->dnew[i].s;
 
-		rc = store_put_new_series(
-		    in->txn, s->key, s->keylen, s->rec.sid);
+		rc = store_put_new_series(in->txn, s->key, s->keylen, s->sid);
 		if (rc != 0)
 			return rc;
 	}
@@ -860,6 +895,7 @@ ingest_commit(ingest *in)
 	in->txn = NULL;
 	if (rc != 0) {
 		cache_drop(in);
+		in->stats.drops++;
 		return rc;
 	}
 	cache_settle(in);
@@ -881,6 +917,13 @@ ingest_commit(ingest *in)
 		snprintf(in->notice, sizeof(in->notice),
 		    "folding the journal failed (will retry): %s",
 		    store_errmsg(in->st));
+	{
+		uint64_t used = store_map_used(in->st);
+
+		if (in->map_used > 0 && used > in->map_used
+		    && used - in->map_used > in->map_added)
+			in->map_added = used - in->map_used;
+	}
 	return 0;
 }
 

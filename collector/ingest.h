@@ -68,6 +68,9 @@ typedef struct ingest_stats {
 	uint64_t evictions;     /* cache entries evicted (series,
 				 * emitters) */
 	uint64_t folds, folded; /* fold steps committed, samples folded */
+	uint64_t drops;         /* caches dropped with an aborted
+	                         * transaction (a full map, a disk error) */
+	uint64_t map_grown;     /* map growths ahead of a transaction */
 } ingest_stats;
 
 void ingest_opts_init(ingest_opts *o);
@@ -76,7 +79,13 @@ void ingest_opts_init(ingest_opts *o);
 int  ingest_open(store *st, const ingest_opts *o, ingest **out);
 void ingest_close(ingest *in);
 
-/* Begin a write transaction. Returns 0 or a store_err. */
+/*
+ * Begin a write transaction. The map is grown first when it may not
+ * hold the transaction: a transaction that fills the map must be
+ * aborted and redone after store_grow(), and the abort drops the caches
+ * (a wide run's series are then all read back from the store). Returns
+ * 0 or a store_err.
+ */
 int ingest_begin(ingest *in);
 
 /*

@@ -359,6 +359,62 @@ TEST(map_grows)
 	CHECK(g.values[9] == val_noise(2399999));
 }
 
+/*
+ * The map is grown between transactions, before one may fill it: a
+ * transaction that fails on a full map drops the caches with its abort,
+ * and is redone. Commits as vitalsd makes them (redone after a growth)
+ * of a run whose samples fill the initial map several times: none is
+ * redone, and the samples read back.
+ */
+TEST(map_grows_ahead_of_transactions)
+{
+	store       *st;
+	ingest      *in;
+	ingest_stats is;
+	got          g;
+	spec s      = { "ahead", 5, 1, 1, 0, 0, "noise", 0, 20000, val_noise };
+	int  redone = 0;
+
+	fresh_dir();
+	open_both(&st, &in);
+	for (uint64_t k = 0; k < 120; k++) {
+		wire_batch b;
+		char       why[200];
+		int        is_new, rc;
+
+		s.seq = s.floor = k + 1;
+		s.step0         = k * 20000;
+		make(&s, &b);
+		for (;;) {
+			REQUIRE(ingest_begin(in) == 0);
+			rc = ingest_batch(
+			    in, &b, 1, &is_new, why, sizeof(why));
+			if (rc < 0) {
+				ingest_abort(in);
+				rc = -rc;
+			} else {
+				rc = ingest_commit(in);
+			}
+			if (rc != STORE_EMAPFULL)
+				break;
+			redone++;
+			REQUIRE(store_grow(st) == 0);
+		}
+		REQUIRE(rc == 0);
+	}
+	ingest_get_stats(in, &is);
+	CHECK_EQ_INT(redone, 0);
+	CHECK_EQ_INT((int) is.drops, 0);
+	CHECK(is.map_grown > 0);
+	CHECK(store_map_size(st) > (16u << 20));
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(
+	    read_series("ahead", "noise", 0, 2399990, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 10);
+	CHECK(g.values[9] == val_noise(2399999));
+}
+
 TEST(abort_leaves_nothing)
 {
 	store     *st;
@@ -2214,6 +2270,7 @@ main(void)
 	RUN(duplicates_discarded_across_reopen);
 	RUN(restart_overlap_merges_by_step);
 	RUN(map_grows);
+	RUN(map_grows_ahead_of_transactions);
 	RUN(abort_leaves_nothing);
 	RUN(alerts_in_order_per_run);
 	RUN(ranks_latest_incarnation_by_start);
