@@ -30,6 +30,8 @@
  * samples or more (4,096 with the default: wide commits); smaller ones
  * are folded, as before (ingest_fold). */
 #define JOURNAL_WIDE 1024u
+/* How many names ahead predict() prefetches the series. */
+#define PREDICT_AHEAD 8
 /* The least room left in the map before a transaction (make_room). */
 #define MAP_ROOM_MIN (4u << 20)
 
@@ -437,6 +439,17 @@ predict(emi *e, const uint8_t *key, size_t kl)
 
 	if (e->cur >= e->norder)
 		return NULL;
+	/* The series a few names on: each is its own allocation, a cache
+	 * miss when its key is compared (a tenth of the main thread at
+	 * 100,000 series a step). Its first two lines: the fields and the
+	 * key's start. */
+	if (e->cur + PREDICT_AHEAD < e->norder) {
+		const char *a
+		    = (const char *) e->order[e->cur + PREDICT_AHEAD];
+
+		__builtin_prefetch(a);
+		__builtin_prefetch(a + 64);
+	}
 	s = e->order[e->cur];
 	if (s->keylen != kl || memcmp(s->key, key, kl) != 0)
 		return NULL;
