@@ -100,8 +100,9 @@ ingest_close(ingest *in)
 
 /*
  * Room in the map for the next transaction: what is used of it, with
- * twice the most a commit (and its fold) added to that so far and at
- * least MAP_ROOM_MIN, must fit, or the map is grown (doubled) now,
+ * twice the most a commit (and its fold) added to that so far, at least
+ * MAP_ROOM_MIN and at least what the caller expects (ingest_expect()),
+ * must fit, or the map is grown (doubled) now,
  * between transactions, instead of after a transaction failed on a full
  * map. A guess: if a transaction still fills the map it is redone as
  * before. The map is address space; the file grows only with its pages
@@ -115,6 +116,9 @@ make_room(ingest *in)
 
 	if (room < MAP_ROOM_MIN)
 		room = MAP_ROOM_MIN;
+	if (room < in->map_expect)
+		room = in->map_expect;
+	in->map_expect = 0;
 	in->map_used = store_map_used(in->st);
 	while (
 	    in->map_used > 0 && in->map_used + room > store_map_size(in->st)) {
@@ -123,6 +127,12 @@ make_room(ingest *in)
 		in->stats.map_grown++;
 	}
 	return 0;
+}
+
+void
+ingest_expect(ingest *in, uint64_t bytes)
+{
+	in->map_expect = bytes;
 }
 
 int
@@ -747,6 +757,45 @@ group_room(ingest *in, size_t n)
 }
 
 /*
+ * pseries[0..ng) as dser's series by sid, without sorting, when their
+ * sids are dense (they span fewer than 4 x ng ids: a wide run's, whose
+ * ranks' batches come interleaved, so not in sid order): a slot per id
+ * in the span (psort's bytes: ng entries of 16 bytes hold 4 x ng of 4),
+ * filled, then read in order. Returns 1, or 0 (not dense, or already in
+ * order: sort_by_sid() is then cheaper) with pseries untouched.
+ */
+static int
+order_dense(ingest *in, size_t ng)
+{
+	uint32_t *at = (uint32_t *) (void *) in->psort;
+	uint32_t  lo = UINT32_MAX, hi = 0;
+	int       sorted = 1;
+	size_t    span, i = 0;
+
+	for (size_t k = 0; k < ng; k++) {
+		uint32_t sid = in->dser[k].sid;
+
+		sorted &= sid > hi || k == 0;
+		lo = sid < lo ? sid : lo;
+		hi = sid > hi ? sid : hi;
+	}
+	if (sorted || ng < 256 || (uint64_t) (hi - lo) >= 4 * (uint64_t) ng)
+		return 0;
+	span = (size_t) (hi - lo) + 1;
+	memset(at, 0, span * sizeof(*at));
+	for (size_t k = 0; k < ng; k++)
+		at[in->dser[k].sid - lo] = (uint32_t) k + 1;
+	for (size_t d = 0; d < span; d++) {
+		if (at[d] == 0)
+			continue;
+		in->pseries[i].sid = lo + (uint32_t) d;
+		in->pseries[i].k   = at[d] - 1;
+		in->pseries[i++].s = NULL;
+	}
+	return 1;
+}
+
+/*
  * The transaction's samples as one journal record: grouped by series in
  * sid order, each series' samples in the order they arrived. Linear in
  * the samples and the series, and reads only the commit's own arrays
@@ -763,12 +812,14 @@ put_journal(ingest *in)
 		return 0;
 	if ((rc = group_room(in, ng)) != 0)
 		return rc;
-	for (size_t k = 0; k < ng; k++) {
-		in->pseries[k].sid = in->dser[k].sid;
-		in->pseries[k].k   = (uint32_t) k;
-		in->pseries[k].s   = NULL;
+	if (!order_dense(in, ng)) {
+		for (size_t k = 0; k < ng; k++) {
+			in->pseries[k].sid = in->dser[k].sid;
+			in->pseries[k].k   = (uint32_t) k;
+			in->pseries[k].s   = NULL;
+		}
+		sort_by_sid(in->pseries, in->psort, ng);
 	}
-	sort_by_sid(in->pseries, in->psort, ng);
 	for (size_t i = 0; i < ng; i++) {
 		uint32_t k = in->pseries[i].k;
 

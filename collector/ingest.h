@@ -89,6 +89,13 @@ void ingest_close(ingest *in);
 int ingest_begin(ingest *in);
 
 /*
+ * The next transaction (ingest_begin()) may write about this many bytes
+ * to the map: a group of batches that creates its series writes several
+ * times its own bytes, more than the commits before it told.
+ */
+void ingest_expect(ingest *in, uint64_t bytes);
+
+/*
  * Apply one batch received at now_ns (collector clock). Returns
  * WIRE_ACK_STORED, WIRE_ACK_DUPLICATE or WIRE_ACK_REJECTED (with the
  * reason in why), or the negated store_err when the transaction failed

@@ -101,6 +101,7 @@ struct ingest {
 	 * transaction began, and the most one commit (with its fold) added
 	 * to it so far. */
 	uint64_t      map_used, map_added;
+	uint64_t      map_expect; /* ingest_expect(), for the next one */
 	ingest_stats  stats, tentative;
 	char          notice[512], notice_out[512];
 };

@@ -2262,6 +2262,100 @@ TEST(names_in_changing_orders_land_in_their_series)
 	free(g);
 }
 
+/*
+ * A commit whose series come out of sid order, many and dense (ranks'
+ * batches interleaved, each naming its series backwards): the commit
+ * groups them by sid from a slot per id (collector/ingest.c,
+ * order_dense) rather than by sorting; every sample still lands in its
+ * series, in step order.
+ */
+#define DENSE_NAMES 300
+#define DENSE_RANKS 3
+
+static double
+dense_value(int rank, int k, uint64_t step)
+{
+	return (double) rank * 1e6 + (double) k * 1e2 + (double) step;
+}
+
+TEST(interleaved_dense_commit_lands_in_its_series)
+{
+	store  *st;
+	ingest *in;
+	char    err[1400], why[200], name[32];
+	got    *g = malloc(sizeof(*g));
+
+	REQUIRE(g != NULL);
+	fresh_dir();
+	open_both(&st, &in);
+	for (uint64_t step = 0; step < 4; step++) {
+		/* Step 0 creates the series, rank after rank, in name
+		 * order; steps 1 to 3 are one commit, ranks and names
+		 * backwards. */
+		if (step <= 1)
+			REQUIRE(ingest_begin(in) == 0);
+		for (int q = 0; q < DENSE_RANKS; q++) {
+			int        r  = step == 0 ? q : DENSE_RANKS - 1 - q;
+			wire_ident id = { 0 };
+			wire_batch b;
+			size_t     off;
+			int        is_new;
+
+			id.incarnation = 300 + (uint64_t) r;
+			id.pid         = 1;
+			id.rank        = r;
+			id.world_size  = DENSE_RANKS;
+			id.run         = "dense";
+			id.run_len     = 5;
+			id.host        = "h";
+			id.host_len    = 1;
+			off            = wire_put_batch_head(
+			               msg, &id, step + 1, step + 1, 0);
+			wire_put_names_count(msg, &off, DENSE_NAMES);
+			for (int i = 0; i < DENSE_NAMES; i++) {
+				int k = step == 0 ? i : DENSE_NAMES - 1 - i;
+				int l
+				    = snprintf(name, sizeof(name), "w%03d", k);
+
+				wire_put_name(msg, &off, name, (size_t) l);
+			}
+			wire_put_samples_count(msg, &off, DENSE_NAMES);
+			for (int i = 0; i < DENSE_NAMES; i++) {
+				int k = step == 0 ? i : DENSE_NAMES - 1 - i;
+				wire_sample w = { (uint16_t) i, step,
+					1700000000000000000ll
+					    + (int64_t) step * 1000000,
+					dense_value(r, k, step) };
+
+				wire_put_sample(msg, &off, &w);
+			}
+			REQUIRE(
+			    wire_batch_decode(msg, off, &b, err, sizeof(err))
+			    == 0);
+			REQUIRE(
+			    ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+			    == WIRE_ACK_STORED);
+		}
+		if (step == 0 || step == 3)
+			REQUIRE(ingest_commit(in) == 0);
+	}
+	ingest_close(in);
+	store_close(st);
+	for (int r = 0; r < DENSE_RANKS; r++)
+		for (int k = 0; k < DENSE_NAMES; k++) {
+			int ok;
+
+			snprintf(name, sizeof(name), "w%03d", k);
+			REQUIRE(read_series("dense", name, r, 0, 10, g) == 0);
+			ok = g->n == 4;
+			for (uint64_t i = 0; ok && i < 4; i++)
+				ok = g->steps[i] == i
+				    && g->values[i] == dense_value(r, k, i);
+			CHECK(ok);
+		}
+	free(g);
+}
+
 int
 main(void)
 {
@@ -2288,6 +2382,7 @@ main(void)
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
+	RUN(interleaved_dense_commit_lands_in_its_series);
 	fresh_dir();
 	rmdir(dir);
 	return harness_done();
