@@ -415,6 +415,24 @@ TEST(map_grows_ahead_of_transactions)
 	CHECK(g.values[9] == val_noise(2399999));
 }
 
+/* What the caller expects a transaction to write is room made in the
+ * map before it begins (vitalsd: several times a group's bytes). */
+TEST(expected_bytes_grow_the_map_first)
+{
+	store  *st;
+	ingest *in;
+
+	fresh_dir();
+	open_both(&st, &in);
+	CHECK(store_map_size(st) < (40u << 20));
+	ingest_expect(in, 40u << 20);
+	REQUIRE(ingest_begin(in) == 0);
+	CHECK(store_map_size(st) >= (40u << 20));
+	REQUIRE(ingest_commit(in) == 0);
+	ingest_close(in);
+	store_close(st);
+}
+
 TEST(abort_leaves_nothing)
 {
 	store     *st;
@@ -2365,6 +2383,7 @@ main(void)
 	RUN(restart_overlap_merges_by_step);
 	RUN(map_grows);
 	RUN(map_grows_ahead_of_transactions);
+	RUN(expected_bytes_grow_the_map_first);
 	RUN(abort_leaves_nothing);
 	RUN(alerts_in_order_per_run);
 	RUN(ranks_latest_incarnation_by_start);
