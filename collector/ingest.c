@@ -30,6 +30,8 @@
  * samples or more (4,096 with the default: wide commits); smaller ones
  * are folded, as before (ingest_fold). */
 #define JOURNAL_WIDE 1024u
+/* A name of a batch whose series is past a cap (ingest.nix). */
+#define NO_SERIES UINT32_MAX
 /* How many names ahead predict() prefetches the series. */
 #define PREDICT_AHEAD 8
 /* The least room left in the map before a transaction (make_room). */
@@ -65,10 +67,10 @@ ingest_open(store *st, const ingest_opts *o, ingest **out)
 		ingest_opts_init(&in->opts);
 	if (in->opts.time_quantum_ns < 1)
 		in->opts.time_quantum_ns = 1;
-	in->names = calloc(65536, sizeof(ser *));
-	in->used  = calloc(65536, 1);
-	if (in->names == NULL || in->used == NULL || cache_make(in) != 0) {
-		free(in->names);
+	in->nix  = calloc(65536, sizeof(*in->nix));
+	in->used = calloc(65536, 1);
+	if (in->nix == NULL || in->used == NULL || cache_make(in) != 0) {
+		free(in->nix);
 		free(in->used);
 		free(in);
 		return STORE_ENOMEM;
@@ -84,7 +86,7 @@ ingest_close(ingest *in)
 		return;
 	store_abort(in->txn);
 	cache_drop(in);
-	free(in->names);
+	free(in->nix);
 	free(in->pidx);
 	free(in->psamp);
 	free(in->pgrouped);
@@ -504,7 +506,7 @@ note(ingest *in, emi *e, ser *s)
  * the journal is read or folded).
  */
 static int
-append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
+append(ingest *in, uint32_t dix, uint64_t step, int64_t t, double value)
 {
 	if (in->np == in->pcap) {
 		size_t        nc = in->pcap ? in->pcap * 2 : 4096;
@@ -522,14 +524,12 @@ append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
 		in->pgrouped = np;
 		in->pcap     = nc;
 	}
-	if (cache_mark_series(in, s) != 0)
-		return STORE_ENOMEM;
-	in->pidx[in->np]          = s->dix;
+	in->pidx[in->np]          = dix;
 	in->psamp[in->np].step    = step;
 	in->psamp[in->np].time_ns = t;
 	in->psamp[in->np].value   = value;
 	in->np++;
-	in->dser[s->dix].n++;
+	in->dser[dix].n++;
 	return 0;
 }
 
@@ -598,41 +598,47 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		in->used[wire_get16(
 		    b->samples + (size_t) i * WIRE_SAMPLE_SIZE)]
 		    = 1;
+	/* Each name's series is marked dirty here, where it is at hand:
+	 * the samples then need only its entry in dser (nix), not the
+	 * series again (a cache miss per series at width). */
 	for (uint32_t i = 0; i < b->nnames; i++) {
 		const char *m = wire_names_next(b, &off, &mlen);
 		uint8_t     key[STORE_KEY_MAX];
 		size_t      kl;
 		ser        *s;
 
-		in->names[i] = NULL;
+		in->nix[i] = NO_SERIES;
 		if (!in->used[i])
 			continue;
 		kl = store_series_key(
 		    key, b->id.run, b->id.run_len, m, mlen, b->id.rank);
 		if ((s = predict(e, key, kl)) != NULL) {
-			s->used      = in->stats.commits + 1;
-			in->names[i] = s;
-			continue;
+			s->used = in->stats.commits + 1;
+		} else {
+			rc = get_series(
+			    in, b, m, mlen, (uint16_t) i, r, now_ns, &s);
+			if (rc != 0)
+				return -rc;
+			if (s == NULL)
+				continue; /* past a cap */
+			note(in, e, s);
 		}
-		rc = get_series(in, b, m, mlen, (uint16_t) i, r, now_ns,
-		    &in->names[i]);
-		if (rc != 0)
-			return -rc;
-		if (in->names[i] != NULL)
-			note(in, e, in->names[i]);
+		if (cache_mark_series(in, s) != 0)
+			return -STORE_ENOMEM;
+		in->nix[i] = s->dix;
 	}
 	for (uint32_t i = 0; i < b->nsamples; i++) {
 		wire_sample ws;
 		int64_t     t;
 
 		wire_batch_sample(b, i, &ws);
-		if (in->names[ws.name] == NULL) {
+		if (in->nix[ws.name] == NO_SERIES) {
 			/* Its series is past a cap: counted, not stored. */
 			refused++;
 			continue;
 		}
 		t  = feed_quantize(ws.time_ns, in->opts.time_quantum_ns);
-		rc = append(in, in->names[ws.name], ws.step, t, ws.value);
+		rc = append(in, in->nix[ws.name], ws.step, t, ws.value);
 		if (rc != 0)
 			return -rc;
 		if (ws.step < e->rec.first_step)

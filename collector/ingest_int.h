@@ -80,7 +80,9 @@ struct ingest {
 	table      *series, *emitters, *runs;
 	emi        *dirty_emitters;
 	run        *dirty_runs;
-	ser **names; /* per batch: name index -> series (NULL: refused) */
+	/* Per batch: name index -> its series' entry in dser (UINT32_MAX:
+	 * refused, past a cap). */
+	uint32_t *nix;
 	/* The samples of the open transaction in arrival order, each with
 	 * its series; grouped by series into one journal record at commit
 	 * (store/journal.h). At most one commit's samples. */
