@@ -104,11 +104,10 @@ ingest_close(ingest *in)
  * Room in the map for the next transaction: what is used of it, with
  * twice the most a commit (and its fold) added to that so far, at least
  * MAP_ROOM_MIN and at least what the caller expects (ingest_expect()),
- * must fit, or the map is grown (doubled) now,
- * between transactions, instead of after a transaction failed on a full
- * map. A guess: if a transaction still fills the map it is redone as
- * before. The map is address space; the file grows only with its pages
- * in use.
+ * must fit, or the map is grown (doubled) now, between transactions,
+ * instead of after a transaction failed on a full map. A guess: if a
+ * transaction still fills the map it is redone as before. The map is
+ * address space; the file grows only with its pages in use.
  */
 static int
 make_room(ingest *in)
