@@ -51,8 +51,11 @@ typedef struct bbuf {
 } bbuf;
 
 /* Spare batch buffers are sized in whole pages, so that one serves the
- * next batch of about the same size. */
+ * next batch of about the same size. Only buffers past malloc's mapping
+ * threshold (128 KiB by default) are kept: smaller ones malloc recycles
+ * itself, and keeping those too made a narrow run's emitters slower. */
 #define BBUF_ROUND ((size_t) 4096)
+#define BBUF_SPARE_MIN ((size_t) 128 << 10)
 
 /* One entry of the window of unacknowledged batches. */
 typedef struct batch {
@@ -182,7 +185,8 @@ bbuf_get(vte_io *io, size_t size)
 static void
 bbuf_drop(vte_io *io, bbuf *b)
 {
-	if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1
+	if (b->cap >= BBUF_SPARE_MIN
+	    && atomic_load_explicit(&b->refs, memory_order_acquire) == 1
 	    && io->unacked_bytes + io->spare_bytes + b->cap <= io->budget) {
 		b->next   = io->spare;
 		io->spare = b;
