@@ -42,12 +42,34 @@ cache_drop(ingest *in)
 	in->notice[0]                        = 0;
 }
 
+/* The tables' keys: each entry's own. */
+static const uint8_t *
+ser_key(const void *v, size_t *len)
+{
+	*len = ((const ser *) v)->keylen;
+	return ((const ser *) v)->key;
+}
+
+static const uint8_t *
+emi_key(const void *v, size_t *len)
+{
+	*len = ((const emi *) v)->keylen;
+	return ((const emi *) v)->key;
+}
+
+static const uint8_t *
+run_key(const void *v, size_t *len)
+{
+	*len = ((const run *) v)->len;
+	return (const uint8_t *) ((const run *) v)->name;
+}
+
 int
 cache_make(ingest *in)
 {
-	in->series   = table_new();
-	in->emitters = table_new();
-	in->runs     = table_new();
+	in->series   = table_new(ser_key);
+	in->emitters = table_new(emi_key);
+	in->runs     = table_new(run_key);
 	if (in->series == NULL || in->emitters == NULL || in->runs == NULL) {
 		cache_drop(in);
 		return STORE_ENOMEM;
@@ -116,7 +138,7 @@ cache_mark_series(ingest *in, ser *s)
 	}
 	s->dirty_at             = in->stats.commits + 1;
 	s->dix                  = (uint32_t) in->ndser;
-	in->dser[in->ndser].sid = s->rec.sid;
+	in->dser[in->ndser].sid = s->sid;
 	in->dser[in->ndser].n   = 0;
 	in->dser[in->ndser++].s = s;
 	return 0;
@@ -148,7 +170,7 @@ cache_settle(ingest *in)
 /* How evict_table reads and frees the entries of one cache. */
 typedef struct cache_kind {
 	uint64_t (*used)(const void *entry);
-	const uint8_t *(*key)(const void *entry, size_t *len);
+	table_key_fn key;
 	void (*drop)(ingest *in, void *entry);
 } cache_kind;
 
@@ -156,13 +178,6 @@ static uint64_t
 ser_used(const void *v)
 {
 	return ((const ser *) v)->used;
-}
-
-static const uint8_t *
-ser_key(const void *v, size_t *len)
-{
-	*len = ((const ser *) v)->keylen;
-	return ((const ser *) v)->key;
 }
 
 static void
@@ -176,13 +191,6 @@ static uint64_t
 emi_used(const void *v)
 {
 	return ((const emi *) v)->used;
-}
-
-static const uint8_t *
-emi_key(const void *v, size_t *len)
-{
-	*len = ((const emi *) v)->keylen;
-	return ((const emi *) v)->key;
 }
 
 static void
@@ -215,15 +223,11 @@ evict_table(ingest *in, table **t, size_t bound, const cache_kind *k)
 		keep += k->used(v) == now;
 	if (keep > bound / 2)
 		keep = 0;
-	if ((nt = table_new()) == NULL)
+	if ((nt = table_new(k->key)) == NULL)
 		return -1;
 	pos = 0;
 	while ((v = table_next(*t, &pos)) != NULL) {
-		size_t         len;
-		const uint8_t *key = k->key(v, &len);
-
-		if (keep > 0 && k->used(v) == now
-		    && table_put(nt, key, len, v) == 0)
+		if (keep > 0 && k->used(v) == now && table_put(nt, v) == 0)
 			continue;
 		k->drop(in, v);
 		in->stats.evictions++;

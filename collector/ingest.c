@@ -40,6 +40,12 @@
  * affected. */
 #define JOURNAL_PER_SERIES 1024u
 #define JOURNAL_WIDE_MAX 4u
+/* A name of a batch whose series is past a cap (ingest.nix). */
+#define NO_SERIES UINT32_MAX
+/* How many names ahead predict() prefetches the series. */
+#define PREDICT_AHEAD 8
+/* The least room left in the map before a transaction (make_room). */
+#define MAP_ROOM_MIN (4u << 20)
 
 /* ---- the handle and its transaction ---------------------------------- */
 
@@ -71,10 +77,10 @@ ingest_open(store *st, const ingest_opts *o, ingest **out)
 		ingest_opts_init(&in->opts);
 	if (in->opts.time_quantum_ns < 1)
 		in->opts.time_quantum_ns = 1;
-	in->names = calloc(65536, sizeof(ser *));
-	in->used  = calloc(65536, 1);
-	if (in->names == NULL || in->used == NULL || cache_make(in) != 0) {
-		free(in->names);
+	in->nix  = calloc(65536, sizeof(*in->nix));
+	in->used = calloc(65536, 1);
+	if (in->nix == NULL || in->used == NULL || cache_make(in) != 0) {
+		free(in->nix);
 		free(in->used);
 		free(in);
 		return STORE_ENOMEM;
@@ -90,7 +96,7 @@ ingest_close(ingest *in)
 		return;
 	store_abort(in->txn);
 	cache_drop(in);
-	free(in->names);
+	free(in->nix);
 	free(in->pidx);
 	free(in->psamp);
 	free(in->pgrouped);
@@ -104,12 +110,50 @@ ingest_close(ingest *in)
 	free(in);
 }
 
+/*
+ * Room in the map for the next transaction: what is used of it, with
+ * twice the most a commit (and its fold) added to that so far, at least
+ * MAP_ROOM_MIN and at least what the caller expects (ingest_expect()),
+ * must fit, or the map is grown (doubled) now, between transactions,
+ * instead of after a transaction failed on a full map. A guess: if a
+ * transaction still fills the map it is redone as before. The map is
+ * address space; the file grows only with its pages in use.
+ */
+static int
+make_room(ingest *in)
+{
+	uint64_t room = 2 * in->map_added;
+	int      rc;
+
+	if (room < MAP_ROOM_MIN)
+		room = MAP_ROOM_MIN;
+	if (room < in->map_expect)
+		room = in->map_expect;
+	in->map_expect = 0;
+	in->map_used = store_map_used(in->st);
+	while (
+	    in->map_used > 0 && in->map_used + room > store_map_size(in->st)) {
+		if ((rc = store_grow(in->st)) != 0)
+			return rc;
+		in->stats.map_grown++;
+	}
+	return 0;
+}
+
+void
+ingest_expect(ingest *in, uint64_t bytes)
+{
+	in->map_expect = bytes;
+}
+
 int
 ingest_begin(ingest *in)
 {
 	int rc;
 
 	if (in->series == NULL && (rc = cache_make(in)) != 0)
+		return rc;
+	if ((rc = make_room(in)) != 0)
 		return rc;
 	if ((rc = store_write_begin(in->st, &in->txn)) != 0)
 		return rc;
@@ -124,6 +168,7 @@ ingest_abort(ingest *in)
 	store_abort(in->txn);
 	in->txn = NULL;
 	cache_drop(in);
+	in->stats.drops++;
 }
 
 /* ---- runs and emitters ----------------------------------------------- */
@@ -170,7 +215,7 @@ get_run(ingest *in, const char *name, size_t len, run **out)
 		free(r);
 		return rc;
 	}
-	if (table_put(in->runs, name, len, r) != 0) {
+	if (table_put(in->runs, r) != 0) {
 		free(r);
 		return STORE_ENOMEM;
 	}
@@ -212,7 +257,7 @@ get_emitter(ingest *in, const wire_batch *b, run *r, int64_t now, emi **out,
 		free(e);
 		return rc;
 	}
-	if (table_put(in->emitters, key, kl, e) != 0) {
+	if (table_put(in->emitters, e) != 0) {
 		free(e);
 		return STORE_ENOMEM;
 	}
@@ -311,21 +356,25 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 	uint8_t key[STORE_KEY_MAX];
 	size_t  kl = store_series_key(
             key, b->id.run, b->id.run_len, metric, mlen, b->id.rank);
-	ser    *s  = table_get(in->series, key, kl);
-	int     rc;
+	ser       *s = table_get(in->series, key, kl);
+	series_rec rec;
+	int        rc;
 
 	if (s != NULL) {
 		s->used = in->stats.commits + 1;
 		*out    = s;
 		return 0;
 	}
-	s = calloc(1, sizeof(*s) + kl);
+	s = malloc(sizeof(*s) + kl);
 	if (s == NULL)
 		return STORE_ENOMEM;
+	memset(s, 0, sizeof(*s));
 	s->used = in->stats.commits + 1;
 	memcpy(s->key, key, kl);
-	s->keylen = kl;
-	rc        = store_get_series(in->txn, s->key, kl, &s->rec);
+	s->keylen = (uint32_t) kl;
+	rc        = store_get_series(in->txn, s->key, kl, &rec);
+	if (rc == 0)
+		s->sid = rec.sid;
 	if (rc == STORE_ENOTFOUND) {
 		const char *which = NULL;
 		uint64_t    cap   = 0;
@@ -364,7 +413,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			return limit_alert(in, b, r, metric, mlen, step, now,
 			    which, cap);
 		}
-		if ((rc = store_new_sid(in->txn, &s->rec.sid)) != 0) {
+		if ((rc = store_new_sid(in->txn, &s->sid)) != 0) {
 			free(s);
 			return rc;
 		}
@@ -379,7 +428,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			in->dnew  = nd;
 			in->dncap = nc;
 		}
-		in->dnew[in->ndnew].sid = s->rec.sid;
+		in->dnew[in->ndnew].sid = s->sid;
 		in->dnew[in->ndnew].k   = 0;
 		in->dnew[in->ndnew++].s = s;
 		r->rec.series++;
@@ -389,7 +438,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 		free(s);
 		return rc;
 	}
-	if (table_put(in->series, key, kl, s) != 0) {
+	if (table_put(in->series, s) != 0) {
 		if (in->ndnew > 0 && in->dnew[in->ndnew - 1].s == s)
 			in->ndnew--;
 		free(s);
@@ -411,6 +460,17 @@ predict(emi *e, const uint8_t *key, size_t kl)
 
 	if (e->cur >= e->norder)
 		return NULL;
+	/* The series a few names on: each is its own allocation, a cache
+	 * miss when its key is compared (a tenth of the main thread at
+	 * 100,000 series a step). Its first two lines: the fields and the
+	 * key's start. */
+	if (e->cur + PREDICT_AHEAD < e->norder) {
+		const char *a
+		    = (const char *) e->order[e->cur + PREDICT_AHEAD];
+
+		__builtin_prefetch(a);
+		__builtin_prefetch(a + 64);
+	}
 	s = e->order[e->cur];
 	if (s->keylen != kl || memcmp(s->key, key, kl) != 0)
 		return NULL;
@@ -455,7 +515,7 @@ note(ingest *in, emi *e, ser *s)
  * the journal is read or folded).
  */
 static int
-append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
+append(ingest *in, uint32_t dix, uint64_t step, int64_t t, double value)
 {
 	if (in->np == in->pcap) {
 		size_t        nc = in->pcap ? in->pcap * 2 : 4096;
@@ -473,14 +533,12 @@ append(ingest *in, ser *s, uint64_t step, int64_t t, double value)
 		in->pgrouped = np;
 		in->pcap     = nc;
 	}
-	if (cache_mark_series(in, s) != 0)
-		return STORE_ENOMEM;
-	in->pidx[in->np]          = s->dix;
+	in->pidx[in->np]          = dix;
 	in->psamp[in->np].step    = step;
 	in->psamp[in->np].time_ns = t;
 	in->psamp[in->np].value   = value;
 	in->np++;
-	in->dser[s->dix].n++;
+	in->dser[dix].n++;
 	return 0;
 }
 
@@ -549,41 +607,47 @@ ingest_batch(ingest *in, const wire_batch *b, int64_t now_ns, int *is_new,
 		in->used[wire_get16(
 		    b->samples + (size_t) i * WIRE_SAMPLE_SIZE)]
 		    = 1;
+	/* Each name's series is marked dirty here, where it is at hand:
+	 * the samples then need only its entry in dser (nix), not the
+	 * series again (a cache miss per series at width). */
 	for (uint32_t i = 0; i < b->nnames; i++) {
 		const char *m = wire_names_next(b, &off, &mlen);
 		uint8_t     key[STORE_KEY_MAX];
 		size_t      kl;
 		ser        *s;
 
-		in->names[i] = NULL;
+		in->nix[i] = NO_SERIES;
 		if (!in->used[i])
 			continue;
 		kl = store_series_key(
 		    key, b->id.run, b->id.run_len, m, mlen, b->id.rank);
 		if ((s = predict(e, key, kl)) != NULL) {
-			s->used      = in->stats.commits + 1;
-			in->names[i] = s;
-			continue;
+			s->used = in->stats.commits + 1;
+		} else {
+			rc = get_series(
+			    in, b, m, mlen, (uint16_t) i, r, now_ns, &s);
+			if (rc != 0)
+				return -rc;
+			if (s == NULL)
+				continue; /* past a cap */
+			note(in, e, s);
 		}
-		rc = get_series(in, b, m, mlen, (uint16_t) i, r, now_ns,
-		    &in->names[i]);
-		if (rc != 0)
-			return -rc;
-		if (in->names[i] != NULL)
-			note(in, e, in->names[i]);
+		if (cache_mark_series(in, s) != 0)
+			return -STORE_ENOMEM;
+		in->nix[i] = s->dix;
 	}
 	for (uint32_t i = 0; i < b->nsamples; i++) {
 		wire_sample ws;
 		int64_t     t;
 
 		wire_batch_sample(b, i, &ws);
-		if (in->names[ws.name] == NULL) {
+		if (in->nix[ws.name] == NO_SERIES) {
 			/* Its series is past a cap: counted, not stored. */
 			refused++;
 			continue;
 		}
 		t  = feed_quantize(ws.time_ns, in->opts.time_quantum_ns);
-		rc = append(in, in->names[ws.name], ws.step, t, ws.value);
+		rc = append(in, in->nix[ws.name], ws.step, t, ws.value);
 		if (rc != 0)
 			return -rc;
 		if (ws.step < e->rec.first_step)
@@ -708,6 +772,45 @@ group_room(ingest *in, size_t n)
 }
 
 /*
+ * pseries[0..ng) as dser's series by sid, without sorting, when their
+ * sids are dense (they span fewer than 4 x ng ids: a wide run's, whose
+ * ranks' batches come interleaved, so not in sid order): a slot per id
+ * in the span (psort's bytes: ng entries of 16 bytes hold 4 x ng of 4),
+ * filled, then read in order. Returns 1, or 0 (not dense, or already in
+ * order: sort_by_sid() is then cheaper) with pseries untouched.
+ */
+static int
+order_dense(ingest *in, size_t ng)
+{
+	uint32_t *at = (uint32_t *) (void *) in->psort;
+	uint32_t  lo = UINT32_MAX, hi = 0;
+	int       sorted = 1;
+	size_t    span, i = 0;
+
+	for (size_t k = 0; k < ng; k++) {
+		uint32_t sid = in->dser[k].sid;
+
+		sorted &= sid > hi || k == 0;
+		lo = sid < lo ? sid : lo;
+		hi = sid > hi ? sid : hi;
+	}
+	if (sorted || ng < 256 || (uint64_t) (hi - lo) >= 4 * (uint64_t) ng)
+		return 0;
+	span = (size_t) (hi - lo) + 1;
+	memset(at, 0, span * sizeof(*at));
+	for (size_t k = 0; k < ng; k++)
+		at[in->dser[k].sid - lo] = (uint32_t) k + 1;
+	for (size_t d = 0; d < span; d++) {
+		if (at[d] == 0)
+			continue;
+		in->pseries[i].sid = lo + (uint32_t) d;
+		in->pseries[i].k   = at[d] - 1;
+		in->pseries[i++].s = NULL;
+	}
+	return 1;
+}
+
+/*
  * The transaction's samples as one journal record: grouped by series in
  * sid order, each series' samples in the order they arrived. Linear in
  * the samples and the series, and reads only the commit's own arrays
@@ -724,12 +827,14 @@ put_journal(ingest *in)
 		return 0;
 	if ((rc = group_room(in, ng)) != 0)
 		return rc;
-	for (size_t k = 0; k < ng; k++) {
-		in->pseries[k].sid = in->dser[k].sid;
-		in->pseries[k].k   = (uint32_t) k;
-		in->pseries[k].s   = NULL;
+	if (!order_dense(in, ng)) {
+		for (size_t k = 0; k < ng; k++) {
+			in->pseries[k].sid = in->dser[k].sid;
+			in->pseries[k].k   = (uint32_t) k;
+			in->pseries[k].s   = NULL;
+		}
+		sort_by_sid(in->pseries, in->psort, ng);
 	}
-	sort_by_sid(in->pseries, in->psort, ng);
 	for (size_t i = 0; i < ng; i++) {
 		uint32_t k = in->pseries[i].k;
 
@@ -763,8 +868,7 @@ flush_dirty(ingest *in)
 	for (size_t i = 0; i < in->ndnew; i++) {
 		ser *s = in->dnew[i].s;
 
-		rc = store_put_new_series(
-		    in->txn, s->key, s->keylen, s->rec.sid);
+		rc = store_put_new_series(in->txn, s->key, s->keylen, s->sid);
 		if (rc != 0)
 			return rc;
 	}
@@ -897,6 +1001,7 @@ ingest_commit(ingest *in)
 	in->txn = NULL;
 	if (rc != 0) {
 		cache_drop(in);
+		in->stats.drops++;
 		return rc;
 	}
 	cache_settle(in);
@@ -918,6 +1023,13 @@ ingest_commit(ingest *in)
 		snprintf(in->notice, sizeof(in->notice),
 		    "folding the journal failed (will retry): %s",
 		    store_errmsg(in->st));
+	{
+		uint64_t used = store_map_used(in->st);
+
+		if (in->map_used > 0 && used > in->map_used
+		    && used - in->map_used > in->map_added)
+			in->map_added = used - in->map_used;
+	}
 	return 0;
 }
 

@@ -71,6 +71,9 @@ typedef struct ingest_stats {
 				 * emitters) */
 	uint64_t folds, folded; /* fold steps committed, samples folded */
 	uint64_t merges;        /* journal merges committed */
+	uint64_t drops;         /* caches dropped with an aborted
+	                         * transaction (a full map, a disk error) */
+	uint64_t map_grown;     /* map growths ahead of a transaction */
 } ingest_stats;
 
 void ingest_opts_init(ingest_opts *o);
@@ -79,8 +82,21 @@ void ingest_opts_init(ingest_opts *o);
 int  ingest_open(store *st, const ingest_opts *o, ingest **out);
 void ingest_close(ingest *in);
 
-/* Begin a write transaction. Returns 0 or a store_err. */
+/*
+ * Begin a write transaction. The map is grown first when it may not
+ * hold the transaction: a transaction that fills the map must be
+ * aborted and redone after store_grow(), and the abort drops the caches
+ * (a wide run's series are then all read back from the store). Returns
+ * 0 or a store_err.
+ */
 int ingest_begin(ingest *in);
+
+/*
+ * The next transaction (ingest_begin()) may write about this many bytes
+ * to the map: a group of batches that creates its series writes several
+ * times its own bytes, more than the commits before it told.
+ */
+void ingest_expect(ingest *in, uint64_t bytes);
 
 /*
  * Apply one batch received at now_ns (collector clock). Returns

@@ -11,18 +11,19 @@
 #include "store/journal.h"
 #include "store/write.h"
 
-/* A series in the cache: its id (the record's statistics are kept by the
- * store from the journal, not here). The key is sized to fit, as a cache
- * of many series is mostly keys. */
+/* A series in the cache: its id, and its key (the table's key too: see
+ * collector/table.h). The statistics of its record are the store's,
+ * kept from the journal, not here. 32 bytes and the key: a cache of many
+ * series is mostly keys. */
 typedef struct ser {
-	series_rec rec;
-	size_t     keylen;
-	uint64_t   used;     /* number of the last commit that touched it */
-	uint64_t   dirty_at; /* stats.commits + 1 while the open
-	                      * transaction has samples of it */
-	uint32_t   dix;      /* then: its entry in ingest.dser */
-	uint32_t   opos;     /* its place in an emitter's order (emi) */
-	uint8_t    key[];
+	uint32_t sid;
+	uint32_t keylen;
+	uint32_t dix;      /* while dirty: its entry in ingest.dser */
+	uint32_t opos;     /* its place in an emitter's order (emi) */
+	uint64_t used;     /* number of the last commit that touched it */
+	uint64_t dirty_at; /* stats.commits + 1 while the open
+	                    * transaction has samples of it */
+	uint8_t key[];
 } ser;
 
 /*
@@ -79,7 +80,9 @@ struct ingest {
 	table      *series, *emitters, *runs;
 	emi        *dirty_emitters;
 	run        *dirty_runs;
-	ser **names; /* per batch: name index -> series (NULL: refused) */
+	/* Per batch: name index -> its series' entry in dser (UINT32_MAX:
+	 * refused, past a cap). */
+	uint32_t *nix;
 	/* The samples of the open transaction in arrival order, each with
 	 * its series; grouped by series into one journal record at commit
 	 * (store/journal.h). At most one commit's samples. */
@@ -96,6 +99,11 @@ struct ingest {
 	size_t        pgcap;
 	uint8_t      *used;        /* per batch: name index has a sample */
 	size_t        order_total; /* entries in every emitter's order */
+	/* The map's room (ingest_begin): the used part when the open
+	 * transaction began, and the most one commit (with its fold) added
+	 * to it so far. */
+	uint64_t      map_used, map_added;
+	uint64_t      map_expect; /* ingest_expect(), for the next one */
 	ingest_stats  stats, tentative;
 	char          notice[512], notice_out[512];
 };

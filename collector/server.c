@@ -12,6 +12,7 @@
 #include "wire/wire.h"
 
 #define MAX_PENDING 8192 /* batches in one transaction */
+#define MAP_PER_BYTE 8   /* map bytes to expect per pending byte */
 #define RETRY_MS 1000    /* after a disk error */
 #define COMMIT_WAIT_MAX_NS (500 * 1000000ll) /* see pace() */
 #define STATS_EVERY_NS (10 * 1000000000ll)
@@ -276,6 +277,12 @@ commit_group(srv *s)
 
 	for (;;) {
 		now = now_wall_ns();
+		/* A batch's samples of new series write about 7x its bytes
+		 * (records of series, ids and statistics: about 340 bytes a
+		 * series, pages copied on write included, for 47 on the
+		 * wire): room for that, so that the transaction is not
+		 * aborted on a full map. */
+		ingest_expect(s->in, (uint64_t) s->bytes * MAP_PER_BYTE);
 		if ((rc = ingest_begin(s->in)) != 0)
 			break;
 		for (size_t i = 0; i < s->n && rc == 0; i++) {

@@ -45,8 +45,17 @@
 typedef struct bbuf {
 	atomic_uint refs;
 	size_t      len;
-	uint8_t     data[];
+	size_t      cap; /* bytes of data (a spare is reused for len <= cap) */
+	struct bbuf *next; /* in io->spare */
+	uint8_t      data[];
 } bbuf;
+
+/* Spare batch buffers are sized in whole pages, so that one serves the
+ * next batch of about the same size. Only buffers past malloc's mapping
+ * threshold (128 KiB by default) are kept: smaller ones malloc recycles
+ * itself, and keeping those too made a narrow run's emitters slower. */
+#define BBUF_ROUND ((size_t) 4096)
+#define BBUF_SPARE_MIN ((size_t) 128 << 10)
 
 /* One entry of the window of unacknowledged batches. */
 typedef struct batch {
@@ -135,6 +144,12 @@ struct vte_io {
 	                          * the plain layout from then on */
 	int64_t  last_seal;
 	uint64_t pub_pos, pub_drop; /* last values published */
+	/* Buffers of settled batches, kept for the next ones: a wide batch
+	 * is hundreds of KB, which malloc maps and unmaps afresh each time
+	 * (a page fault every 4 KB, most of the thread's time). Their bytes
+	 * count against the budget with the unacknowledged ones'. */
+	bbuf  *spare;
+	size_t spare_bytes;
 };
 
 static void
@@ -142,6 +157,43 @@ bbuf_unref(bbuf *b)
 {
 	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
 		free(b);
+}
+
+/* A buffer for a batch of size bytes: a spare one if it is large
+ * enough, else a new one (NULL when out of memory). */
+static bbuf *
+bbuf_get(vte_io *io, size_t size)
+{
+	bbuf  *b = io->spare;
+	size_t cap;
+
+	if (b != NULL) {
+		io->spare = b->next;
+		io->spare_bytes -= b->cap;
+		if (b->cap >= size)
+			return b;
+		free(b);
+	}
+	cap = (size + BBUF_ROUND - 1) / BBUF_ROUND * BBUF_ROUND;
+	if ((b = malloc(sizeof(*b) + cap)) != NULL)
+		b->cap = cap;
+	return b;
+}
+
+/* The window's reference to b is dropped: kept as a spare if ZeroMQ
+ * holds no copy and the budget has room for it, else released. */
+static void
+bbuf_drop(vte_io *io, bbuf *b)
+{
+	if (b->cap >= BBUF_SPARE_MIN
+	    && atomic_load_explicit(&b->refs, memory_order_acquire) == 1
+	    && io->unacked_bytes + io->spare_bytes + b->cap <= io->budget) {
+		b->next   = io->spare;
+		io->spare = b;
+		io->spare_bytes += b->cap;
+		return;
+	}
+	bbuf_unref(b);
 }
 
 /* ZeroMQ's free function for a zero-copy message: runs on a ZeroMQ
@@ -243,7 +295,7 @@ seal(vte_io *io, int64_t now)
 	             ? 0
 	             : atomic_load_explicit(&io->names->refused, memory_order_relaxed);
 	size_t size = staged_bytes(io) + (refused ? WIRE_REFUSED_SIZE : 0);
-	bbuf  *bb   = malloc(sizeof(*bb) + size);
+	bbuf             *bb   = bbuf_get(io, size);
 	batch *b;
 	size_t off;
 
@@ -522,6 +574,7 @@ send_plain(vte_io *io, batch *b)
 
 	if (nb == NULL)
 		return 0;
+	nb->cap = len;
 	memcpy(nb->data, b->buf->data, len);
 	if (!wire_batch_strip_refused(nb->data, &len)) {
 		free(nb);
@@ -567,7 +620,7 @@ settle(vte_io *io, batch *b, uint32_t status, int64_t now)
 		pthread_mutex_unlock(&io->mu);
 	}
 	io->unacked_bytes -= b->buf->len;
-	bbuf_unref(b->buf);
+	bbuf_drop(io, b->buf);
 	b->buf = NULL;
 }
 
@@ -919,6 +972,12 @@ io_free(vte_io *io)
 
 		if (b->buf != NULL)
 			bbuf_unref(b->buf);
+	}
+	while (io->spare != NULL) {
+		bbuf *b = io->spare;
+
+		io->spare = b->next;
+		free(b);
 	}
 	vte_curve_wipe(&io->curve);
 	free(io->order);

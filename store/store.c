@@ -488,6 +488,18 @@ store_map_size(const store *st)
 	return info.me_mapsize;
 }
 
+uint64_t
+store_map_used(const store *st)
+{
+	MDB_envinfo info;
+	MDB_stat    ms;
+
+	if (mdb_env_info(st->env, &info) != 0
+	    || mdb_env_stat(st->env, &ms) != 0)
+		return 0;
+	return ((uint64_t) info.me_last_pgno + 1) * ms.ms_psize;
+}
+
 int
 store_meta_get(
     store_txn *t, const char *key, size_t klen, size_t width, uint64_t *out)

@@ -147,6 +147,10 @@ int store_grow(store *st);
 
 /* The size of the map now, in bytes. */
 uint64_t store_map_size(const store *st);
+/* The bytes of the map up to its highest page in use (0 on error):
+ * what a transaction may still write without reusing freed pages is
+ * store_map_size() less this. */
+uint64_t store_map_used(const store *st);
 
 /*
  * Clear the reader slots left by processes that died inside a read

@@ -1917,6 +1917,52 @@ count_rule(const char *rule, int state)
 	return n;
 }
 
+/*
+ * The rules that look at the metric name alone are asked once per name
+ * (detect/engine.c keeps their verdicts); a rule with a rank pattern is
+ * asked for each series. Series of one name on four ranks (a run each,
+ * so that each alert is its own incident): the name-only rule watches
+ * all four, the rank rule only rank 0's, and after a reload the new
+ * rules' verdicts are the ones used.
+ */
+TEST(rules_by_name_and_by_rank_watch_the_right_series)
+{
+	detect_engine *e = engine(
+	    "rule all { metric = '^loss$' detector = nonfinite }\n"
+	    "rule r0 { metric = '^loss$' rank = '^0$' detector = nonfinite }\n"
+	    "rule acc { metric = '^acc$' detector = nonfinite }\n");
+	const char   *runs[] = { "a", "b", "c", "d", "e", "f" };
+	detect_rules *r;
+	char          err[256];
+
+	REQUIRE(e != NULL);
+	for (int k = 0; k < 4; k++)
+		feed(e, runs[k], k, "loss", 1, 1, NAN);
+	feed(e, "a", 0, "acc", 1, 1, NAN);
+	CHECK(count_rule("all", DETECT_FIRING) == 4);
+	CHECK(count_rule("r0", DETECT_FIRING) == 1);
+	CHECK(count_rule("acc", DETECT_FIRING) == 1);
+	REQUIRE(detect_rules_parse("rule r12 { metric = '^loss$' rank = "
+	                           "'^[12]$' detector = nonfinite }\n"
+	                           "rule any { metric = 'o' detector = "
+	                           "nonfinite }\n",
+	            strlen("rule r12 { metric = '^loss$' rank = "
+	                   "'^[12]$' detector = nonfinite }\n"
+	                   "rule any { metric = 'o' detector = "
+	                   "nonfinite }\n"),
+	            "new", &r, err, sizeof(err))
+	    == 0);
+	REQUIRE(detect_engine_reload(e, r) == 0);
+	detect_rules_free(r);
+	S.n = 0;
+	feed(e, runs[4], 1, "loss", 2, 2, NAN);
+	feed(e, runs[5], 0, "loss", 2, 2, NAN);
+	CHECK(count_rule("r12", DETECT_FIRING) == 1);
+	CHECK(count_rule("any", DETECT_FIRING) == 2);
+	CHECK(count_rule("all", DETECT_FIRING) == 0);
+	detect_engine_free(e);
+}
+
 TEST(heartbeat_hang_is_one_alert)
 {
 	detect_engine *e = engine(NULL);
@@ -2373,6 +2419,7 @@ main(void)
 	RUN(one_rule_on_four_ranks_is_one_incident);
 	RUN(finished_run_leaves_nothing_firing);
 	RUN(reload_keeps_state_of_unchanged_rules);
+	RUN(rules_by_name_and_by_rank_watch_the_right_series);
 	RUN(alert_json_round_trips);
 	RUN(alert_reader_reads_what_the_writer_wrote);
 	RUN(alert_reader_types_and_errors);

@@ -954,6 +954,81 @@ TEST(four_threads_every_sample_once)
 	rx_free(&r);
 }
 
+/*
+ * A wide run: every step logs WIDE_NAMES series and is flushed, so each
+ * step is several full batches, whose buffers the emitter reuses once
+ * they are acknowledged (emitter/io.c, spare). With a mock that loses
+ * the first ACK of each batch (so batches are resent), every sample
+ * arrives once with its value: a buffer is reused only after its batch
+ * settled, never while it may be sent again.
+ */
+#define WIDE_NAMES 3000
+#define WIDE_STEPS 12
+
+TEST(wide_steps_arrive_intact_with_reused_buffers)
+{
+	static const int modes[] = { MOCK_STORE, MOCK_LOSE_FIRST };
+
+	for (int mi = 0; mi < 2; mi++) {
+		char        ep[128], name[32];
+		static rx   r;
+		static mock m;
+		vt_emitter *em;
+		uint8_t    *seen;
+		size_t      dup = 0, bad = 0, missing = 0;
+
+		rx_init(&r);
+		endpoint(ep, sizeof(ep), "wide.sock");
+		REQUIRE(mock_start(&m, &r, ep, modes[mi]) == 0);
+		em = open_to(ep, 1000);
+		REQUIRE(em != NULL);
+		/* Each lost ACK costs a resend timeout (1 s): fewer steps. */
+		uint64_t steps = modes[mi] == MOCK_LOSE_FIRST ? 3 : WIDE_STEPS;
+
+		for (uint64_t s = 0; s < steps; s++) {
+			for (int k = 0; k < WIDE_NAMES; k++) {
+				snprintf(
+				    name, sizeof(name), "layer%05d/grad", k);
+				CHECK_EQ_INT(vt_emit_at(em, name, s,
+				                 1700000000000000000ll
+				                     + (int64_t) s * 1000000,
+				                 (double) (s * WIDE_NAMES
+				                     + (uint64_t) k)),
+				    0);
+			}
+			CHECK_EQ_INT(vt_flush(em, 20000), 0);
+		}
+		seen = calloc(WIDE_NAMES * WIDE_STEPS, 1);
+		REQUIRE(seen != NULL);
+		pthread_mutex_lock(&r.mu);
+		for (size_t i = 0; i < r.ns; i++) {
+			int      k;
+			uint64_t st = r.s[i].step;
+
+			if (sscanf(r.s[i].name, "layer%05d/grad", &k) != 1
+			    || k < 0 || k >= WIDE_NAMES || st >= steps
+			    || r.s[i].bits
+			        != bits_of((double) (st * WIDE_NAMES
+			            + (uint64_t) k))) {
+				bad++;
+				continue;
+			}
+			if (seen[st * WIDE_NAMES + (uint64_t) k]++)
+				dup++;
+		}
+		pthread_mutex_unlock(&r.mu);
+		for (size_t i = 0; i < WIDE_NAMES * steps; i++)
+			missing += seen[i] == 0;
+		CHECK_EQ_INT(bad, 0);
+		CHECK_EQ_INT(dup, 0);
+		CHECK_EQ_INT(missing, 0);
+		free(seen);
+		vt_close(em);
+		mock_stop(&m);
+		rx_free(&r);
+	}
+}
+
 TEST(full_buffer_drops_exactly_and_reports_them)
 {
 	char           ep[128];
@@ -1750,6 +1825,7 @@ main(void)
 	RUN(identity_from_environment);
 	RUN(incarnation_and_first_seq_continue_an_emitter);
 	RUN(four_threads_every_sample_once);
+	RUN(wide_steps_arrive_intact_with_reused_buffers);
 	RUN(full_buffer_drops_exactly_and_reports_them);
 	RUN(close_without_collector_is_bounded);
 	RUN(close_says_goodbye_unless_failed);

@@ -359,6 +359,80 @@ TEST(map_grows)
 	CHECK(g.values[9] == val_noise(2399999));
 }
 
+/*
+ * The map is grown between transactions, before one may fill it: a
+ * transaction that fails on a full map drops the caches with its abort,
+ * and is redone. Commits as vitalsd makes them (redone after a growth)
+ * of a run whose samples fill the initial map several times: none is
+ * redone, and the samples read back.
+ */
+TEST(map_grows_ahead_of_transactions)
+{
+	store       *st;
+	ingest      *in;
+	ingest_stats is;
+	got          g;
+	spec s      = { "ahead", 5, 1, 1, 0, 0, "noise", 0, 20000, val_noise };
+	int  redone = 0;
+
+	fresh_dir();
+	open_both(&st, &in);
+	for (uint64_t k = 0; k < 120; k++) {
+		wire_batch b;
+		char       why[200];
+		int        is_new, rc;
+
+		s.seq = s.floor = k + 1;
+		s.step0         = k * 20000;
+		make(&s, &b);
+		for (;;) {
+			REQUIRE(ingest_begin(in) == 0);
+			rc = ingest_batch(
+			    in, &b, 1, &is_new, why, sizeof(why));
+			if (rc < 0) {
+				ingest_abort(in);
+				rc = -rc;
+			} else {
+				rc = ingest_commit(in);
+			}
+			if (rc != STORE_EMAPFULL)
+				break;
+			redone++;
+			REQUIRE(store_grow(st) == 0);
+		}
+		REQUIRE(rc == 0);
+	}
+	ingest_get_stats(in, &is);
+	CHECK_EQ_INT(redone, 0);
+	CHECK_EQ_INT((int) is.drops, 0);
+	CHECK(is.map_grown > 0);
+	CHECK(store_map_size(st) > (16u << 20));
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(
+	    read_series("ahead", "noise", 0, 2399990, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 10);
+	CHECK(g.values[9] == val_noise(2399999));
+}
+
+/* What the caller expects a transaction to write is room made in the
+ * map before it begins (vitalsd: several times a group's bytes). */
+TEST(expected_bytes_grow_the_map_first)
+{
+	store  *st;
+	ingest *in;
+
+	fresh_dir();
+	open_both(&st, &in);
+	CHECK(store_map_size(st) < (40u << 20));
+	ingest_expect(in, 40u << 20);
+	REQUIRE(ingest_begin(in) == 0);
+	CHECK(store_map_size(st) >= (40u << 20));
+	REQUIRE(ingest_commit(in) == 0);
+	ingest_close(in);
+	store_close(st);
+}
+
 TEST(abort_leaves_nothing)
 {
 	store     *st;
@@ -2331,6 +2405,100 @@ TEST(names_in_changing_orders_land_in_their_series)
 	free(g);
 }
 
+/*
+ * A commit whose series come out of sid order, many and dense (ranks'
+ * batches interleaved, each naming its series backwards): the commit
+ * groups them by sid from a slot per id (collector/ingest.c,
+ * order_dense) rather than by sorting; every sample still lands in its
+ * series, in step order.
+ */
+#define DENSE_NAMES 300
+#define DENSE_RANKS 3
+
+static double
+dense_value(int rank, int k, uint64_t step)
+{
+	return (double) rank * 1e6 + (double) k * 1e2 + (double) step;
+}
+
+TEST(interleaved_dense_commit_lands_in_its_series)
+{
+	store  *st;
+	ingest *in;
+	char    err[1400], why[200], name[32];
+	got    *g = malloc(sizeof(*g));
+
+	REQUIRE(g != NULL);
+	fresh_dir();
+	open_both(&st, &in);
+	for (uint64_t step = 0; step < 4; step++) {
+		/* Step 0 creates the series, rank after rank, in name
+		 * order; steps 1 to 3 are one commit, ranks and names
+		 * backwards. */
+		if (step <= 1)
+			REQUIRE(ingest_begin(in) == 0);
+		for (int q = 0; q < DENSE_RANKS; q++) {
+			int        r  = step == 0 ? q : DENSE_RANKS - 1 - q;
+			wire_ident id = { 0 };
+			wire_batch b;
+			size_t     off;
+			int        is_new;
+
+			id.incarnation = 300 + (uint64_t) r;
+			id.pid         = 1;
+			id.rank        = r;
+			id.world_size  = DENSE_RANKS;
+			id.run         = "dense";
+			id.run_len     = 5;
+			id.host        = "h";
+			id.host_len    = 1;
+			off            = wire_put_batch_head(
+			               msg, &id, step + 1, step + 1, 0);
+			wire_put_names_count(msg, &off, DENSE_NAMES);
+			for (int i = 0; i < DENSE_NAMES; i++) {
+				int k = step == 0 ? i : DENSE_NAMES - 1 - i;
+				int l
+				    = snprintf(name, sizeof(name), "w%03d", k);
+
+				wire_put_name(msg, &off, name, (size_t) l);
+			}
+			wire_put_samples_count(msg, &off, DENSE_NAMES);
+			for (int i = 0; i < DENSE_NAMES; i++) {
+				int k = step == 0 ? i : DENSE_NAMES - 1 - i;
+				wire_sample w = { (uint16_t) i, step,
+					1700000000000000000ll
+					    + (int64_t) step * 1000000,
+					dense_value(r, k, step) };
+
+				wire_put_sample(msg, &off, &w);
+			}
+			REQUIRE(
+			    wire_batch_decode(msg, off, &b, err, sizeof(err))
+			    == 0);
+			REQUIRE(
+			    ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+			    == WIRE_ACK_STORED);
+		}
+		if (step == 0 || step == 3)
+			REQUIRE(ingest_commit(in) == 0);
+	}
+	ingest_close(in);
+	store_close(st);
+	for (int r = 0; r < DENSE_RANKS; r++)
+		for (int k = 0; k < DENSE_NAMES; k++) {
+			int ok;
+
+			snprintf(name, sizeof(name), "w%03d", k);
+			REQUIRE(read_series("dense", name, r, 0, 10, g) == 0);
+			ok = g->n == 4;
+			for (uint64_t i = 0; ok && i < 4; i++)
+				ok = g->steps[i] == i
+				    && g->values[i] == dense_value(r, k, i);
+			CHECK(ok);
+		}
+	free(g);
+}
+
 int
 main(void)
 {
@@ -2339,6 +2507,8 @@ main(void)
 	RUN(duplicates_discarded_across_reopen);
 	RUN(restart_overlap_merges_by_step);
 	RUN(map_grows);
+	RUN(map_grows_ahead_of_transactions);
+	RUN(expected_bytes_grow_the_map_first);
 	RUN(abort_leaves_nothing);
 	RUN(alerts_in_order_per_run);
 	RUN(ranks_latest_incarnation_by_start);
@@ -2359,6 +2529,7 @@ main(void)
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
+	RUN(interleaved_dense_commit_lands_in_its_series);
 	fresh_dir();
 	rmdir(dir);
 	return harness_done();
