@@ -559,34 +559,6 @@ store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples)
 	return rc;
 }
 
-int
-store_journal_widest(store_txn *t, uint64_t *groups)
-{
-	store      *st = t->st;
-	MDB_cursor *cur;
-	MDB_val     k, v;
-	int         rc;
-
-	*groups = 0;
-	if ((rc = load(t)) != 0 || st->jrecords == 0)
-		return rc;
-	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
-		return store_fail(st, rc, "reading the journal");
-	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
-		jrec r;
-
-		if ((rc = rec_parse(st, &k, &v, &r)) != 0) {
-			mdb_cursor_close(cur);
-			return rc;
-		}
-		if (r.ngroups > *groups)
-			*groups = r.ngroups;
-	}
-	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0
-	                          : store_fail(st, rc, "reading the journal");
-}
-
 /* A series whose commit brings at least this many samples, and which
  * has none in the journal, is appended to its blocks by the commit
  * itself (direct_put): a narrow run's samples are then coded and
@@ -990,6 +962,27 @@ records_each(store_txn *t, uint64_t from, record_fn fn, void *ctx)
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	return own ? rc : store_fail(st, rc, "reading the journal");
+}
+
+static int
+widest_of(void *vctx, const jrec *r)
+{
+	uint64_t *groups = vctx;
+
+	if (r->ngroups > *groups)
+		*groups = r->ngroups;
+	return 0;
+}
+
+int
+store_journal_widest(store_txn *t, uint64_t *groups)
+{
+	int rc;
+
+	*groups = 0;
+	if ((rc = load(t)) != 0 || t->st->jrecords == 0)
+		return rc;
+	return records_each(t, 0, widest_of, groups);
 }
 
 /* A series' samples in the records, appended to a growing array. */

@@ -895,6 +895,48 @@ thr_log(void *p)
 	return NULL;
 }
 
+/*
+ * The samples r received against a grid: names prefix<k>suffix for k
+ * below names, steps below steps, each valued step * names + k. None is
+ * off the grid or wrong, none came twice, none is missing.
+ */
+static void
+check_grid(
+    rx *r, const char *prefix, const char *suffix, int names, uint64_t steps)
+{
+	size_t   pl = strlen(prefix), dup = 0, bad = 0, missing = 0;
+	uint8_t *seen = calloc((size_t) names * steps, 1);
+
+	REQUIRE(seen != NULL);
+	pthread_mutex_lock(&r->mu);
+	for (size_t i = 0; i < r->ns; i++) {
+		const char *nm  = r->s[i].name;
+		char       *end = NULL;
+		long        k   = -1;
+		uint64_t    s   = r->s[i].step;
+
+		if (strncmp(nm, prefix, pl) == 0)
+			k = strtol(nm + pl, &end, 10);
+		if (k < 0 || k >= names || strcmp(end, suffix) != 0
+		    || s >= steps
+		    || r->s[i].bits
+		        != bits_of(
+		            (double) (s * (uint64_t) names + (uint64_t) k))) {
+			bad++;
+			continue;
+		}
+		if (seen[s * (uint64_t) names + (uint64_t) k]++)
+			dup++;
+	}
+	pthread_mutex_unlock(&r->mu);
+	for (size_t i = 0; i < (size_t) names * steps; i++)
+		missing += seen[i] == 0;
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(dup, 0);
+	CHECK_EQ_INT(missing, 0);
+	free(seen);
+}
+
 TEST(four_threads_every_sample_once)
 {
 	char        ep[128];
@@ -903,8 +945,6 @@ TEST(four_threads_every_sample_once)
 	vt_emitter *em;
 	pthread_t   th[NTHREADS];
 	thr_arg     args[NTHREADS];
-	uint8_t    *seen;
-	size_t      dup = 0, bad = 0, missing = 0;
 	vt_stats    st;
 
 	rx_init(&r);
@@ -922,33 +962,10 @@ TEST(four_threads_every_sample_once)
 	}
 	CHECK_EQ_INT(vt_flush(em, 20000), 0);
 	vt_get_stats(em, &st);
-	seen = calloc(NTHREADS * PER_THREAD, 1);
-	REQUIRE(seen != NULL);
-	pthread_mutex_lock(&r.mu);
-	for (size_t i = 0; i < r.ns; i++) {
-		int      k;
-		uint64_t s = r.s[i].step;
-
-		if (sscanf(r.s[i].name, "thr%d", &k) != 1 || k < 0
-		    || k >= NTHREADS || s >= PER_THREAD
-		    || r.s[i].bits
-		        != bits_of((double) (s * NTHREADS + (uint64_t) k))) {
-			bad++;
-			continue;
-		}
-		if (seen[(size_t) k * PER_THREAD + s]++)
-			dup++;
-	}
-	pthread_mutex_unlock(&r.mu);
-	for (size_t i = 0; i < NTHREADS * PER_THREAD; i++)
-		missing += seen[i] == 0;
-	CHECK_EQ_INT(bad, 0);
-	CHECK_EQ_INT(dup, 0);
-	CHECK_EQ_INT(missing, 0);
+	check_grid(&r, "thr", "", NTHREADS, PER_THREAD);
 	CHECK_EQ_INT(rx_nsamples(&r), NTHREADS * PER_THREAD);
 	CHECK_EQ_INT(st.logged, NTHREADS * PER_THREAD);
 	CHECK_EQ_INT(st.acked, NTHREADS * PER_THREAD);
-	free(seen);
 	vt_close(em);
 	mock_stop(&m);
 	rx_free(&r);
@@ -974,8 +991,6 @@ TEST(wide_steps_arrive_intact_with_reused_buffers)
 		static rx   r;
 		static mock m;
 		vt_emitter *em;
-		uint8_t    *seen;
-		size_t      dup = 0, bad = 0, missing = 0;
 
 		rx_init(&r);
 		endpoint(ep, sizeof(ep), "wide.sock");
@@ -998,31 +1013,7 @@ TEST(wide_steps_arrive_intact_with_reused_buffers)
 			}
 			CHECK_EQ_INT(vt_flush(em, 20000), 0);
 		}
-		seen = calloc(WIDE_NAMES * WIDE_STEPS, 1);
-		REQUIRE(seen != NULL);
-		pthread_mutex_lock(&r.mu);
-		for (size_t i = 0; i < r.ns; i++) {
-			int      k;
-			uint64_t st = r.s[i].step;
-
-			if (sscanf(r.s[i].name, "layer%05d/grad", &k) != 1
-			    || k < 0 || k >= WIDE_NAMES || st >= steps
-			    || r.s[i].bits
-			        != bits_of((double) (st * WIDE_NAMES
-			            + (uint64_t) k))) {
-				bad++;
-				continue;
-			}
-			if (seen[st * WIDE_NAMES + (uint64_t) k]++)
-				dup++;
-		}
-		pthread_mutex_unlock(&r.mu);
-		for (size_t i = 0; i < WIDE_NAMES * steps; i++)
-			missing += seen[i] == 0;
-		CHECK_EQ_INT(bad, 0);
-		CHECK_EQ_INT(dup, 0);
-		CHECK_EQ_INT(missing, 0);
-		free(seen);
+		check_grid(&r, "layer", "/grad", WIDE_NAMES, steps);
 		vt_close(em);
 		mock_stop(&m);
 		rx_free(&r);

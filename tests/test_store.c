@@ -318,6 +318,34 @@ val_noise(uint64_t step)
 	return d;
 }
 
+/* One batch committed as vitalsd commits it: on a full map, the
+ * transaction is aborted, the map grown and the batch redone (counted in
+ * *redone, when given). Returns 0 or a store_err. */
+static int
+commit_growing(store *st, ingest *in, const wire_batch *b, int *redone)
+{
+	char why[200];
+	int  is_new, rc;
+
+	for (;;) {
+		if ((rc = ingest_begin(in)) != 0)
+			return rc;
+		rc = ingest_batch(in, b, 1, &is_new, why, sizeof(why));
+		if (rc < 0) {
+			ingest_abort(in);
+			rc = -rc;
+		} else {
+			rc = ingest_commit(in);
+		}
+		if (rc != STORE_EMAPFULL)
+			return rc;
+		if (redone != NULL)
+			(*redone)++;
+		if ((rc = store_grow(st)) != 0)
+			return rc;
+	}
+}
+
 TEST(map_grows)
 {
 	store      *st;
@@ -330,26 +358,11 @@ TEST(map_grows)
 	/* 2.4M incompressible values: well past the 16 MiB initial map. */
 	for (uint64_t k = 0; k < 120; k++) {
 		wire_batch b;
-		char       why[200];
-		int        is_new, rc;
 
 		s.seq = s.floor = k + 1;
 		s.step0         = k * 20000;
 		make(&s, &b);
-		for (;;) {
-			REQUIRE(ingest_begin(in) == 0);
-			rc = ingest_batch(in, &b, 1, &is_new, why, sizeof(why));
-			if (rc < 0) {
-				ingest_abort(in);
-				rc = -rc;
-			} else {
-				rc = ingest_commit(in);
-			}
-			if (rc != STORE_EMAPFULL)
-				break;
-			REQUIRE(store_grow(st) == 0);
-		}
-		REQUIRE(rc == 0);
+		REQUIRE(commit_growing(st, in, &b, NULL) == 0);
 	}
 	CHECK(store_map_size(st) > (16u << 20));
 	ingest_close(in);
@@ -379,28 +392,11 @@ TEST(map_grows_ahead_of_transactions)
 	open_both(&st, &in);
 	for (uint64_t k = 0; k < 120; k++) {
 		wire_batch b;
-		char       why[200];
-		int        is_new, rc;
 
 		s.seq = s.floor = k + 1;
 		s.step0         = k * 20000;
 		make(&s, &b);
-		for (;;) {
-			REQUIRE(ingest_begin(in) == 0);
-			rc = ingest_batch(
-			    in, &b, 1, &is_new, why, sizeof(why));
-			if (rc < 0) {
-				ingest_abort(in);
-				rc = -rc;
-			} else {
-				rc = ingest_commit(in);
-			}
-			if (rc != STORE_EMAPFULL)
-				break;
-			redone++;
-			REQUIRE(store_grow(st) == 0);
-		}
-		REQUIRE(rc == 0);
+		REQUIRE(commit_growing(st, in, &b, &redone) == 0);
 	}
 	ingest_get_stats(in, &is);
 	CHECK_EQ_INT(redone, 0);
