@@ -88,6 +88,58 @@ make(const spec *s, wire_batch *b)
 	}
 }
 
+/* A batch of one emitter that names its series: prefix and order[k]
+ * (width digits) for k below n, and one sample of step for each of the
+ * first nsamples names, valued values[k]. */
+typedef struct names_batch {
+	const char   *run, *prefix;
+	int           rank, world, width, n, nsamples;
+	uint64_t      inc, seq, step;
+	const int    *order;
+	const double *values;
+} names_batch;
+
+/* Encode nb as an emitter would, decode it as vitalsd does and hand it
+ * to ingest (a transaction open). Returns ingest_batch's answer, or -1
+ * for a batch that does not decode. */
+static int
+ingest_names(ingest *in, const names_batch *nb)
+{
+	wire_ident id = { 0 };
+	wire_batch b;
+	size_t     off;
+	char       err[200], name[32];
+	int        is_new;
+
+	id.incarnation = nb->inc;
+	id.pid         = 1;
+	id.rank        = nb->rank;
+	id.world_size  = nb->world;
+	id.run         = nb->run;
+	id.run_len     = (uint16_t) strlen(nb->run);
+	id.host        = "h";
+	id.host_len    = 1;
+	off            = wire_put_batch_head(msg, &id, nb->seq, nb->seq, 0);
+	wire_put_names_count(msg, &off, (uint16_t) nb->n);
+	for (int k = 0; k < nb->n; k++) {
+		int l = snprintf(name, sizeof(name), "%s%0*d", nb->prefix,
+		    nb->width, nb->order[k]);
+
+		wire_put_name(msg, &off, name, (size_t) l);
+	}
+	wire_put_samples_count(msg, &off, (uint32_t) nb->nsamples);
+	for (int k = 0; k < nb->nsamples; k++) {
+		wire_sample w = { (uint16_t) k, nb->step,
+			1700000000000000000ll + (int64_t) nb->step * 1000000,
+			nb->values[k] };
+
+		wire_put_sample(msg, &off, &w);
+	}
+	if (wire_batch_decode(msg, off, &b, err, sizeof(err)) != 0)
+		return -1;
+	return ingest_batch(in, &b, 1, &is_new, err, sizeof(err));
+}
+
 static int
 apply(ingest *in, const spec *s)
 {
@@ -2302,7 +2354,7 @@ TEST(names_in_changing_orders_land_in_their_series)
 	store      *st;
 	ingest     *in;
 	ingest_opts o;
-	char        err[1400], why[200], name[32];
+	char        err[1400], name[32];
 	uint64_t    seq[3] = { 0, 0, 0 };
 	uint64_t    steps  = 16;
 	got        *g      = malloc(sizeof(*g));
@@ -2318,10 +2370,13 @@ TEST(names_in_changing_orders_land_in_their_series)
 			REQUIRE(ingest_begin(in) == 0);
 		/* Emitters 0 and 1: rank 0 (two incarnations); 2: rank 1. */
 		for (int em = 0; em < 3; em++) {
-			wire_ident id = { 0 };
-			wire_batch b;
-			size_t     off;
-			int        order[ORDER_NAMES], n = 0, is_new;
+			int         order[ORDER_NAMES], n = 0;
+			double      v[ORDER_NAMES];
+			names_batch nb = { .run = "ord",
+				.prefix         = "m",
+				.rank           = em == 2,
+				.world          = 2,
+				.width          = 2 };
 
 			/* Step by step: the same order, rotated, reversed,
 			 * every other name. */
@@ -2334,43 +2389,19 @@ TEST(names_in_changing_orders_land_in_their_series)
 
 				if ((int) (step % 4) == 3 && (k + em) % 2)
 					continue;
+				v[n]       = order_value(nb.rank, m, step);
 				order[n++] = m;
 			}
-			id.incarnation = 100 + (uint64_t) em;
-			id.pid         = 1;
-			id.rank        = em == 2 ? 1 : 0;
-			id.world_size  = 2;
-			id.run         = "ord";
-			id.run_len     = 3;
-			id.host        = "h";
-			id.host_len    = 1;
-			seq[em]++;
-			off = wire_put_batch_head(
-			    msg, &id, seq[em], seq[em], 0);
-			wire_put_names_count(msg, &off, (uint16_t) n);
-			for (int k = 0; k < n; k++) {
-				int l = snprintf(
-				    name, sizeof(name), "m%02d", order[k]);
-				wire_put_name(msg, &off, name, (size_t) l);
-			}
+			nb.inc   = 100 + (uint64_t) em;
+			nb.seq   = ++seq[em];
+			nb.step  = step;
+			nb.order = order;
+			nb.n     = n;
 			/* Incarnation 101 writes rank 0's odd steps, 100
 			 * its even ones. */
-			if (em < 2 && (int) (step % 2) != em)
-				n = 0;
-			wire_put_samples_count(msg, &off, (uint32_t) n);
-			for (int k = 0; k < n; k++) {
-				wire_sample w = { (uint16_t) k, step,
-					1700000000000000000ll
-					    + (int64_t) step * 1000000,
-					order_value(id.rank, order[k], step) };
-				wire_put_sample(msg, &off, &w);
-			}
-			REQUIRE(
-			    wire_batch_decode(msg, off, &b, err, sizeof(err))
-			    == 0);
-			REQUIRE(
-			    ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
-			    == WIRE_ACK_STORED);
+			nb.nsamples = em < 2 && (int) (step % 2) != em ? 0 : n;
+			nb.values   = v;
+			REQUIRE(ingest_names(in, &nb) == WIRE_ACK_STORED);
 		}
 		if (step % 4 == 3)
 			REQUIRE(ingest_commit(in) == 0);
@@ -2421,7 +2452,7 @@ TEST(interleaved_dense_commit_lands_in_its_series)
 {
 	store  *st;
 	ingest *in;
-	char    err[1400], why[200], name[32];
+	char    name[32];
 	got    *g = malloc(sizeof(*g));
 
 	REQUIRE(g != NULL);
@@ -2434,46 +2465,27 @@ TEST(interleaved_dense_commit_lands_in_its_series)
 		if (step <= 1)
 			REQUIRE(ingest_begin(in) == 0);
 		for (int q = 0; q < DENSE_RANKS; q++) {
-			int        r  = step == 0 ? q : DENSE_RANKS - 1 - q;
-			wire_ident id = { 0 };
-			wire_batch b;
-			size_t     off;
-			int        is_new;
+			int         r = step == 0 ? q : DENSE_RANKS - 1 - q;
+			int         order[DENSE_NAMES];
+			double      v[DENSE_NAMES];
+			names_batch nb = { .run = "dense",
+				.prefix         = "w",
+				.rank           = r,
+				.world          = DENSE_RANKS,
+				.width          = 3,
+				.n              = DENSE_NAMES,
+				.nsamples       = DENSE_NAMES };
 
-			id.incarnation = 300 + (uint64_t) r;
-			id.pid         = 1;
-			id.rank        = r;
-			id.world_size  = DENSE_RANKS;
-			id.run         = "dense";
-			id.run_len     = 5;
-			id.host        = "h";
-			id.host_len    = 1;
-			off            = wire_put_batch_head(
-			               msg, &id, step + 1, step + 1, 0);
-			wire_put_names_count(msg, &off, DENSE_NAMES);
 			for (int i = 0; i < DENSE_NAMES; i++) {
-				int k = step == 0 ? i : DENSE_NAMES - 1 - i;
-				int l
-				    = snprintf(name, sizeof(name), "w%03d", k);
-
-				wire_put_name(msg, &off, name, (size_t) l);
+				order[i] = step == 0 ? i : DENSE_NAMES - 1 - i;
+				v[i]     = dense_value(r, order[i], step);
 			}
-			wire_put_samples_count(msg, &off, DENSE_NAMES);
-			for (int i = 0; i < DENSE_NAMES; i++) {
-				int k = step == 0 ? i : DENSE_NAMES - 1 - i;
-				wire_sample w = { (uint16_t) i, step,
-					1700000000000000000ll
-					    + (int64_t) step * 1000000,
-					dense_value(r, k, step) };
-
-				wire_put_sample(msg, &off, &w);
-			}
-			REQUIRE(
-			    wire_batch_decode(msg, off, &b, err, sizeof(err))
-			    == 0);
-			REQUIRE(
-			    ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
-			    == WIRE_ACK_STORED);
+			nb.inc    = 300 + (uint64_t) r;
+			nb.seq    = step + 1;
+			nb.step   = step;
+			nb.order  = order;
+			nb.values = v;
+			REQUIRE(ingest_names(in, &nb) == WIRE_ACK_STORED);
 		}
 		if (step == 0 || step == 3)
 			REQUIRE(ingest_commit(in) == 0);
