@@ -398,38 +398,12 @@ commit_growing(store *st, ingest *in, const wire_batch *b, int *redone)
 	}
 }
 
-TEST(map_grows)
-{
-	store      *st;
-	ingest     *in;
-	got         g;
-	spec        s = { "big", 5, 1, 1, 0, 0, "noise", 0, 20000, val_noise };
-
-	fresh_dir();
-	open_both(&st, &in);
-	/* 2.4M incompressible values: well past the 16 MiB initial map. */
-	for (uint64_t k = 0; k < 120; k++) {
-		wire_batch b;
-
-		s.seq = s.floor = k + 1;
-		s.step0         = k * 20000;
-		make(&s, &b);
-		REQUIRE(commit_growing(st, in, &b, NULL) == 0);
-	}
-	CHECK(store_map_size(st) > (16u << 20));
-	ingest_close(in);
-	store_close(st);
-	REQUIRE(read_series("big", "noise", 0, 2399990, UINT64_MAX, &g) == 0);
-	CHECK_EQ_INT(g.n, 10);
-	CHECK(g.values[9] == val_noise(2399999));
-}
-
 /*
  * The map is grown between transactions, before one may fill it: a
  * transaction that fails on a full map drops the caches with its abort,
  * and is redone. Commits as vitalsd makes them (redone after a growth)
- * of a run whose samples fill the initial map several times: none is
- * redone, and the samples read back.
+ * of a run whose 2.4M incompressible values fill the initial 16 MiB
+ * map several times: none is redone, and the samples read back.
  */
 TEST(map_grows_ahead_of_transactions)
 {
@@ -2343,10 +2317,13 @@ TEST(positions_survive_reopen)
  * still land in their own series.
  */
 #define ORDER_NAMES 40
+
+/* The value of the step of name k (of fewer than 1,000, steps fewer
+ * than 1,000) of a rank, in the tests that name many series. */
 static double
-order_value(int rank, int m, uint64_t step)
+named_value(int rank, int k, uint64_t step)
 {
-	return (double) rank * 1e6 + (double) m * 1e3 + (double) step;
+	return (double) rank * 1e6 + (double) k * 1e3 + (double) step;
 }
 
 TEST(names_in_changing_orders_land_in_their_series)
@@ -2389,7 +2366,7 @@ TEST(names_in_changing_orders_land_in_their_series)
 
 				if ((int) (step % 4) == 3 && (k + em) % 2)
 					continue;
-				v[n]       = order_value(nb.rank, m, step);
+				v[n]       = named_value(nb.rank, m, step);
 				order[n++] = m;
 			}
 			nb.inc   = 100 + (uint64_t) em;
@@ -2424,7 +2401,7 @@ TEST(names_in_changing_orders_land_in_their_series)
 					continue;
 				CHECK(k < g->n && g->steps[k] == step
 				    && g->values[k]
-				        == order_value(rank, m, step));
+				        == named_value(rank, m, step));
 				k++;
 			}
 			CHECK_EQ_INT((int) g->n, (int) k);
@@ -2441,12 +2418,6 @@ TEST(names_in_changing_orders_land_in_their_series)
  */
 #define DENSE_NAMES 300
 #define DENSE_RANKS 3
-
-static double
-dense_value(int rank, int k, uint64_t step)
-{
-	return (double) rank * 1e6 + (double) k * 1e2 + (double) step;
-}
 
 TEST(interleaved_dense_commit_lands_in_its_series)
 {
@@ -2478,7 +2449,7 @@ TEST(interleaved_dense_commit_lands_in_its_series)
 
 			for (int i = 0; i < DENSE_NAMES; i++) {
 				order[i] = step == 0 ? i : DENSE_NAMES - 1 - i;
-				v[i]     = dense_value(r, order[i], step);
+				v[i]     = named_value(r, order[i], step);
 			}
 			nb.inc    = 300 + (uint64_t) r;
 			nb.seq    = step + 1;
@@ -2501,7 +2472,7 @@ TEST(interleaved_dense_commit_lands_in_its_series)
 			ok = g->n == 4;
 			for (uint64_t i = 0; ok && i < 4; i++)
 				ok = g->steps[i] == i
-				    && g->values[i] == dense_value(r, k, i);
+				    && g->values[i] == named_value(r, k, i);
 			CHECK(ok);
 		}
 	free(g);
@@ -2514,7 +2485,6 @@ main(void)
 	RUN(store_and_read_back);
 	RUN(duplicates_discarded_across_reopen);
 	RUN(restart_overlap_merges_by_step);
-	RUN(map_grows);
 	RUN(map_grows_ahead_of_transactions);
 	RUN(expected_bytes_grow_the_map_first);
 	RUN(abort_leaves_nothing);
