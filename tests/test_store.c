@@ -228,8 +228,10 @@ read_series(const char *run, const char *metric, int32_t rank, uint64_t from,
 	return rc;
 }
 
+/* The store of the test's folder, with ingest on options o (NULL: the
+ * defaults). */
 static void
-open_both(store **st, ingest **in)
+open_with(store **st, ingest **in, const ingest_opts *o)
 {
 	char err[1400];
 
@@ -237,8 +239,14 @@ open_both(store **st, ingest **in)
 		printf("  %s\n", err);
 		abort();
 	}
-	if (ingest_open(*st, NULL, in) != 0)
+	if (ingest_open(*st, o, in) != 0)
 		abort();
+}
+
+static void
+open_both(store **st, ingest **in)
+{
+	open_with(st, in, NULL);
 }
 
 TEST(store_and_read_back)
@@ -1447,14 +1455,13 @@ TEST(journal_keeps_extreme_samples)
 	wire_batch            b;
 	store_sample          want[64];
 	size_t                off;
-	char                  why[200], err[1400];
+	char                  why[200];
 	int                   is_new;
 	jsids                 js;
 
 	fresh_dir();
-	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
 	ingest_opts_init(&o);
-	REQUIRE(ingest_open(st, &o, &in) == 0);
+	open_with(&st, &in, &o);
 	id.incarnation = 1;
 	id.world_size  = 1;
 	id.run         = "jr";
@@ -1657,17 +1664,15 @@ TEST(records_past_bound_are_merged)
 	ingest_opts o;
 	scan_usage  u;
 	got         g;
-	char        err[1400];
 	uint64_t    seq = 0, step = 0;
 	int         ordered = 1, over = 0;
 	run_list    before, after;
 	spec        s = { "jw", 8, 0, 0, 0, 1, "small", 0, 1, val_lin };
 
 	fresh_dir();
-	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
 	ingest_opts_init(&o);
 	o.journal_records = 4;
-	REQUIRE(ingest_open(st, &o, &in) == 0);
+	open_with(&st, &in, &o);
 	for (int c = 0; c < 12; c++, step += 64) {
 		REQUIRE(wide_commit(in, &seq, step) == 0);
 		usage_now(st, &u);
@@ -1719,17 +1724,15 @@ TEST(wide_journal_folds_more_samples_a_series)
 	ingest_opts o;
 	scan_usage  u;
 	got         g;
-	char        err[1400];
 	uint64_t    seq = 0, step = 0, blocks;
 	int         early = 0, over = 0, ordered = 1;
 	spec        s = { "jn", 9, 0, 0, 0, 1, "few", 0, 200, val_lin };
 
 	fresh_dir();
-	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
 	ingest_opts_init(&o);
 	o.journal_samples = 4096;
 	o.journal_records = 4;
-	REQUIRE(ingest_open(st, &o, &in) == 0);
+	open_with(&st, &in, &o);
 	/* 64 series x 64 samples a commit: 64 x 1,024 is past 4 x 4,096,
 	 * so the journal holds 16,384 samples (4 commits) unfolded. */
 	for (int c = 0; c < 4; c++, step += 64) {
@@ -1780,16 +1783,14 @@ TEST(wide_merges_take_the_oldest_records)
 	ingest_opts o;
 	scan_usage  u;
 	got         g;
-	char        err[1400];
 	uint64_t    seq = 0, step = 0;
 	int         over = 0, first_fold = 0, ordered = 1;
 
 	fresh_dir();
-	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
 	ingest_opts_init(&o);
 	o.journal_samples = 4096; /* a merge takes 1,024: two records */
 	o.journal_records = 8;
-	REQUIRE(ingest_open(st, &o, &in) == 0);
+	open_with(&st, &in, &o);
 	/* 64 series x 8 samples a commit: the journal may hold 16,384. */
 	for (int c = 1; c <= 24; c++, step += 8) {
 		REQUIRE(wide_commit_n(in, &seq, step, 8) == 0);
@@ -2331,17 +2332,16 @@ TEST(names_in_changing_orders_land_in_their_series)
 	store      *st;
 	ingest     *in;
 	ingest_opts o;
-	char        err[1400], name[32];
+	char        name[32];
 	uint64_t    seq[3] = { 0, 0, 0 };
 	uint64_t    steps  = 16;
 	got        *g      = malloc(sizeof(*g));
 
 	REQUIRE(g != NULL);
 	fresh_dir();
-	REQUIRE(store_open(dir, 0, &st, err, sizeof(err)) == 0);
 	ingest_opts_init(&o);
 	o.cache_series = 64;
-	REQUIRE(ingest_open(st, &o, &in) == 0);
+	open_with(&st, &in, &o);
 	for (uint64_t step = 0; step < steps; step++) {
 		if (step % 4 == 0)
 			REQUIRE(ingest_begin(in) == 0);
