@@ -1583,7 +1583,7 @@ TEST(stall_before_a_timer_is_due_is_noted)
 	 * held-out seed 2, run 90). After five checkpoints, a hang of 190
 	 * s begins 260 s after the last began, about 60 s before the next
 	 * is due: within the clock's window of a timer (2 steps plus a
-	 * quarter of its length, 67 s) it was taken for the checkpoint
+	 * quarter of its length: about 70 s) it was taken for the checkpoint
 	 * coming early, held back to 1.5x its length, and never noted. The
 	 * timer has shown it moves by a few seconds only: it is noted. */
 	timer_ckpts(
