@@ -267,6 +267,27 @@ timer_from_start(const st_slot *sl, const st_kind *k, double tol)
 	return 0;
 }
 
+/* How early before its next turn kind k may begin again, in s, given
+ * the clock's window tol (two usual steps jit, a quarter of its length,
+ * how much its period moved). A timer does not come early: one counted
+ * from the start of the last save comes a period after it, one step
+ * late at most (jit), or later by another pause in that step (how much
+ * its period moved); one counted from the end of the last save comes
+ * sooner by as much as that save was shorter than the one before. With
+ * three pauses kept, those moves are known, and a silence that begins
+ * before them is no turn of the timer: a stall a few steps after a
+ * long checkpoint, well before the next, is noted (not held back as
+ * the checkpoint's turn, nor taken for it). With two, tol. */
+static double
+early_tol(const st_kind *k, double jit, double moved, double tol)
+{
+	uint32_t n = k->n;
+
+	if (n < 3)
+		return tol;
+	return fmin(tol, jit + moved + fmax(0, k->iv[n - 2] - k->iv[n - 1]));
+}
+
 /* The usual length of kind k if it is due after the slot's current step,
  * or 0. Its last two pauses define the period: after steps p1 and p2 at
  * least 8 steps apart, it is due when the current step is p2 plus a
@@ -276,6 +297,8 @@ timer_from_start(const st_slot *sl, const st_kind *k, double tol)
  * pause (a timer that counts from the end of the last save moves with
  * its length) and, with three pauses kept, how much the period moved (a
  * timer is looked at once a step, and a step may hold another pause).
+ * A timer does not come early: before its next turn, a kind of three
+ * pauses is due only within what it has shown it moves (see early_tol).
  * A kind whose three pauses were the same number of steps apart is due
  * by steps only: the other pauses between them move it in time. Its
  * usual length is the longest kept. */
@@ -283,7 +306,7 @@ static double
 due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 {
 	uint32_t n = k->n;
-	double   d = 0, tol, P, moved = 0;
+	double   d = 0, tol, jit, P, moved = 0;
 	int      by_steps = 0; /* three pauses the same steps apart */
 	int      regular  = 0; /* its pauses so far the same steps apart */
 
@@ -293,7 +316,8 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
 		d = fmax(d, k->iv[i]);
-	tol = 2 * (isnan(sl->usual) ? 0 : sl->usual) + 0.25 * d;
+	jit = 2 * (isnan(sl->usual) ? 0 : sl->usual);
+	tol = jit + 0.25 * d;
 	if (n >= 3)
 		moved = fabs(secs(k->t[n - 1] - k->t[n - 2])
 		    - secs(k->t[n - 2] - k->t[n - 3]));
@@ -313,17 +337,19 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 	if (by_steps && moved > tol)
 		return 0;
 	if (k->t[n - 1] > k->t[n - 2] && sl->adv_time > k->t[n - 1]) {
-		double off;
+		double off, since, early;
 
-		P   = secs(k->t[n - 1] - k->t[n - 2]);
-		off = fmod(secs(sl->adv_time - k->t[n - 1]), P);
+		P     = secs(k->t[n - 1] - k->t[n - 2]);
+		since = secs(sl->adv_time - k->t[n - 1]);
+		off   = fmod(since, P);
 		tol += moved;
 		/* Pauses at random times (stalls) are no timer. */
 		if (moved > 0.25 * P)
 			return 0;
 		*by_time = 1;
-		if (P > d && (off <= tol || P - off <= tol)
-		    && secs(sl->adv_time - k->t[n - 1]) >= P - tol) {
+		early    = since < P ? early_tol(k, jit, moved, tol) : tol;
+		if (P > d && (off <= tol || P - off <= early)
+		    && since >= P - early) {
 			/* A kind regular in steps so far, due here by time
 			 * only: a timer whose steps drift, or not due at all
 			 * (the window spans several steps). */
