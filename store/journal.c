@@ -154,13 +154,21 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
 	uint64_t d, dd, x = 0;
 	int64_t  dt;
 
-	if (get_var(p, end, &d) != 0 || get_var(p, end, &dd) != 0 || *p >= end)
+	if (end - *p >= SAMPLE_MAX) { /* no bounds test a byte */
+		if (get_var10(p, &d) != 0 || get_var10(p, &dd) != 0)
+			return -1;
+	} else if (get_var(p, end, &d) != 0 || get_var(p, end, &dd) != 0
+	    || *p >= end) {
 		return -1;
+	}
 	if (**p != 0) {
 		unsigned tz = (unsigned) **p - 1;
 
 		(*p)++;
-		if (tz > 63 || get_var(p, end, &x) != 0)
+		if (tz > 63
+		    || (end - *p >= 10 ? get_var10(p, &x)
+		                       : get_var(p, end, &x))
+		        != 0)
 			return -1;
 		x <<= tz;
 	} else {

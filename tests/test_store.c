@@ -12,6 +12,7 @@
 #include "store/scan.h"
 #include "store/store.h"
 #include "store/store_int.h"
+#include "store/varint.h"
 
 #include <lmdb.h>
 #include <math.h>
@@ -2465,6 +2466,40 @@ TEST(readonly_missing_db_is_clear)
 	CHECK(strstr(err, "/nonexistent/vitals") != NULL);
 }
 
+/* The varint read without a bounds test a byte (get_var10, the
+ * journal's decoders' when a sample's 31 bytes are there) reads what
+ * get_var reads: every length from 1 to 10 bytes, the bits past 64 of a
+ * tenth byte dropped, and a varint of more than 10 bytes refused. */
+TEST(varint_fast_read_equals_checked)
+{
+	uint64_t x   = 0x853c49e6748fea9bull;
+	int      bad = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		uint8_t        buf[24];
+		const uint8_t *p = buf, *q = buf;
+		uint64_t       v = rnd(&x), a = 1, b = 2;
+		int            ra, rb;
+
+		memset(buf, 0xa5, sizeof(buf));
+		v >>= rnd(&x) % 64; /* every length */
+		if (i % 7 == 0)
+			v = i % 2 ? UINT64_MAX : (uint64_t) 1 << (i % 64);
+		put_var(buf, v);
+		if (i % 11 == 0) /* 10 bytes, the last with bits past 64 */
+			for (int j = 0; j < 10; j++)
+				buf[j] = (uint8_t) (j < 9 ? 0x80 | rnd(&x)
+				                          : 0x7f);
+		if (i % 13 == 0) /* too long */
+			memset(buf, 0x80 | (i & 0x7f), 11);
+		ra = get_var(&p, buf + sizeof(buf), &a);
+		rb = get_var10(&q, &b);
+		bad += ra != rb || (ra == 0 && (a != b || p != q))
+		    || (i % 13 != 0 && i % 11 != 0 && a != v);
+	}
+	CHECK_EQ_INT(bad, 0);
+}
+
 TEST(keys_roundtrip)
 {
 	uint8_t     k[STORE_KEY_MAX];
@@ -2727,6 +2762,7 @@ int
 main(void)
 {
 	RUN(keys_roundtrip);
+	RUN(varint_fast_read_equals_checked);
 	RUN(store_and_read_back);
 	RUN(duplicates_discarded_across_reopen);
 	RUN(restart_overlap_merges_by_step);
