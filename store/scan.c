@@ -167,7 +167,8 @@ scan_run_finished(store *st, store_txn *txn, const char *run, int *out)
  * series rank by rank), so a small batch reads each record at scattered
  * places, one cache miss after another, and a listing of every series
  * reads the journal once per batch; a large one reads most of each
- * record in order (store_journal_add_stats). About 140 bytes a series.
+ * record in order (store_journal_add_stats). About 210 bytes a series
+ * (its entry, its place in sid order, a copy of its statistics).
  */
 #define LIST_BATCH 65536
 
