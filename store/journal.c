@@ -154,13 +154,21 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
 	uint64_t d, dd, x = 0;
 	int64_t  dt;
 
-	if (get_var(p, end, &d) != 0 || get_var(p, end, &dd) != 0 || *p >= end)
+	if (end - *p >= SAMPLE_MAX) { /* no bounds test a byte */
+		if (get_var10(p, &d) != 0 || get_var10(p, &dd) != 0)
+			return -1;
+	} else if (get_var(p, end, &d) != 0 || get_var(p, end, &dd) != 0
+	    || *p >= end) {
 		return -1;
+	}
 	if (**p != 0) {
 		unsigned tz = (unsigned) **p - 1;
 
 		(*p)++;
-		if (tz > 63 || get_var(p, end, &x) != 0)
+		if (tz > 63
+		    || (end - *p >= 10 ? get_var10(p, &x)
+		                       : get_var(p, end, &x))
+		        != 0)
 			return -1;
 		x <<= tz;
 	} else {
@@ -420,6 +428,97 @@ cur_find(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
 	return 0;
 }
 
+/* The first sid of chunk ch of r (formats 3 and 4). */
+static inline uint32_t
+chunk_sid(const jrec *r, uint32_t ch)
+{
+	return wire_get32(r->idx + (size_t) ch * 8);
+}
+
+/* The last chunk of r, of the n, at or after lo (whose first sid is at
+ * most sid) whose first sid is at most sid: a gallop from lo, then a
+ * binary search, so a near one costs a step or two. */
+static uint32_t
+chunk_upto(const jrec *r, uint32_t lo, uint32_t n, uint32_t sid)
+{
+	uint32_t step = 1, hi;
+
+	while (step < n - lo && chunk_sid(r, lo + step) <= sid) {
+		lo += step;
+		step *= 2;
+	}
+	hi = step < n - lo ? lo + step : n;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (chunk_sid(r, mid) <= sid)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Move c on to series sid, from the group c is at (cur_first, or where
+ * the last seek left it, of a lower sid; c->g == r->ngroups: past the
+ * last): *found 1 with c at its group, or 0 with c at the first group
+ * of a greater sid (or past the last). A sid past c's chunk is reached
+ * through the chunk table (format 2: the group table), not by walking
+ * the groups between: seeking ascending sids costs one pass over the
+ * record's code when they are dense, a search each when sparse, and
+ * the record is read in order either way. Returns 0 or a store_err.
+ */
+static int
+cur_seek(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
+{
+	int rc;
+
+	*found = 0;
+	if (c->g == r->ngroups || c->sid >= sid) {
+		*found = c->g < r->ngroups && c->sid == sid;
+		return 0;
+	}
+	if (!r->v3) {
+		uint32_t lo = c->g + 1, hi = r->ngroups;
+
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (wire_get32(r->idx + (size_t) mid * REC_GROUP)
+			    < sid)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		c->g    = lo;
+		c->next = NULL;
+		if (lo < r->ngroups) {
+			c->sid = wire_get32(r->idx + (size_t) lo * REC_GROUP);
+			*found = c->sid == sid;
+		}
+		return 0;
+	}
+	{
+		uint32_t ch = c->g / r->chunk;
+		uint32_t n  = (r->ngroups + r->chunk - 1) / r->chunk;
+
+		if (ch + 1 < n && chunk_sid(r, ch + 1) <= sid) {
+			ch = chunk_upto(r, ch + 1, n, sid);
+			if ((rc = chunk_open(st, r, ch, c)) != 0)
+				return rc;
+		}
+	}
+	while (c->sid < sid) {
+		if ((rc = cur_next(st, r, c)) != 0)
+			return rc;
+		if (c->g == r->ngroups)
+			return 0;
+	}
+	*found = c->sid == sid;
+	return 0;
+}
+
 /* The code of the group c is at: where its samples start, and their
  * count. Returns 0 or STORE_ECORRUPT. */
 static int
@@ -467,6 +566,75 @@ grp_decode(store *st, const jrec *r, const uint8_t **p, uint64_t cnt,
 	for (uint64_t i = 0; i < cnt; i++)
 		if (sample_get(p, r->p + r->size, &jc, &out[i]) != 0)
 			return corrupt(st, r->no);
+	return 0;
+}
+
+/*
+ * Add the cnt samples of a group of r at *p (grp_open) to the
+ * statistics of their series as they are decoded, by store_series_add's
+ * rules, in their order (none is kept: a listing wants the statistics
+ * alone); *p ends after them. The code as sample_get reads it, with the
+ * coder and the statistics in locals. Returns 0 or STORE_ECORRUPT.
+ */
+static int
+grp_add_stats(
+    store *st, const jrec *r, const uint8_t **p, uint64_t cnt, series_rec *s)
+{
+	const uint8_t *q = *p, *end = r->p + r->size;
+	uint64_t       step = r->step, bits = 0, unit = r->unit, lv;
+	int64_t        time = r->time, dtime = 0;
+	/* store_series_add sets both steps from the first sample of an
+	 * empty series: the min and max of it and these. */
+	uint64_t fs = s->samples ? s->first_step : UINT64_MAX;
+	uint64_t ls = s->samples ? s->last_step : 0;
+	int64_t  ft = s->first_time, lt = s->last_time;
+
+	memcpy(&lv, &s->last_value, sizeof(lv));
+	for (uint64_t i = 0; i < cnt; i++) {
+		uint64_t d, dd, x = 0;
+		unsigned tag;
+
+		if (end - q >= SAMPLE_MAX) { /* no bounds test a byte */
+			if (get_var10(&q, &d) != 0 || get_var10(&q, &dd) != 0)
+				return corrupt(st, r->no);
+			if ((tag = *q++) != 0) {
+				if (tag > 64 || get_var10(&q, &x) != 0)
+					return corrupt(st, r->no);
+				x <<= tag - 1;
+			}
+		} else {
+			if (get_var(&q, end, &d) != 0
+			    || get_var(&q, end, &dd) != 0 || q >= end)
+				return corrupt(st, r->no);
+			if ((tag = *q++) != 0) {
+				if (tag > 64 || get_var(&q, end, &x) != 0)
+					return corrupt(st, r->no);
+				x <<= tag - 1;
+			}
+		}
+		dtime = (int64_t) ((uint64_t) dtime
+		    + (uint64_t) unzz(dd) * unit);
+		step += (uint64_t) unzz(d);
+		time = (int64_t) ((uint64_t) time + (uint64_t) dtime);
+		bits ^= x;
+		if (step < fs)
+			fs = step;
+		if (step > ls)
+			ls = step;
+		if (time < ft)
+			ft = time;
+		if (time >= lt) {
+			lt = time;
+			lv = bits;
+		}
+	}
+	*p = q;
+	s->samples += cnt;
+	s->first_step = fs;
+	s->last_step  = ls;
+	s->first_time = ft;
+	s->last_time  = lt;
+	memcpy(&s->last_value, &lv, sizeof(lv));
 	return 0;
 }
 
@@ -1031,54 +1199,24 @@ typedef struct groups_ctx {
 	void                  *ctx;
 } groups_ctx;
 
-/*
- * Formats 3 and 4: find sid after the group c is at (found, of a lower
- * sid) by walking on, at most REC_CHUNK groups: the sids of a listing's
- * batch are mostly neighbours, so a record's groups are walked once for
- * the batch instead of searched for each. *walked 0: sid is further
- * on, search for it. Returns 0 or a store_err.
- */
-static int
-cur_walk(
-    store *st, const jrec *r, uint32_t sid, jcur *c, int *walked, int *found)
-{
-	int rc;
-
-	*walked = *found = 0;
-	for (int i = 0; i <= REC_CHUNK; i++) {
-		if (c->g == r->ngroups || c->sid >= sid) {
-			*walked = 1;
-			*found  = c->g < r->ngroups && c->sid == sid;
-			return 0;
-		}
-		if (i < REC_CHUNK && (rc = cur_next(st, r, c)) != 0)
-			return rc;
-	}
-	return 0;
-}
-
 static int
 groups_of(void *vctx, const jrec *r)
 {
 	groups_ctx *g = vctx;
 	jcur        jc;
-	int         at = 0; /* jc is at the group of sids[i - 1] */
+	int         rc;
 
-	for (size_t i = 0; i < g->n; i++) {
+	if ((rc = cur_first(g->st, r, &jc)) != 0)
+		return rc;
+	for (size_t i = 0; i < g->n && jc.g < r->ngroups; i++) {
 		const uint8_t *p;
 		uint64_t       cnt;
 		store_sample  *out;
-		int            rc, found, walked = 0;
+		int            found;
 
-		if (at && r->v3 && g->sids[i] > g->sids[i - 1]
-		    && (rc = cur_walk(
-		            g->st, r, g->sids[i], &jc, &walked, &found))
-		        != 0)
+		if ((rc = cur_seek(g->st, r, g->sids[i], &jc, &found)) != 0)
 			return rc;
-		if (!walked
-		    && (rc = cur_find(g->st, r, g->sids[i], &jc, &found)) != 0)
-			return rc;
-		if (!(at = found))
+		if (!found)
 			continue;
 		if ((rc = grp_open(g->st, r, &jc, &p, &cnt)) != 0)
 			return rc;
@@ -1098,6 +1236,50 @@ store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
 	groups_ctx g = { t->st, sids, n, fn, ctx };
 
 	return n == 0 ? 0 : records_each(t, 0, groups_of, &g);
+}
+
+/* The statistics of the wanted series in one record
+ * (store_journal_add_stats). */
+typedef struct stats_ctx {
+	store      *st;
+	series_rec *recs;
+	size_t      n;
+} stats_ctx;
+
+static int
+stats_of(void *vctx, const jrec *r)
+{
+	stats_ctx *x = vctx;
+	jcur       jc;
+	int        rc;
+
+	if ((rc = cur_first(x->st, r, &jc)) != 0)
+		return rc;
+	for (size_t i = 0; i < x->n && jc.g < r->ngroups; i++) {
+		const uint8_t *p;
+		uint64_t       cnt;
+		int            found;
+
+		rc = cur_seek(x->st, r, x->recs[i].sid, &jc, &found);
+		if (rc != 0)
+			return rc;
+		if (!found)
+			continue;
+		if ((rc = grp_open(x->st, r, &jc, &p, &cnt)) != 0
+		    || (rc = grp_add_stats(x->st, r, &p, cnt, &x->recs[i]))
+		        != 0)
+			return rc;
+		jc.next = p;
+	}
+	return 0;
+}
+
+int
+store_journal_add_stats(store_txn *t, series_rec *recs, size_t n)
+{
+	stats_ctx x = { t->st, recs, n };
+
+	return n == 0 ? 0 : records_each(t, 0, stats_of, &x);
 }
 
 int
@@ -1132,35 +1314,37 @@ journal_series_stats(store_txn *t, series_rec *r)
 /* A series' journal samples added to its statistics, record by record
  * (journal_patch_series). */
 typedef struct patch_ctx {
-	copy_ctx    c;
+	store      *st;
 	series_rec *r;
 } patch_ctx;
 
 static int
 patch_series(void *vctx, const jrec *r)
 {
-	patch_ctx *p = vctx;
-	int        rc;
+	patch_ctx     *x = vctx;
+	jcur           jc;
+	const uint8_t *p;
+	uint64_t       cnt;
+	int            rc, found;
 
-	p->c.len = 0;
-	if ((rc = copy_series(&p->c, r)) == 0)
-		store_series_add(p->r, p->c.buf, p->c.len);
-	return rc;
+	if ((rc = cur_find(x->st, r, x->r->sid, &jc, &found)) != 0 || !found)
+		return rc;
+	if ((rc = grp_open(x->st, r, &jc, &p, &cnt)) != 0)
+		return rc;
+	return grp_add_stats(x->st, r, &p, cnt, x->r);
 }
 
 int
 journal_patch_series(store_txn *t, series_rec *r)
 {
-	patch_ctx p = { { t->st, r->sid, NULL, 0, 0 }, r };
+	patch_ctx x = { t->st, r };
 	int       rc;
 
 	if ((rc = journal_series_stats(t, r)) != 0)
 		return rc;
 	if (r->jseen == UINT64_MAX)
 		return 0;
-	rc = records_each(t, r->jseen + 1, patch_series, &p);
-	free(p.c.buf);
-	return rc;
+	return records_each(t, r->jseen + 1, patch_series, &x);
 }
 
 /* ---- the fold ------------------------------------------------------------

@@ -90,4 +90,17 @@ typedef store_sample *(*store_journal_group_fn)(
 int store_journal_groups(store_txn *t, const uint32_t *sids, size_t n,
     store_journal_group_fn fn, void *ctx);
 
+/*
+ * Readers: add the journal samples of the series of recs (n of them,
+ * their sids strictly ascending) to their statistics (store_series_add's
+ * rules, each series' groups in arrival order, as scan_samples reads
+ * them), in one pass over the records as t sees them, oldest first,
+ * decoding each sample into the statistics alone. The statistics are
+ * read and written in the order of the records' groups, so keep them
+ * together in sid order (an array of pointers into a listing in key
+ * order made most of a wide listing's time cache misses). Returns 0 or
+ * a store_err.
+ */
+int store_journal_add_stats(store_txn *t, series_rec *recs, size_t n);
+
 #endif /* STORE_JOURNAL_H */

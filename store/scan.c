@@ -161,9 +161,16 @@ scan_run_finished(store *st, store_txn *txn, const char *run, int *out)
  * lookup per record per series would cost records x series). The
  * journal records up to a series' jseen hold none of its samples
  * (docs/storage.md, "The journal", invariant 4), so every group of the
- * series counts, as scan_samples reads them.
+ * series counts, as scan_samples reads them. A batch grows to
+ * LIST_BATCH series: listed in key order (run, metric, rank), a batch's
+ * sids are spread over the records' groups (a wide run numbers its
+ * series rank by rank), so a small batch reads each record at scattered
+ * places, one cache miss after another, and a listing of every series
+ * reads the journal once per batch; a large one reads most of each
+ * record in order (store_journal_add_stats). About 210 bytes a series
+ * (its entry, its place in sid order, a copy of its statistics).
  */
-#define LIST_BATCH 256
+#define LIST_BATCH 65536
 
 typedef struct list_slot {
 	uint32_t sid;
@@ -171,15 +178,10 @@ typedef struct list_slot {
 } list_slot;
 
 typedef struct list_batch {
-	scan_series   s[LIST_BATCH];
-	list_slot     by[LIST_BATCH]; /* by ascending sid */
-	uint32_t      sids[LIST_BATCH];
-	size_t        n, nby;
-	store_sample *buf; /* the group being decoded */
-	size_t        cap;
-	long          pend; /* its series (index in s), or -1 */
-	size_t        pendn;
-	int           oom;
+	scan_series *s;
+	list_slot   *by;   /* by ascending sid */
+	series_rec  *recs; /* their statistics, by[] order, for the journal */
+	size_t       n, cap;
 } list_batch;
 
 static int
@@ -190,80 +192,62 @@ slot_cmp(const void *a, const void *b)
 	return x->sid < y->sid ? -1 : x->sid > y->sid;
 }
 
-/* The group decoded last is complete once the next one is asked for. */
-static void
-list_settle(list_batch *b)
+/* Room for one more series in b (up to LIST_BATCH). Returns 0 or -1. */
+static int
+list_room(list_batch *b)
 {
-	if (b->pend >= 0)
-		store_series_add(&b->s[b->pend].rec, b->buf, b->pendn);
-	b->pend = -1;
+	size_t       nc = b->cap ? b->cap * 2 : 256;
+	scan_series *s;
+	list_slot   *by;
+	series_rec  *recs;
+
+	if (b->n < b->cap)
+		return 0;
+	if (nc > LIST_BATCH)
+		nc = LIST_BATCH;
+	if ((s = realloc(b->s, nc * sizeof(*s))) == NULL)
+		return -1;
+	b->s = s;
+	if ((by = realloc(b->by, nc * sizeof(*by))) == NULL)
+		return -1;
+	b->by = by;
+	if ((recs = realloc(b->recs, nc * sizeof(*recs))) == NULL)
+		return -1;
+	b->recs = recs;
+	b->cap  = nc;
+	return 0;
 }
 
-static store_sample *
-list_group(void *ctx, uint32_t sid, size_t n)
+static void
+list_free(list_batch *b)
 {
-	list_batch *b  = ctx;
-	size_t      lo = 0, hi = b->nby;
-
-	list_settle(b);
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (b->by[mid].sid < sid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == b->nby || b->by[lo].sid != sid)
-		return NULL;
-	if (n > b->cap) {
-		size_t        nc = b->cap ? b->cap : 256;
-		store_sample *nb;
-
-		while (nc < n)
-			nc *= 2;
-		if ((nb = realloc(b->buf, nc * sizeof(*nb))) == NULL) {
-			b->oom = 1;
-			return NULL;
-		}
-		b->buf = nb;
-		b->cap = nc;
-	}
-	b->pend  = (long) b->by[lo].i;
-	b->pendn = n;
-	return b->buf;
+	free(b->s);
+	free(b->by);
+	free(b->recs);
 }
 
 /* Patch the batch's statistics, then hand its series to fn. */
 static int
-list_flush(
-    store *st, store_txn *txn, list_batch *b, scan_series_fn fn, void *ctx)
+list_flush(store_txn *txn, list_batch *b, scan_series_fn fn, void *ctx)
 {
-	int rc = 0;
+	size_t nby = 0;
+	int    rc  = 0;
 
-	b->nby = 0;
 	for (size_t i = 0; i < b->n; i++) {
 		if ((rc = journal_series_stats(txn, &b->s[i].rec)) != 0)
 			return rc;
 		if (b->s[i].rec.jseen != UINT64_MAX) {
-			b->by[b->nby].sid = b->s[i].rec.sid;
-			b->by[b->nby].i   = (uint32_t) i;
-			b->nby++;
+			b->by[nby].sid = b->s[i].rec.sid;
+			b->by[nby].i   = (uint32_t) i;
+			nby++;
 		}
 	}
-	qsort(b->by, b->nby, sizeof(*b->by), slot_cmp);
-	for (size_t i = 0; i < b->nby; i++)
-		b->sids[i] = b->by[i].sid;
-	b->pend = -1;
-	if (b->nby > 0) {
-		rc = store_journal_groups(txn, b->sids, b->nby, list_group, b);
-		list_settle(b);
-	}
-	if (rc == 0 && b->oom) {
-		snprintf(
-		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
-		rc = STORE_ENOMEM;
-	}
+	qsort(b->by, nby, sizeof(*b->by), slot_cmp);
+	for (size_t i = 0; i < nby; i++)
+		b->recs[i] = b->s[b->by[i].i].rec;
+	rc = store_journal_add_stats(txn, b->recs, nby);
+	for (size_t i = 0; rc == 0 && i < nby; i++)
+		b->s[b->by[i].i].rec = b->recs[i];
 	for (size_t i = 0; rc == 0 && i < b->n; i++)
 		rc = fn(ctx, &b->s[i]);
 	b->n = 0;
@@ -284,19 +268,12 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 	size_t      ml = metric ? strlen(metric) : 0;
 	int         rc, op = MDB_FIRST;
 	uint8_t     key[STORE_KEY_MAX];
-	list_batch *b;
+	list_batch  b = { NULL, NULL, NULL, 0, 0 };
 
 	if (rl > WIRE_RUN_MAX || ml > WIRE_NAME_MAX)
 		return 0;
-	if ((b = calloc(1, sizeof(*b))) == NULL) {
-		snprintf(
-		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
-		return STORE_ENOMEM;
-	}
-	if ((rc = mdb_cursor_open(txn->txn, st->series, &cur)) != 0) {
-		free(b);
+	if ((rc = mdb_cursor_open(txn->txn, st->series, &cur)) != 0)
 		return store_fail(st, rc, "reading series");
-	}
 	if (run != NULL) {
 		memcpy(key, run, rl);
 		key[rl]   = 0;
@@ -310,9 +287,16 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 		op        = MDB_SET_RANGE;
 	}
 	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
-		scan_series *s = &b->s[b->n];
+		scan_series *s;
 
 		op = MDB_NEXT;
+		if (list_room(&b) != 0) {
+			snprintf(st->err, sizeof(st->err), "%s: out of memory",
+			    st->dir);
+			rc = STORE_ENOMEM;
+			break;
+		}
+		s = &b.s[b.n];
 		if (store_series_key_parse(k.mv_data, k.mv_size, &s->run,
 		        &s->runlen, &s->metric, &s->mlen, &s->rank)
 		        != 0
@@ -329,15 +313,14 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 		if (metric != NULL
 		    && (s->mlen != ml || memcmp(s->metric, metric, ml)))
 			break;
-		if (++b->n == LIST_BATCH
-		    && (rc = list_flush(st, txn, b, fn, ctx)) != 0)
+		if (++b.n == LIST_BATCH
+		    && (rc = list_flush(txn, &b, fn, ctx)) != 0)
 			break;
 	}
 	if (rc == 0 || rc == MDB_NOTFOUND)
-		rc = list_flush(st, txn, b, fn, ctx);
+		rc = list_flush(txn, &b, fn, ctx);
 	mdb_cursor_close(cur);
-	free(b->buf);
-	free(b);
+	list_free(&b);
 	return rc;
 }
 

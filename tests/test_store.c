@@ -12,6 +12,7 @@
 #include "store/scan.h"
 #include "store/store.h"
 #include "store/store_int.h"
+#include "store/varint.h"
 
 #include <lmdb.h>
 #include <math.h>
@@ -1158,6 +1159,230 @@ TEST(wide_merged_journal_reads_equal_folded_reference)
 	CHECK(merged > 20);
 }
 
+/*
+ * A listing's statistics (samples, first and last step, first and last
+ * time, the value at the latest time: the last to arrive of those at
+ * it) equal those computed from every sample the series was sent, in
+ * the order they arrived, at every moment of a run whose series are
+ * partly folded into blocks and partly in the journal, in records of a
+ * commit and merged ones: series that have samples only in the journal,
+ * one whose latest sample stays in its blocks, and a restart inside the
+ * journal (steps going back below every folded one, a first time tying
+ * the latest before it).
+ */
+#define L_RANKS 2
+#define L_METRICS 6
+
+static jgot     lsent[L_RANKS][L_METRICS];
+static int64_t  ltime[L_RANKS][L_METRICS]; /* the latest time sent */
+static uint64_t lstep[L_RANKS][L_METRICS]; /* the next step */
+
+/* One batch of rank r (incarnation inc): k[m] samples of each metric
+ * from its next step, each time after the last one sent (tie: the
+ * first of each metric at it). */
+static int
+lbatch(uint64_t *x, uint64_t inc, int r, uint64_t seq, const uint32_t *k,
+    int tie, wire_batch *b)
+{
+	wire_ident id = { 0 };
+	size_t     off;
+	char       name[16], why[200];
+	uint32_t   total = 0;
+
+	id.incarnation = inc;
+	id.rank        = r;
+	id.world_size  = L_RANKS;
+	id.run         = "ls";
+	id.run_len     = 2;
+	id.host        = "h";
+	id.host_len    = 1;
+	off            = wire_put_batch_head(msg, &id, seq, seq, 0);
+	wire_put_names_count(msg, &off, L_METRICS);
+	for (int m = 0; m < L_METRICS; m++) {
+		snprintf(name, sizeof(name), "l%d", m);
+		wire_put_name(msg, &off, name, strlen(name));
+		total += k[m];
+	}
+	wire_put_samples_count(msg, &off, total);
+	for (int m = 0; m < L_METRICS; m++) {
+		for (uint32_t i = 0; i < k[m]; i++) {
+			uint64_t    bits = rnd(x);
+			wire_sample w;
+
+			w.name = (uint16_t) m;
+			w.step = lstep[r][m]++;
+			/* Milliseconds mostly (the records' time unit),
+			 * now and then a nanosecond. */
+			w.time_ns = ltime[r][m]
+			    + (tie && i == 0
+			            ? 0
+			            : 1000000 * (int64_t) (1 + bits % 3)
+			                + (int64_t) (bits % 7 == 0));
+			ltime[r][m] = w.time_ns;
+			if (m % 2)
+				w.value = (double) w.step * 0.25;
+			else
+				memcpy(&w.value, &bits, sizeof(w.value));
+			wire_put_sample(msg, &off, &w);
+			jcollect(&lsent[r][m], w.step, w.time_ns, w.value);
+		}
+	}
+	return wire_batch_decode(msg, off, b, why, sizeof(why));
+}
+
+typedef struct llist {
+	series_rec rec[L_RANKS][L_METRICS];
+	int        seen[L_RANKS][L_METRICS];
+	int        n;
+} llist;
+
+static int
+llist_each(void *ctx, const scan_series *s)
+{
+	llist *l = ctx;
+	int m = s->mlen == 2 && s->metric[0] == 'l' ? s->metric[1] - '0' : -1;
+
+	l->n++;
+	if (m >= 0 && m < L_METRICS && s->rank >= 0 && s->rank < L_RANKS) {
+		l->rec[s->rank][m] = s->rec;
+		l->seen[s->rank][m]++;
+	}
+	return 0;
+}
+
+/* The series of st listed against the samples sent: the mismatches. */
+static int
+listing_vs_sent(store *st, int *with_journal)
+{
+	store_txn *txn;
+	scan_usage u;
+	llist      l;
+	int        bad = 0;
+
+	memset(&l, 0, sizeof(l));
+	if (store_read_begin(st, &txn) != 0)
+		return 1000;
+	if (scan_series_of(st, txn, "ls", llist_each, &l) != 0)
+		bad++;
+	if (scan_usage_get(st, txn, &u) == 0 && u.journal_records > 0)
+		(*with_journal)++;
+	store_read_end(txn);
+	for (int r = 0; r < L_RANKS; r++) {
+		for (int m = 0; m < L_METRICS; m++) {
+			const jgot       *g  = &lsent[r][m];
+			const series_rec *x  = &l.rec[r][m];
+			uint64_t          fs = UINT64_MAX, ls = 0;
+			int64_t           ft = INT64_MAX, lt = INT64_MIN;
+			size_t            at = 0;
+
+			if (g->n == 0) {
+				bad += l.seen[r][m] != 0;
+				continue;
+			}
+			for (size_t i = 0; i < g->n; i++) {
+				fs = g->s[i].step < fs ? g->s[i].step : fs;
+				ls = g->s[i].step > ls ? g->s[i].step : ls;
+				ft = g->s[i].time_ns < ft ? g->s[i].time_ns
+				                          : ft;
+				lt = g->s[i].time_ns > lt ? g->s[i].time_ns
+				                          : lt;
+			}
+			for (size_t i = 0; i < g->n; i++)
+				if (g->s[i].time_ns == lt)
+					at = i; /* the last to arrive */
+			if (l.seen[r][m] != 1 || x->samples != g->n
+			    || x->first_step != fs || x->last_step != ls
+			    || x->first_time != ft || x->last_time != lt
+			    || memcmp(&x->last_value, &g->s[at].value, 8) != 0)
+				bad++;
+		}
+	}
+	return bad;
+}
+
+TEST(listing_statistics_equal_their_samples)
+{
+	char        dir_a[300], err[1400];
+	store      *a, *ra;
+	ingest     *ia;
+	ingest_opts o;
+	uint64_t    x = 0x2545f4914f6cdd1dull, seq[L_RANKS] = { 0 }, inc0 = 1;
+	int         bad = 0, checks = 0, with_journal = 0, merged = 0;
+
+	fresh_dir();
+	memset(lsent, 0, sizeof(lsent));
+	for (int r = 0; r < L_RANKS; r++) {
+		for (int m = 0; m < L_METRICS; m++) {
+			ltime[r][m] = 1700000000000000000ll;
+			lstep[r][m] = 100;
+		}
+	}
+	snprintf(dir_a, sizeof(dir_a), "%s/a", dir);
+	REQUIRE(store_open(dir_a, 0, &a, err, sizeof(err)) == 0);
+	/* A journal of up to 4 records before merges (each record of 5
+	 * or 6 series, past 4,096 / 1,024: wide), no fold but ours. */
+	ingest_opts_init(&o);
+	o.journal_samples = 4096;
+	o.journal_records = 4;
+	REQUIRE(ingest_open(a, &o, &ia) == 0);
+	REQUIRE(store_open(dir_a, STORE_RDONLY, &ra, err, sizeof(err)) == 0);
+	for (int round = 0; round < 60; round++) {
+		int        r   = round % L_RANKS;
+		int        tie = 0;
+		uint32_t   k[L_METRICS];
+		wire_batch wb;
+		char       why[200];
+		int        is_new;
+
+		for (int m = 0; m < L_METRICS; m++)
+			k[m] = 1 + (uint32_t) (rnd(&x) % 12);
+		if (round < 12)
+			k[5] = 0; /* l5 starts in the journal */
+		else if (r == 0)
+			k[1] = 0; /* rank 0's l1: its latest stays folded */
+		if (round == 30) {
+			/* Rank 0 restarts: steps from 40, below every
+			 * folded one; its one sample of each metric at the
+			 * latest time before it (l1's is folded), so it
+			 * is the latest by arriving last. */
+			inc0++;
+			seq[0] = 0;
+			for (int m = 0; m < L_METRICS; m++) {
+				lstep[0][m] = 40;
+				k[m]        = 1;
+			}
+			tie = 1;
+		}
+		seq[r]++;
+		REQUIRE(lbatch(&x, r == 0 ? inc0 : 100, r, seq[r], k, tie, &wb)
+		    == 0);
+		REQUIRE(ingest_begin(ia) == 0);
+		REQUIRE(ingest_batch(ia, &wb, 1, &is_new, why, sizeof(why))
+		    == WIRE_ACK_STORED);
+		REQUIRE(ingest_commit(ia) == 0);
+		if (round == 11)
+			REQUIRE(ingest_fold(ia, 1) == 0);
+		bad += listing_vs_sent(ra, &with_journal);
+		merged += merged_records(ra) > 0;
+		checks++;
+	}
+	REQUIRE(ingest_fold(ia, 1) == 0);
+	bad += listing_vs_sent(ra, &with_journal);
+	CHECK_EQ_INT(bad, 0);
+	/* The checks saw the journal, and merged records in it. */
+	CHECK(with_journal > checks / 2);
+	CHECK(merged > 10);
+	for (int r = 0; r < L_RANKS; r++) {
+		for (int m = 0; m < L_METRICS; m++) {
+			free(lsent[r][m].s);
+			memset(&lsent[r][m], 0, sizeof(lsent[r][m]));
+		}
+	}
+	ingest_close(ia);
+	store_close(ra);
+	store_close(a);
+}
+
 /* Read every series of st with scan_samples_in, after loading the
  * journal of a random part of them (some twice, some not at all), and
  * with scan_samples, over [from, to]: the same samples, bit for bit, in
@@ -2264,6 +2489,40 @@ TEST(readonly_missing_db_is_clear)
 	CHECK(strstr(err, "/nonexistent/vitals") != NULL);
 }
 
+/* The varint read without a bounds test a byte (get_var10, the
+ * journal's decoders' when a sample's 31 bytes are there) reads what
+ * get_var reads: every length from 1 to 10 bytes, the bits past 64 of a
+ * tenth byte dropped, and a varint of more than 10 bytes refused. */
+TEST(varint_fast_read_equals_checked)
+{
+	uint64_t x   = 0x853c49e6748fea9bull;
+	int      bad = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		uint8_t        buf[24];
+		const uint8_t *p = buf, *q = buf;
+		uint64_t       v = rnd(&x), a = 1, b = 2;
+		int            ra, rb;
+
+		memset(buf, 0xa5, sizeof(buf));
+		v >>= rnd(&x) % 64; /* every length */
+		if (i % 7 == 0)
+			v = i % 2 ? UINT64_MAX : (uint64_t) 1 << (i % 64);
+		put_var(buf, v);
+		if (i % 11 == 0) /* 10 bytes, the last with bits past 64 */
+			for (int j = 0; j < 10; j++)
+				buf[j] = (uint8_t) (j < 9 ? 0x80 | rnd(&x)
+				                          : 0x7f);
+		if (i % 13 == 0) /* too long */
+			memset(buf, 0x80 | (i & 0x7f), 11);
+		ra = get_var(&p, buf + sizeof(buf), &a);
+		rb = get_var10(&q, &b);
+		bad += ra != rb || (ra == 0 && (a != b || p != q))
+		    || (i % 13 != 0 && i % 11 != 0 && a != v);
+	}
+	CHECK_EQ_INT(bad, 0);
+}
+
 TEST(keys_roundtrip)
 {
 	uint8_t     k[STORE_KEY_MAX];
@@ -2482,6 +2741,7 @@ int
 main(void)
 {
 	RUN(keys_roundtrip);
+	RUN(varint_fast_read_equals_checked);
 	RUN(store_and_read_back);
 	RUN(duplicates_discarded_across_reopen);
 	RUN(restart_overlap_merges_by_step);
@@ -2494,6 +2754,7 @@ main(void)
 	RUN(journal_reads_equal_folded_reference);
 	RUN(merged_journal_reads_equal_folded_reference);
 	RUN(wide_merged_journal_reads_equal_folded_reference);
+	RUN(listing_statistics_equal_their_samples);
 	RUN(journal_read_once_equals_scan_samples);
 	RUN(journal_keeps_extreme_samples);
 	RUN(journal_records_bounded);
