@@ -1190,6 +1190,44 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 	return rc;
 }
 
+/* The sid of the i-th wanted series, and what is done with its group:
+ * decoded from *p (cnt samples), *p then after them, or left. */
+typedef uint32_t (*wanted_sid_fn)(void *ctx, size_t i);
+typedef int (*wanted_group_fn)(
+    void *ctx, size_t i, const jrec *r, const uint8_t **p, uint64_t cnt);
+
+/* The groups in record r of the n wanted series (in sid order), each
+ * handed to on: one pass on through the record, by cur_seek. Returns 0
+ * or a store_err. */
+static int
+wanted_groups(store *st, const jrec *r, size_t n, wanted_sid_fn sid_at,
+    wanted_group_fn on, void *ctx)
+{
+	jcur jc;
+	int  rc;
+
+	if ((rc = cur_first(st, r, &jc)) != 0)
+		return rc;
+	for (size_t i = 0; i < n && jc.g < r->ngroups; i++) {
+		const uint8_t *p, *start;
+		uint64_t       cnt;
+		int            found;
+
+		if ((rc = cur_seek(st, r, sid_at(ctx, i), &jc, &found)) != 0)
+			return rc;
+		if (!found)
+			continue;
+		if ((rc = grp_open(st, r, &jc, &p, &cnt)) != 0)
+			return rc;
+		start = p;
+		if ((rc = on(ctx, i, r, &p, cnt)) != 0)
+			return rc;
+		if (p != start)
+			jc.next = p;
+	}
+	return 0;
+}
+
 /* The groups of the wanted series in one record (store_journal_groups). */
 typedef struct groups_ctx {
 	store                 *st;
@@ -1199,34 +1237,28 @@ typedef struct groups_ctx {
 	void                  *ctx;
 } groups_ctx;
 
+static uint32_t
+groups_sid(void *vctx, size_t i)
+{
+	return ((groups_ctx *) vctx)->sids[i];
+}
+
+static int
+groups_decode(
+    void *vctx, size_t i, const jrec *r, const uint8_t **p, uint64_t cnt)
+{
+	groups_ctx   *g   = vctx;
+	store_sample *out = g->fn(g->ctx, g->sids[i], (size_t) cnt);
+
+	return out == NULL ? 0 : grp_decode(g->st, r, p, cnt, out);
+}
+
 static int
 groups_of(void *vctx, const jrec *r)
 {
 	groups_ctx *g = vctx;
-	jcur        jc;
-	int         rc;
 
-	if ((rc = cur_first(g->st, r, &jc)) != 0)
-		return rc;
-	for (size_t i = 0; i < g->n && jc.g < r->ngroups; i++) {
-		const uint8_t *p;
-		uint64_t       cnt;
-		store_sample  *out;
-		int            found;
-
-		if ((rc = cur_seek(g->st, r, g->sids[i], &jc, &found)) != 0)
-			return rc;
-		if (!found)
-			continue;
-		if ((rc = grp_open(g->st, r, &jc, &p, &cnt)) != 0)
-			return rc;
-		if ((out = g->fn(g->ctx, g->sids[i], (size_t) cnt)) != NULL) {
-			if ((rc = grp_decode(g->st, r, &p, cnt, out)) != 0)
-				return rc;
-			jc.next = p;
-		}
-	}
-	return 0;
+	return wanted_groups(g->st, r, g->n, groups_sid, groups_decode, g);
 }
 
 int
@@ -1246,32 +1278,26 @@ typedef struct stats_ctx {
 	size_t      n;
 } stats_ctx;
 
+static uint32_t
+stats_sid(void *vctx, size_t i)
+{
+	return ((stats_ctx *) vctx)->recs[i].sid;
+}
+
+static int
+stats_add(void *vctx, size_t i, const jrec *r, const uint8_t **p, uint64_t cnt)
+{
+	stats_ctx *x = vctx;
+
+	return grp_add_stats(x->st, r, p, cnt, &x->recs[i]);
+}
+
 static int
 stats_of(void *vctx, const jrec *r)
 {
 	stats_ctx *x = vctx;
-	jcur       jc;
-	int        rc;
 
-	if ((rc = cur_first(x->st, r, &jc)) != 0)
-		return rc;
-	for (size_t i = 0; i < x->n && jc.g < r->ngroups; i++) {
-		const uint8_t *p;
-		uint64_t       cnt;
-		int            found;
-
-		rc = cur_seek(x->st, r, x->recs[i].sid, &jc, &found);
-		if (rc != 0)
-			return rc;
-		if (!found)
-			continue;
-		if ((rc = grp_open(x->st, r, &jc, &p, &cnt)) != 0
-		    || (rc = grp_add_stats(x->st, r, &p, cnt, &x->recs[i]))
-		        != 0)
-			return rc;
-		jc.next = p;
-	}
-	return 0;
+	return wanted_groups(x->st, r, x->n, stats_sid, stats_add, x);
 }
 
 int
