@@ -372,6 +372,24 @@ cur_next(store *st, const jrec *r, jcur *c)
 	return 0;
 }
 
+/* Format 2: the first group from lo on whose sid is sid or more, by a
+ * binary search of the group table (r->ngroups: none). */
+static uint32_t
+idx_lower(const jrec *r, uint32_t lo, uint32_t sid)
+{
+	uint32_t hi = r->ngroups;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (wire_get32(r->idx + (size_t) mid * REC_GROUP) < sid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Find series sid in r: *found 1 with c at its group, or 0. Returns 0
  * or a store_err. */
 static int
@@ -382,16 +400,7 @@ cur_find(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
 
 	*found = 0;
 	if (!r->v3) {
-		hi = r->ngroups;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if (wire_get32(r->idx + (size_t) mid * REC_GROUP)
-			    < sid)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = idx_lower(r, 0, sid);
 		if (lo == r->ngroups
 		    || wire_get32(r->idx + (size_t) lo * REC_GROUP) != sid)
 			return 0;
@@ -480,17 +489,8 @@ cur_seek(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
 		return 0;
 	}
 	if (!r->v3) {
-		uint32_t lo = c->g + 1, hi = r->ngroups;
+		uint32_t lo = idx_lower(r, c->g + 1, sid);
 
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if (wire_get32(r->idx + (size_t) mid * REC_GROUP)
-			    < sid)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		c->g    = lo;
 		c->next = NULL;
 		if (lo < r->ngroups) {
