@@ -822,6 +822,37 @@ journal_counts(
 	return sent;
 }
 
+/* The head of a batch of rank r of a run of world ranks (incarnation
+ * inc, sequence seq) naming prefix0 .. prefix<n-1>, with the count of
+ * k[0] + ... + k[n-1] samples (*total) to follow, in msg. Returns its
+ * length. */
+static size_t
+head_and_names(const char *run, int world, uint64_t inc, int r, uint64_t seq,
+    const char *prefix, int n, const uint32_t *k, uint32_t *total)
+{
+	wire_ident id = { 0 };
+	size_t     off;
+	char       name[16];
+
+	id.incarnation = inc;
+	id.rank        = r;
+	id.world_size  = world;
+	id.run         = run;
+	id.run_len     = (uint16_t) strlen(run);
+	id.host        = "h";
+	id.host_len    = 1;
+	off            = wire_put_batch_head(msg, &id, seq, seq, 0);
+	wire_put_names_count(msg, &off, (uint16_t) n);
+	*total = 0;
+	for (int m = 0; m < n; m++) {
+		snprintf(name, sizeof(name), "%s%d", prefix, m);
+		wire_put_name(msg, &off, name, strlen(name));
+		*total += k[m];
+	}
+	wire_put_samples_count(msg, &off, *total);
+	return off;
+}
+
 /* One batch of rank r: for each metric, k[m] samples from step s0[m]
  * (values random bit patterns or smooth, so blocks fill at different
  * rates and end in the middle of commits). */
@@ -829,26 +860,11 @@ static int
 journal_batch(uint64_t *x, int r, uint64_t seq, const uint64_t *s0,
     const uint32_t *k, wire_batch *b)
 {
-	wire_ident id = { 0 };
-	size_t     off;
-	char       name[16], why[200];
-	uint32_t   total = 0;
+	char     why[200];
+	uint32_t total;
+	size_t off = head_and_names("jr", J_RANKS, 500 + (uint64_t) r, r, seq,
+	    "j", J_METRICS, k, &total);
 
-	id.incarnation = 500 + (uint64_t) r;
-	id.rank        = r;
-	id.world_size  = J_RANKS;
-	id.run         = "jr";
-	id.run_len     = 2;
-	id.host        = "h";
-	id.host_len    = 1;
-	off = wire_put_batch_head(msg, &id, seq, seq, 0);
-	wire_put_names_count(msg, &off, J_METRICS);
-	for (int m = 0; m < J_METRICS; m++) {
-		snprintf(name, sizeof(name), "j%d", m);
-		wire_put_name(msg, &off, name, strlen(name));
-		total += k[m];
-	}
-	wire_put_samples_count(msg, &off, total);
 	/* Interleaved across metrics, as a trainer logs them. */
 	for (uint32_t i = 0, left = total; left > 0; i++) {
 		for (int m = 0; m < J_METRICS; m++) {
@@ -1184,26 +1200,11 @@ static int
 lbatch(uint64_t *x, uint64_t inc, int r, uint64_t seq, const uint32_t *k,
     int tie, wire_batch *b)
 {
-	wire_ident id = { 0 };
-	size_t     off;
-	char       name[16], why[200];
-	uint32_t   total = 0;
+	char     why[200];
+	uint32_t total;
+	size_t   off = head_and_names(
+	      "ls", L_RANKS, inc, r, seq, "l", L_METRICS, k, &total);
 
-	id.incarnation = inc;
-	id.rank        = r;
-	id.world_size  = L_RANKS;
-	id.run         = "ls";
-	id.run_len     = 2;
-	id.host        = "h";
-	id.host_len    = 1;
-	off            = wire_put_batch_head(msg, &id, seq, seq, 0);
-	wire_put_names_count(msg, &off, L_METRICS);
-	for (int m = 0; m < L_METRICS; m++) {
-		snprintf(name, sizeof(name), "l%d", m);
-		wire_put_name(msg, &off, name, strlen(name));
-		total += k[m];
-	}
-	wire_put_samples_count(msg, &off, total);
 	for (int m = 0; m < L_METRICS; m++) {
 		for (uint32_t i = 0; i < k[m]; i++) {
 			uint64_t    bits = rnd(x);
