@@ -690,6 +690,7 @@ load(store_txn *t)
 	st->jnext    = 1;
 	st->jrecords = 0;
 	st->jsamples = 0;
+	st->jwidest  = 0;
 	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
 		return store_fail(st, rc, "reading the journal");
 	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
@@ -702,6 +703,8 @@ load(store_txn *t)
 		st->jnext = r.no + 1;
 		st->jrecords++;
 		st->jsamples += r.nsamples;
+		if (r.ngroups > st->jwidest)
+			st->jwidest = r.ngroups;
 	}
 	mdb_cursor_close(cur);
 	if (rc != MDB_NOTFOUND)
@@ -724,6 +727,15 @@ store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples)
 
 	*records = t->st->jrecords;
 	*samples = t->st->jsamples;
+	return rc;
+}
+
+int
+store_journal_widest(store_txn *t, uint64_t *groups)
+{
+	int rc = load(t);
+
+	*groups = t->st->jwidest;
 	return rc;
 }
 
@@ -995,6 +1007,8 @@ store_journal_put(
 	st->jnext++;
 	st->jrecords++;
 	st->jsamples += ns;
+	if (nj > st->jwidest)
+		st->jwidest = nj;
 	goto out;
 nomem:
 	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
@@ -1130,27 +1144,6 @@ records_each(store_txn *t, uint64_t from, record_fn fn, void *ctx)
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	return own ? rc : store_fail(st, rc, "reading the journal");
-}
-
-static int
-widest_of(void *vctx, const jrec *r)
-{
-	uint64_t *groups = vctx;
-
-	if (r->ngroups > *groups)
-		*groups = r->ngroups;
-	return 0;
-}
-
-int
-store_journal_widest(store_txn *t, uint64_t *groups)
-{
-	int rc;
-
-	*groups = 0;
-	if ((rc = load(t)) != 0 || t->st->jrecords == 0)
-		return rc;
-	return records_each(t, 0, widest_of, groups);
 }
 
 /* A series' samples in the records, appended to a growing array. */
@@ -1611,6 +1604,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 		goto out;
 	st->jrecords -= npos;
 	st->jsamples -= total;
+	st->jloaded = 0; /* the widest record may be gone: counted again */
 	*folded = total;
 	goto out;
 nomem:
@@ -1825,6 +1819,8 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 		}
 	}
 	st->jrecords -= npos - 1;
+	if (ng > st->jwidest) /* it holds the groups of those it replaced */
+		st->jwidest = ng;
 	*merged = npos;
 	goto out;
 nomem:

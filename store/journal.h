@@ -50,8 +50,9 @@ int store_journal_put(
 int store_journal_stat(store_txn *t, uint64_t *records, uint64_t *samples);
 
 /* The most groups (series) of one record in the journal as t sees it
- * (0 when it is empty): how wide the run that wrote it is. Reads each
- * record's header. Returns 0 or a store_err. */
+ * (0 when it is empty): how wide the run that wrote it is. Kept with
+ * the journal's counters (read again after a fold). Returns 0 or a
+ * store_err. */
 int store_journal_widest(store_txn *t, uint64_t *groups);
 
 /*

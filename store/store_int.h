@@ -51,10 +51,11 @@ struct store {
 	int      next_sid_dirty, next_alert_dirty;
 	/* Writer only: the journal as the open write transaction sees it
 	 * (store/journal.c): the number of its next record, its records
-	 * and samples. Loaded on first use (jloaded 0), forgotten with the
-	 * counters above. */
+	 * and samples, and the most groups of one record. Loaded on first
+	 * use (jloaded 0; a fold, which may delete the widest record, sets
+	 * it again), forgotten with the counters above. */
 	int      jloaded;
-	uint64_t jnext, jrecords, jsamples;
+	uint64_t jnext, jrecords, jsamples, jwidest;
 	uint8_t *jbuf; /* a record being coded (writer) */
 	size_t   jcap;
 	/* Writer only: the encoders the last direct appends left on their
