@@ -3,8 +3,11 @@
  * training runs, side by side with the simple detectors trainers use.
  *
  *	build/bench/bench_detect [--runs N] [--steps N] [--seed S] [-v]
+ *	build/bench/bench_detect --oracle [--seed S]
  *
- * -v lists the events vitals missed and its false alerts;
+ * -v lists the events vitals missed and its false alerts; --oracle
+ * prints the bound on finding drops on the generator's busy hosts (see
+ * oracle_bound);
  * BENCH_TRACE=RUN prints every alert of that run as JSON (all: of every
  * run).
  *
@@ -1343,6 +1346,126 @@ print_table(score *sc)
 	    sc->slowdiv_crit, sc->events[EV_SLOWDIV], sc->slowdiv_200);
 }
 
+/* ---- the busy host's bound
+ * ------------------------------------------------------ */
+
+#define OR_STEPS 6000
+#define OR_LAG 100
+
+/*
+ * One busy host as the generator makes it: every rank's log step time is
+ * the host's AR(1) level (coefficient 0.98, innovation 0.199 sd) plus
+ * the rank's own white noise (0.5 to 4%), plus a drop of log size d from
+ * step t0 on (0: none). The oracle knows all of it: it averages the
+ * ranks' log step times (all of them, or rank 0 only), whitens the mean
+ * by the known coefficient (e(t) = y(t) - 0.98 y(t-1): the host's new
+ * change plus noise), and scores a change at step k seen at t (at most
+ * OR_LAG steps later) with the matched filter: e(k) plus 2% of each e
+ * after it (the host's pull back to its mean, which a lasting drop
+ * does not follow), over its standard deviation. The largest score over
+ * steps [from, to) is returned.
+ */
+static double
+oracle_run(
+    rng *r, double sd, int nr, double d, int t0, int from, int to, int all)
+{
+	double  rn[MAXRANK], x = 0, yp = 0, w2 = 0, se2, best = -1e9;
+	double *e = malloc(OR_STEPS * sizeof(double));
+	int     n = all ? nr : 1;
+
+	if (e == NULL)
+		abort();
+	for (int k = 0; k < nr; k++)
+		rn[k] = uni(r, 0.005, 0.04);
+	for (int k = 0; k < n; k++)
+		w2 += rn[k] * rn[k] / ((double) n * n);
+	se2 = pow(0.199 * sd, 2) + (1 + 0.98 * 0.98) * w2;
+	for (int i = 0; i < 500; i++)
+		x = 0.98 * x + 0.199 * sd * gauss(r);
+	for (int t = 0; t < OR_STEPS; t++) {
+		double y = 0, tail = 0;
+
+		x = 0.98 * x + 0.199 * sd * gauss(r);
+		for (int k = 0; k < nr; k++) {
+			double v = x + (t0 > 0 && t >= t0 ? d : 0)
+			    + rn[k] * gauss(r);
+
+			if (k < n)
+				y += v / n;
+		}
+		e[t] = t ? y - 0.98 * yp : 0;
+		yp   = y;
+		if (t < from || t >= to || t < 2)
+			continue;
+		for (int k = t; k >= 1 && k >= t - OR_LAG; k--) {
+			double sc = (e[k] + 0.02 * tail)
+			    / sqrt(se2 * (1 + 0.0004 * (t - k)));
+
+			if (sc > best)
+				best = sc;
+			tail += e[k];
+		}
+	}
+	free(e);
+	return best;
+}
+
+/*
+ * The best any detector could do on the busy hosts of the generator:
+ * the oracle's threshold is set so that 5% of healthy busy runs of
+ * OR_STEPS steps are flagged (a sixth of the hosts are busy, so that is
+ * under 1% of healthy runs, the issue's bound), and drops of 3 to 20%
+ * (as the generator draws them) at step 3000 count as found when the
+ * score passes it within OR_LAG steps. Printed by the drop's size over
+ * the host's sd, as the bench's strata.
+ */
+static void
+oracle_bound(uint64_t seed)
+{
+	const int nh = 2000, nd = 6000;
+	double   *h = malloc(nh * sizeof(double));
+
+	if (h == NULL)
+		abort();
+	for (int all = 1; all >= 0; all--) {
+		rng      r = { seed * 7919 + (uint64_t) all };
+		double   thr;
+		uint64_t n[3] = { 0 }, hit[3] = { 0 };
+
+		for (int i = 0; i < nh; i++) {
+			double sd = uni(&r, 0.05, 0.25);
+			int    nr = unif(&r) < 0.5 ? 4 : 8;
+
+			h[i]
+			    = oracle_run(&r, sd, nr, 0, 0, 128, OR_STEPS, all);
+		}
+		qsort(h, nh, sizeof(*h), cmpd);
+		thr = h[(int) (0.95 * nh)];
+		for (int i = 0; i < nd; i++) {
+			double sd = uni(&r, 0.05, 0.25),
+			       dr = uni(&r, 0.03, 0.2);
+			int nr    = unif(&r) < 0.5 ? 4 : 8;
+			int b     = dr < 0.5 * sd ? 0 : dr < sd ? 1 : 2;
+
+			n[b]++;
+			hit[b] += oracle_run(&r, sd, nr, -log(1 - dr), 3000,
+			              3000, 3000 + OR_LAG + 1, all)
+			    > thr;
+		}
+		printf("oracle on busy hosts (%s): threshold z %.2f flags 5%% "
+		       "of %d healthy busy runs; drops found within %d "
+		       "steps: < 0.5 sd %" PRIu64 "/%" PRIu64
+		       " (%.0f%%), 0.5-1 sd %" PRIu64 "/%" PRIu64
+		       " (%.0f%%), >= 1 sd %" PRIu64 "/%" PRIu64 " (%.0f%%)\n",
+		    all ? "the mean of all ranks" : "rank 0 alone", thr, nh,
+		    OR_LAG, hit[0], n[0],
+		    100.0 * (double) hit[0] / (double) n[0], hit[1], n[1],
+		    100.0 * (double) hit[1] / (double) n[1], hit[2], n[2],
+		    100.0 * (double) hit[2] / (double) n[2]);
+	}
+	free(h);
+}
+
 /* Draw a run's parameters. Wide on purpose: step intervals 50 ms to
  * 60 s (log-uniform), noise levels, planned drift, ramps, checkpoints
  * every N steps or M minutes lasting 5x to 200x a step, evaluations
@@ -1403,7 +1526,7 @@ draw(sim *S, runcfg *c, uint64_t iters)
 int
 main(int argc, char **argv)
 {
-	int             nruns = 240, verbose = 0, part = -1;
+	int             nruns = 240, verbose = 0, part = -1, oracle = 0;
 	uint64_t        iters = 6000, seed = 42;
 	detect_rules   *rules;
 	score           sc[2];
@@ -1424,12 +1547,19 @@ main(int argc, char **argv)
 			                                      : -1;
 		} else if (strcmp(argv[i], "-v") == 0)
 			verbose = 1;
+		else if (strcmp(argv[i], "--oracle") == 0)
+			oracle = 1;
 		else {
 			fprintf(stderr,
 			    "usage: bench_detect [--runs N] [--steps N] "
-			    "[--seed S] [--part tune|heldout] [-v]\n");
+			    "[--seed S] [--part tune|heldout] [-v] "
+			    "[--oracle]\n");
 			return 2;
 		}
+	}
+	if (oracle) {
+		oracle_bound(seed);
+		return 0;
 	}
 	if (detect_rules_default(&rules) != 0)
 		return 1;

@@ -36,6 +36,13 @@
  * median of the samples since the jump (a slow step that does not last
  * falls out at once), and, firing, on C too.
  *
+ * A firing episode resolves when the level is back within half the
+ * threshold of the reference, or when it comes back abruptly: C off B
+ * the other way by the threshold and by half the deepest shift seen. A
+ * planned drift during a long episode moves the level the reference
+ * was latched at, so that the level's return would otherwise never be
+ * seen, and a later shift would find the episode still firing.
+ *
  * `drift` (a fraction; 0: off) reports at info how far the level went
  * from a slow reference (time constant `follow` samples), once per
  * `drift` of travel: the planned drift, seen but not paged.
@@ -79,6 +86,7 @@ typedef struct level_st {
 	uint64_t   n;       /* samples since (re)start */
 	uint64_t   firing_n;
 	double     ref, thr; /* latched while pending or firing */
+	double     deepest;  /* the largest shift of C from ref, firing */
 	double     scale;    /* average |C - B| / |B| */
 	uint64_t   nd;       /* changes averaged */
 	uint64_t   settle;   /* st->n until which the windows hold samples
@@ -250,7 +258,7 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	double             by   = detect_p(r, LV_BY), ma, mb, mc, thr, d;
 	double             mr = 0, ms = 0, thr_s, thr_j, pv = st->prev;
 	double             mj = 0, mshow;
-	int                cond, tr, quick_ok, jump_ok;
+	int                cond, tr, quick_ok, jump_ok, back = 0;
 
 	if (!isfinite(s->value))
 		return;
@@ -343,6 +351,15 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 		    >= (st->fsm.state == DETECT_FSM_FIRING ? st->thr / 2
 		                                           : st->thr);
 	}
+	if (st->fsm.state == DETECT_FSM_FIRING) {
+		/* Back abruptly: the level returned within a window, by
+		 * the threshold and by half the deepest shift, whatever
+		 * the level drifted to meanwhile. */
+		st->deepest = fmax(st->deepest, shift_of(mc, st->ref, up));
+		back = shift_of(mc, mb, !up) >= fmax(st->thr, st->deepest / 2);
+		if (back)
+			cond = 0;
+	}
 	tr = detect_fsm_update(&st->fsm, cond, &r->p[LV_FOR], &r->clear,
 	    &r->cooldown, s->step, s->time_ns);
 	/* A jump that did not last 3 samples (a slow step) held no shift
@@ -353,6 +370,7 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	mshow = st->quick == 2 ? mj : st->quick ? ms : mc;
 	if (tr == DETECT_FSM_FIRE) {
 		st->firing_n = 0;
+		st->deepest  = 0;
 		detect_emit_series(c, kind, r->severity, DETECT_FIRING, 0, s,
 		    mc, st->ref,
 		    "%s level %s (median of %u samples) is %.1f%% %s its "
@@ -366,6 +384,16 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 		    100 * shift_of(mshow, st->ref, up), up ? "above" : "below",
 		    detect_fmt(st->ref).s, (unsigned long long) st->fsm.step0,
 		    100 * st->thr, (int) s->rank);
+	} else if (tr == DETECT_FSM_RESOLVE && back) {
+		detect_emit_series(c, kind, r->severity, DETECT_RESOLVED, 0, s,
+		    mc, st->ref,
+		    "%s level %s came back abruptly at step %llu: %.1f%% "
+		    "%s its level %s a window before (its level before the "
+		    "shift was %s)",
+		    c->s->metric, detect_fmt(mc).s,
+		    (unsigned long long) s->step, 100 * shift_of(mc, mb, !up),
+		    up ? "below" : "above", detect_fmt(mb).s,
+		    detect_fmt(st->ref).s);
 	} else if (tr == DETECT_FSM_RESOLVE) {
 		detect_emit_series(c, kind, r->severity, DETECT_RESOLVED, 0, s,
 		    mc, st->ref,

@@ -4,10 +4,24 @@
 # not a stall but a killed one is.
 . tests/lib.sh
 
+# wait_for SECONDS COMMAND...: poll (every 0.1 s) until the command
+# succeeds, at most SECONDS; its last status. The checks below wait for
+# what they look for instead of sleeping a fixed time, so that a busy
+# machine makes them slower, not wrong.
+wait_for() {
+	n=$(($1 * 10))
+	shift
+	while ! "$@"; do
+		[ "$n" -gt 0 ] || return 1
+		sleep 0.1
+		n=$((n - 1))
+	done
+}
+
 # 1. Live vs offline: a simulated run with a loss spike and a NaN.
 "$BIN/vitalsd" --listen "$EP" --db "$DB" >"$T/live.jsonl" 2>>"$T/vitalsd.log" &
 VPID=$!
-sleep 0.3
+wait_for 30 test -S "$T/collector.sock"
 VITALS_RUN=same "$BIN/vt-simtrainer" --ranks 2 --steps 500 --step-ms 2 \
 	--spike-at 300 --nan-at 400 >/dev/null 2>&1
 # 4 ranks that all see the same spike: one incident, and the export
@@ -79,8 +93,7 @@ rm -rf "$DB"
 start_collector --rules "$T/rules"
 "$BIN/vitals" emit --run hooks --step 1 loss=2.5
 "$BIN/vitals" emit --run hooks --step 2 loss=nan
-i=0
-while [ ! -s "$T/hook.out" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+wait_for 30 test -s "$T/hook.out"
 check "exec hook got the alert as JSON on stdin" \
 	python3 -c "
 import json
@@ -95,22 +108,19 @@ t1=$(now_ms)
 echo "emit while a hook hangs: $((t1 - t0)) ms"
 check "a hanging hook does not stall ingest" \
 	sh -c "[ $rc = 0 ] && [ $((t1 - t0)) -lt 3000 ]"
-sleep 1.5
-check "the hanging hook is killed after its timeout" \
+check "the hanging hook is killed after its timeout" wait_for 30 \
 	grep -q "hook sleep .* past its timeout: killed" "$T/vitalsd.log"
 
 # 3. SIGHUP with a broken file keeps the rules in use.
 printf 'rule broken {\n\tdetector = nonsense\n}\n' >"$T/rules"
 kill -HUP "$VPID"
-sleep 0.5
-check "SIGHUP: the parse error names file, line and column" \
+check "SIGHUP: the parse error names file, line and column" wait_for 30 \
 	grep -q "$T/rules:2:[0-9]*:" "$T/vitalsd.log"
 check "SIGHUP: vitalsd says it keeps the rules in use" \
 	grep -q "keeping the rules in use" "$T/vitalsd.log"
 rm -f "$T/hook.out"
 "$BIN/vitals" emit --run hooks2 --step 1 loss=inf
-i=0
-while [ ! -s "$T/hook.out" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+wait_for 30 test -s "$T/hook.out"
 check "SIGHUP: the old rules still fire" grep -q nan_hook "$T/hook.out"
 check "collector still running and stops cleanly" stop_collector
 
@@ -119,8 +129,8 @@ cat >"$T/stall.rules" <<RULES
 rule quick_stall {
 	metric   = '^step_time\$'
 	detector = stall
-	floor    = 1s
-	ceiling  = 2s
+	floor    = 3s
+	ceiling  = 3s
 }
 RULES
 rm -rf "$DB"
@@ -131,17 +141,21 @@ VITALS_RUN=done "$BIN/vt-simtrainer" --ranks 2 --steps 200 --step-ms 5 \
 VITALS_RUN=killed setsid "$BIN/vt-simtrainer" --ranks 2 --steps 1000000 \
 	--step-ms 5 >/dev/null 2>&1 &
 KPID=$!
-sleep 1
+# Killed once both ranks have stored samples (however slow the start).
+emitters_of() {
+	[ "$("$BIN/vitals" emitters --db "$DB" --run "$1" | wc -l)" -ge "$2" ]
+}
+wait_for 60 emitters_of killed 3
 pkill -9 -g "$KPID"
 wait "$KPID" 2>/dev/null
 stalled() {
 	"$BIN/vitals" alerts --db "$DB" --run "$1" --format jsonl \
 		| grep -q '"kind":"stall","severity":"[a-z]*","state":"firing"'
 }
-i=0
-while ! stalled killed && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 1 # past the finished run's largest threshold (2 s) by now
-check "a killed run is flagged as stalled" stalled killed
+# The finished run's last sample came before the killed run's first, so
+# when the killed one stalls (3 s after its last sample) the finished
+# one is past its largest threshold (3 s) too.
+check "a killed run is flagged as stalled" wait_for 60 stalled killed
 check "a run whose ranks closed normally raises no stall" \
 	sh -c "! '$BIN/vitals' alerts --db '$DB' --run done --format jsonl | grep -q stall"
 "$BIN/vitals" emitters --db "$DB" --run done >"$T/done.csv"
@@ -213,9 +227,11 @@ r = firing("restart")
 assert len(r) == 1 and r[0]["severity"] == "info", a
 assert r[0]["step"] == 200 and r[0]["baseline"] == 299 and r[0]["value"] == 99, r
 '
+# A busy machine may hold a trainer back long enough for a stall note
+# (info) elsewhere: the checks look at the steps of the incident.
 check "restart: the stall of the downtime resolves as restarted at step 200" s restart '
 st = [x for x in a if x["rule"] == "stall"]
-assert len(firing("stall")) == 1, st
+assert len([x for x in firing("stall") if x["step"] == 299]) == 1, st
 assert [x for x in st if x["state"] == "resolved"
         and "restarted at step 200" in x["message"]], st
 '
@@ -228,7 +244,9 @@ assert d and d[0]["severity"] == "critical", a
 assert 400 < d[0]["step"] < 600, d
 '
 check "heartbeat hang: one alert" s hang '
-assert len(firing()) == 1 and firing()[0]["kind"] == "progress_stall", a
+h = [x for x in firing() if x["step"] == 199]
+assert len(h) == 1 and h[0]["kind"] == "progress_stall", a
+assert not [x for x in firing() if x["severity"] != "info"], a
 '
 check "every scenario run finished with nothing firing" sh -c '
 for k in restart ckpt diverge hang; do

@@ -673,6 +673,52 @@ TEST(drop_recovery_does_not_teach_noise)
 	detect_engine_free(e);
 }
 
+/* tokens_per_sec of run "plan", steps a to b: 1% noise on a level that
+ * falls 17% over 6000 steps as planned (a step time that grows with an
+ * attention window), times mult. */
+static void
+planned_tps(detect_engine *e, uint64_t a, uint64_t b, double mult)
+{
+	for (uint64_t st = a; st < b; st++)
+		feed(e, "plan", 0, "tokens_per_sec", st, 14.0 * (double) st,
+		    1e5 * (1 - 0.17 * (double) st / 6000) * mult
+		        * exp(0.01 * noise()));
+}
+
+TEST(drop_comes_back_during_a_planned_drift)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+	size_t         i;
+
+	REQUIRE(e != NULL);
+	/* A slow node lowers the throughput by 13% from step 900 to 2900
+	 * while the planned drift lowers it by 6% more: when the node
+	 * recovers, the level is back up by 13% at once, but 6% below
+	 * where it was before the drop. That return ends the episode, so
+	 * that a second slow node at step 3700 (19%) pages again. */
+	planned_tps(e, 0, 900, 1);
+	CHECK(S.n == 0);
+	planned_tps(e, 900, 2900, 0.87);
+	g = first("drop", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step > 900 && g->step <= 1000);
+	planned_tps(e, 2900, 3700, 1);
+	g = first("drop", DETECT_RESOLVED);
+	if (g == NULL)
+		dump();
+	REQUIRE(g != NULL);
+	CHECK(g->step > 2900 && g->step <= 3000);
+	CHECK(strstr(g->msg, "came back abruptly") != NULL);
+	i = S.n;
+	planned_tps(e, 3700, 4000, 0.81);
+	CHECK(count("drop", DETECT_FIRING) == 2);
+	for (; i < S.n; i++)
+		if (S.v[i].state == DETECT_FIRING)
+			CHECK(S.v[i].step > 3700 && S.v[i].step <= 3800);
+	detect_engine_free(e);
+}
+
 /* step_time of run "busy", rank 0, steps a to b: a busy shared host whose
  * log step time wanders as an AR(1) of coefficient 0.98 and standard
  * deviation sd (*x is its state), with 1% noise of its own, times mult;
@@ -2466,6 +2512,7 @@ main(void)
 	RUN(drop_sustained_not_periodic);
 	RUN(drop_recovery_does_not_teach_noise);
 	RUN(drop_quick_test_names_a_step_within_30_samples);
+	RUN(drop_comes_back_during_a_planned_drift);
 	RUN(level_gradual_drift_quiet_abrupt_shift_fires);
 	RUN(level_jump_finds_a_step_on_a_wandering_level);
 	RUN(level_jump_slow_steps_do_not_stop_learning);
