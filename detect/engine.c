@@ -90,6 +90,7 @@ struct detect_engine {
 	size_t    filter_cap, stale;
 	/* The rules' verdicts by metric name (below), for memo_rules. */
 	struct memo_slot   *memo;
+	size_t              memo_cap, memo_n; /* slots, names in them */
 	const detect_rules *memo_rules;
 };
 
@@ -662,14 +663,19 @@ matches(detect_engine *e, const detect_rule *r, const detect_series *s)
  * more per rule (a sixth of the detection thread at a wide run's first
  * step). Most rules look at the metric name alone (no run, host or rank
  * pattern: the default ones all do), and the ranks of a run name the
- * same metrics, so those rules' verdicts on a name are kept: a
- * direct-mapped table of MEMO_SLOTS names, each slot a copy of its name
- * and a byte per rule (about 300 KB with the 16 default rules; nothing
- * per series), a slot replaced when another name takes it, all emptied
- * when the rules change. The other rules are asked for every series, as
+ * same metrics, so those rules' verdicts on a name are kept: an
+ * open-addressed table of names (linear probing), each slot a copy of
+ * its name and a byte per rule (nothing per series). It starts at
+ * MEMO_MIN slots and doubles while it is three quarters full, up to
+ * MEMO_MAX slots (then it is emptied and filled again), so every name
+ * of a wide run is asked once: a direct-mapped table of 1,024 names
+ * kept none of a run of 6,250 names per rank (each rank's names
+ * replaced the last rank's before they came again). All emptied when
+ * the rules change. The other rules are asked for every series, as
  * before.
  */
-#define MEMO_SLOTS 1024
+#define MEMO_MIN 1024
+#define MEMO_MAX ((size_t) 1 << 17)
 #define MEMO_ASK 2 /* a verdict that depends on more than the name */
 
 typedef struct memo_slot {
@@ -682,11 +688,47 @@ static void
 memo_clear(detect_engine *e)
 {
 	if (e->memo != NULL)
-		for (size_t i = 0; i < MEMO_SLOTS; i++)
+		for (size_t i = 0; i < e->memo_cap; i++)
 			free(e->memo[i].name);
 	free(e->memo);
 	e->memo       = NULL;
 	e->memo_rules = NULL;
+	e->memo_cap   = 0;
+	e->memo_n     = 0;
+}
+
+/* The slot of hash h in a table of cap slots, from where probing
+ * starts. */
+static size_t
+memo_home(uint64_t h, size_t cap)
+{
+	return (size_t) (h ^ (h >> 29)) & (cap - 1);
+}
+
+/* A table of cap empty slots for the engine's rules, the names of the
+ * old one moved in. Returns 0, or -1 when out of memory (the old table
+ * is kept). */
+static int
+memo_resize(detect_engine *e, size_t cap)
+{
+	memo_slot *t = calloc(cap, sizeof(*t));
+
+	if (t == NULL)
+		return -1;
+	for (size_t i = 0; e->memo != NULL && i < e->memo_cap; i++) {
+		size_t k;
+
+		if (e->memo[i].len == 0)
+			continue;
+		for (k = memo_home(e->memo[i].hash, cap); t[k].len != 0;
+		     k = (k + 1) & (cap - 1))
+			;
+		t[k] = e->memo[i];
+	}
+	free(e->memo);
+	e->memo     = t;
+	e->memo_cap = cap;
+	return 0;
 }
 
 /* Whether rule r's verdict depends on the metric name only. */
@@ -707,19 +749,42 @@ memo_verdicts(detect_engine *e, const detect_series *s)
 	uint64_t   h = hash_words(DETECT_HASH_INIT, s->metric, s->mlen);
 	memo_slot *m;
 	int8_t    *v;
+	size_t     k;
 
+	if (s->mlen == 0)
+		return NULL; /* 0 marks an empty slot: asked each time */
 	if (e->memo_rules != rs) {
 		memo_clear(e);
-		if ((e->memo = calloc(MEMO_SLOTS, sizeof(*e->memo))) == NULL)
+		if (memo_resize(e, MEMO_MIN) != 0)
 			return NULL;
 		e->memo_rules = rs;
 	}
-	m = &e->memo[(h ^ (h >> 29)) % MEMO_SLOTS];
-	if (m->len == s->mlen && m->hash == h
-	    && memcmp(m->name, s->metric, s->mlen) == 0)
-		return (const int8_t *) (m->name + m->len);
-	free(m->name);
-	m->len = 0;
+	for (k = memo_home(h, e->memo_cap); e->memo[k].len != 0;
+	     k = (k + 1) & (e->memo_cap - 1)) {
+		m = &e->memo[k];
+		if (m->len == s->mlen && m->hash == h
+		    && memcmp(m->name, s->metric, s->mlen) == 0)
+			return (const int8_t *) (m->name + m->len);
+	}
+	/* A new name: room for it first (at most three quarters full, so
+	 * that probes stay short and always end at an empty slot). */
+	if ((e->memo_n + 1) * 4 > e->memo_cap * 3) {
+		if (e->memo_cap < MEMO_MAX) {
+			if (memo_resize(e, e->memo_cap * 2) != 0)
+				return NULL;
+		} else {
+			for (size_t i = 0; i < e->memo_cap; i++) {
+				free(e->memo[i].name);
+				e->memo[i].name = NULL;
+				e->memo[i].len  = 0;
+			}
+			e->memo_n = 0;
+		}
+		for (k = memo_home(h, e->memo_cap); e->memo[k].len != 0;
+		     k = (k + 1) & (e->memo_cap - 1))
+			;
+	}
+	m = &e->memo[k];
 	if ((m->name = malloc(s->mlen + rs->n)) == NULL)
 		return NULL;
 	memcpy(m->name, s->metric, s->mlen);
@@ -729,6 +794,7 @@ memo_verdicts(detect_engine *e, const detect_series *s)
 		                            : MEMO_ASK;
 	m->hash = h;
 	m->len  = s->mlen;
+	e->memo_n++;
 	return v;
 }
 
