@@ -141,6 +141,35 @@ TEST(bad_fields_named)
 	CHECK(wire_batch_decode(buf, n, &b, err, sizeof(err)) != 0);
 }
 
+/* A bad name index is refused wherever it is among many samples (they
+ * are checked four at a time, then the rest one by one), and the
+ * message names the first one. */
+TEST(bad_name_index_found_anywhere)
+{
+	const uint32_t n    = 2001,
+	               at[] = { 0, 1, 2, 3, 4, 1000, 1998, 1999, 2000 };
+	wire_batch b;
+	char       err[200], want[64];
+
+	for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+		size_t len  = make_batch(n);
+		size_t head = len - (size_t) n * WIRE_SAMPLE_SIZE;
+
+		REQUIRE(
+		    wire_batch_decode(buf, len, &b, err, sizeof(err)) == 0);
+		wire_put16(buf + head + (size_t) at[k] * WIRE_SAMPLE_SIZE,
+		    (uint16_t) (2 + k));
+		CHECK(wire_batch_decode(buf, len, &b, err, sizeof(err)) != 0);
+		snprintf(want, sizeof(want), "sample %u names metric %u of 2",
+		    at[k], (unsigned) (2 + k));
+		CHECK(strstr(err, want) != NULL);
+	}
+	/* Every index in range, the highest included: taken. */
+	make_batch(n);
+	CHECK(
+	    wire_batch_decode(buf, make_batch(n), &b, err, sizeof(err)) == 0);
+}
+
 TEST(names)
 {
 	CHECK(wire_name_check("loss", 4, 255) == 0);
@@ -205,6 +234,7 @@ main(void)
 	RUN(refused_count_roundtrip_and_strip);
 	RUN(every_truncation_rejected);
 	RUN(bad_fields_named);
+	RUN(bad_name_index_found_anywhere);
 	RUN(names);
 	RUN(names_long);
 	RUN(ack);
