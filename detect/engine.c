@@ -749,7 +749,7 @@ memo_verdicts(detect_engine *e, const detect_series *s)
 	uint64_t   h = hash_words(DETECT_HASH_INIT, s->metric, s->mlen);
 	memo_slot *m;
 	int8_t    *v;
-	size_t     k;
+	size_t              k;
 
 	if (s->mlen == 0)
 		return NULL; /* 0 marks an empty slot: asked each time */
