@@ -213,6 +213,39 @@ TEST(names_long)
 	}
 }
 
+/* Names of any length (their last bytes are checked as the 8 that end
+ * them): a bad byte anywhere is refused, and a name whose end is not
+ * ASCII is checked as UTF-8 all the same. */
+TEST(names_any_length)
+{
+	static const char *const bad[]
+	    = { "\x01", "\x1f", "\x7f", "\x80", "\xff", "\xc2\x85", "\xc3" };
+	char name[40];
+
+	for (size_t len = 1; len <= 33; len++) {
+		memset(name, 'a', sizeof(name));
+		CHECK(wire_name_check(name, len, 255) == 0);
+		if (len >= 2) {
+			memcpy(name + len - 2, "\xc3\xad", 2);
+			CHECK(wire_name_check(name, len, 255) == 0);
+		}
+		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			size_t n = strlen(bad[k]);
+
+			for (size_t at = 0; at + n <= len; at++) {
+				memset(name, 'x', sizeof(name));
+				memcpy(name + at, bad[k], n);
+				if (wire_name_check(name, len, 255) == 0) {
+					printf("  bad byte %zu at %zu of %zu "
+					       "passed\n",
+					    k, at, len);
+					CHECK(0);
+				}
+			}
+		}
+	}
+}
+
 TEST(ack)
 {
 	uint8_t  a[WIRE_ACK_SIZE];
@@ -237,6 +270,7 @@ main(void)
 	RUN(bad_name_index_found_anywhere);
 	RUN(names);
 	RUN(names_long);
+	RUN(names_any_length);
 	RUN(ack);
 	return harness_done();
 }

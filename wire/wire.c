@@ -41,6 +41,15 @@ wire_name_check(const char *s, size_t len, size_t max)
 		if (!printable8(w))
 			break;
 	}
+	/* The last bytes of a name of 8 or more: the 8 that end it (some
+	 * checked already), when all are printable. */
+	if (i < len && len >= 8 && i + 8 > len) {
+		uint64_t w;
+
+		memcpy(&w, p + len - 8, 8);
+		if (printable8(w))
+			return 0;
+	}
 	while (i < len) {
 		uint8_t  c = p[i];
 		uint32_t cp;
