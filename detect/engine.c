@@ -495,11 +495,11 @@ group_free(detect_engine *e, detect_group *g)
 	for (uint32_t i = 0; i < g->nslots; i++)
 		put_rank(e, g->slot_rank[i]);
 	put_run(e, g->run);
-	free(g->slot_rank);
-	free(g->slots);
-	free(g->state);
-	free(g->metric);
-	free(g);
+	pool_free(&e->pool, g->slot_rank);
+	pool_free(&e->pool, g->slots);
+	pool_free(&e->pool, g->state);
+	pool_free(&e->pool, g->metric);
+	pool_free(&e->pool, g);
 }
 
 static void
@@ -509,9 +509,28 @@ group_put(detect_engine *e, detect_group *g)
 		group_free(e, g);
 }
 
-/* The slot of rank rk in g, added if new. Returns -1 if out of memory. */
+/* A block of pool p of size bytes holding the first old bytes of ptr
+ * (of size old or more), which goes back to the pool; NULL when out of
+ * memory (ptr is then kept). */
+static void *
+pool_grow_block(detect_pool *p, void *ptr, size_t old, size_t size)
+{
+	void *b = pool_alloc(p, size);
+
+	if (b == NULL)
+		return NULL;
+	if (old > 0)
+		memcpy(b, ptr, old);
+	pool_free(p, ptr);
+	return b;
+}
+
+/* The slot of rank rk in g, added if new. Returns -1 if out of memory.
+ * The group's arrays come from the engine's pool, as its other memory
+ * (see "Series memory"): a wide run's first step makes a group per
+ * metric for the per-metric rules. */
 static int64_t
-group_slot(detect_group *g, detect_rank *rk)
+group_slot(detect_engine *e, detect_group *g, detect_rank *rk)
 {
 	const detect_kind *k  = g->r->kind;
 	size_t             sz = g->slot_size;
@@ -521,13 +540,16 @@ group_slot(detect_group *g, detect_rank *rk)
 			return i;
 	if (g->nslots == g->cap) {
 		uint32_t       cap = g->cap ? g->cap * 2 : 4;
-		detect_rank  **sr  = realloc(g->slot_rank, cap * sizeof(*sr));
+		detect_rank  **sr  = pool_grow_block(&e->pool, g->slot_rank,
+		      g->cap * sizeof(*sr), cap * sizeof(*sr));
 		unsigned char *sl;
 
 		if (sr == NULL)
 			return -1;
 		g->slot_rank = sr;
-		sl           = realloc(g->slots, (size_t) cap * (sz ? sz : 1));
+		sl = pool_grow_block(&e->pool, g->slots,
+		    (size_t) g->cap * (sz ? sz : 1),
+		    (size_t) cap * (sz ? sz : 1));
 		if (sl == NULL)
 			return -1;
 		g->slots = sl;
@@ -560,16 +582,17 @@ attach(detect_engine *e, detect_series *s, detect_inst *in)
 	int64_t       slot;
 
 	if (g == NULL) {
-		g = calloc(1, sizeof(*g));
+		g = pool_alloc(&e->pool, sizeof(*g));
 		if (g == NULL)
 			return -1;
 		g->hash  = h;
 		g->r     = in->r;
 		g->run   = s->run;
-		g->state = calloc(1, k->state_size ? k->state_size(g->r) : 1);
+		g->state = pool_alloc(
+		    &e->pool, k->state_size ? k->state_size(g->r) : 1);
 		g->slot_size = k->slot_size ? k->slot_size(g->r) : 0;
-		if (pm)
-			g->metric = detect_dupn(s->metric, s->mlen);
+		if (pm && (g->metric = pool_alloc(&e->pool, s->mlen + 1)))
+			memcpy(g->metric, s->metric, s->mlen);
 		g->mlen = s->mlen;
 		if (g->state == NULL || (pm && g->metric == NULL))
 			goto fail;
@@ -590,7 +613,7 @@ attach(detect_engine *e, detect_series *s, detect_inst *in)
 			k->init(g->state, g->r);
 		s->run->refs++;
 	}
-	slot = group_slot(g, s->rk);
+	slot = group_slot(e, g, s->rk);
 	if (slot < 0) {
 		if (g->refs == 0)
 			group_free(e, g);
@@ -601,9 +624,9 @@ attach(detect_engine *e, detect_series *s, detect_inst *in)
 	in->slot = (uint32_t) slot;
 	return 0;
 fail:
-	free(g->state);
-	free(g->metric);
-	free(g);
+	pool_free(&e->pool, g->state);
+	pool_free(&e->pool, g->metric);
+	pool_free(&e->pool, g);
 	return -1;
 }
 
