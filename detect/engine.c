@@ -547,9 +547,9 @@ group_slot(detect_engine *e, detect_group *g, detect_rank *rk)
 		if (sr == NULL)
 			return -1;
 		g->slot_rank = sr;
-		sl = pool_grow_block(&e->pool, g->slots,
-		    (size_t) g->cap * (sz ? sz : 1),
-		    (size_t) cap * (sz ? sz : 1));
+		sl           = pool_grow_block(&e->pool, g->slots,
+		              (size_t) g->cap * (sz ? sz : 1),
+		              (size_t) cap * (sz ? sz : 1));
 		if (sl == NULL)
 			return -1;
 		g->slots = sl;

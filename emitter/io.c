@@ -71,7 +71,6 @@ typedef struct batch {
 	uint64_t final; /* flagged WIRE_FINAL: its number, else 0 */
 } batch;
 
-
 struct vte_io {
 	/* Set before the thread starts, read-only after. */
 	char            *endpoint;
@@ -1005,7 +1004,7 @@ vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
 	io->rto                 = RTO_INIT_NS;
 	io->gen                 = 1;
 	io->endpoint            = strdup(p->endpoint);
-	io->stg = malloc((size_t) VTE_IO_BATCH_MAX * WIRE_SAMPLE_SIZE);
+	io->stg   = malloc((size_t) VTE_IO_BATCH_MAX * WIRE_SAMPLE_SIZE);
 	io->order = malloc(VTE_IO_BATCH_MAX * sizeof(*io->order));
 	vte_phase_init(&io->ph, p->names);
 	if (io->endpoint == NULL || io->stg == NULL || io->order == NULL)
