@@ -61,6 +61,7 @@ N=$((RANKS * STEPS * METRICS))
 T0=$(( $(date +%s%3N) - STEPS * 505 - 60000 ))
 "$B/bench/bench_peers" vm $RANKS $STEPS $T0 $METRICS >"$T/import.jsonl"
 echo "samples: $N ($RANKS ranks x $METRICS metrics x $STEPS steps), import file $(du -h "$T/import.jsonl" | cut -f1)"
+echo "clocks: victoria-metrics' from sending the import file (made before, its JSON not timed) until the HTTP answer (before its data is on disk); vitals' from the emitters' first call until every sample is committed to LMDB and acknowledged (the emitters' work included, on the same cores as vitalsd)"
 
 # One import into a fresh VictoriaMetrics: appends "rate cpu_answer
 # cpu_all bytes count" to $T/vm.runs and prints the run's line.

@@ -90,6 +90,7 @@ struct detect_engine {
 	size_t    filter_cap, stale;
 	/* The rules' verdicts by metric name (below), for memo_rules. */
 	struct memo_slot   *memo;
+	size_t              memo_cap, memo_n; /* slots, names in them */
 	const detect_rules *memo_rules;
 };
 
@@ -494,11 +495,11 @@ group_free(detect_engine *e, detect_group *g)
 	for (uint32_t i = 0; i < g->nslots; i++)
 		put_rank(e, g->slot_rank[i]);
 	put_run(e, g->run);
-	free(g->slot_rank);
-	free(g->slots);
-	free(g->state);
-	free(g->metric);
-	free(g);
+	pool_free(&e->pool, g->slot_rank);
+	pool_free(&e->pool, g->slots);
+	pool_free(&e->pool, g->state);
+	pool_free(&e->pool, g->metric);
+	pool_free(&e->pool, g);
 }
 
 static void
@@ -508,9 +509,28 @@ group_put(detect_engine *e, detect_group *g)
 		group_free(e, g);
 }
 
-/* The slot of rank rk in g, added if new. Returns -1 if out of memory. */
+/* A block of pool p of size bytes holding the first old bytes of ptr
+ * (of size old or more), which goes back to the pool; NULL when out of
+ * memory (ptr is then kept). */
+static void *
+pool_grow_block(detect_pool *p, void *ptr, size_t old, size_t size)
+{
+	void *b = pool_alloc(p, size);
+
+	if (b == NULL)
+		return NULL;
+	if (old > 0)
+		memcpy(b, ptr, old);
+	pool_free(p, ptr);
+	return b;
+}
+
+/* The slot of rank rk in g, added if new. Returns -1 if out of memory.
+ * The group's arrays come from the engine's pool, as its other memory
+ * (see "Series memory"): a wide run's first step makes a group per
+ * metric for the per-metric rules. */
 static int64_t
-group_slot(detect_group *g, detect_rank *rk)
+group_slot(detect_engine *e, detect_group *g, detect_rank *rk)
 {
 	const detect_kind *k  = g->r->kind;
 	size_t             sz = g->slot_size;
@@ -520,13 +540,16 @@ group_slot(detect_group *g, detect_rank *rk)
 			return i;
 	if (g->nslots == g->cap) {
 		uint32_t       cap = g->cap ? g->cap * 2 : 4;
-		detect_rank  **sr  = realloc(g->slot_rank, cap * sizeof(*sr));
+		detect_rank  **sr  = pool_grow_block(&e->pool, g->slot_rank,
+		      g->cap * sizeof(*sr), cap * sizeof(*sr));
 		unsigned char *sl;
 
 		if (sr == NULL)
 			return -1;
 		g->slot_rank = sr;
-		sl           = realloc(g->slots, (size_t) cap * (sz ? sz : 1));
+		sl           = pool_grow_block(&e->pool, g->slots,
+		              (size_t) g->cap * (sz ? sz : 1),
+		              (size_t) cap * (sz ? sz : 1));
 		if (sl == NULL)
 			return -1;
 		g->slots = sl;
@@ -559,16 +582,17 @@ attach(detect_engine *e, detect_series *s, detect_inst *in)
 	int64_t       slot;
 
 	if (g == NULL) {
-		g = calloc(1, sizeof(*g));
+		g = pool_alloc(&e->pool, sizeof(*g));
 		if (g == NULL)
 			return -1;
 		g->hash  = h;
 		g->r     = in->r;
 		g->run   = s->run;
-		g->state = calloc(1, k->state_size ? k->state_size(g->r) : 1);
+		g->state = pool_alloc(
+		    &e->pool, k->state_size ? k->state_size(g->r) : 1);
 		g->slot_size = k->slot_size ? k->slot_size(g->r) : 0;
-		if (pm)
-			g->metric = detect_dupn(s->metric, s->mlen);
+		if (pm && (g->metric = pool_alloc(&e->pool, s->mlen + 1)))
+			memcpy(g->metric, s->metric, s->mlen);
 		g->mlen = s->mlen;
 		if (g->state == NULL || (pm && g->metric == NULL))
 			goto fail;
@@ -589,7 +613,7 @@ attach(detect_engine *e, detect_series *s, detect_inst *in)
 			k->init(g->state, g->r);
 		s->run->refs++;
 	}
-	slot = group_slot(g, s->rk);
+	slot = group_slot(e, g, s->rk);
 	if (slot < 0) {
 		if (g->refs == 0)
 			group_free(e, g);
@@ -600,9 +624,9 @@ attach(detect_engine *e, detect_series *s, detect_inst *in)
 	in->slot = (uint32_t) slot;
 	return 0;
 fail:
-	free(g->state);
-	free(g->metric);
-	free(g);
+	pool_free(&e->pool, g->state);
+	pool_free(&e->pool, g->metric);
+	pool_free(&e->pool, g);
 	return -1;
 }
 
@@ -662,14 +686,19 @@ matches(detect_engine *e, const detect_rule *r, const detect_series *s)
  * more per rule (a sixth of the detection thread at a wide run's first
  * step). Most rules look at the metric name alone (no run, host or rank
  * pattern: the default ones all do), and the ranks of a run name the
- * same metrics, so those rules' verdicts on a name are kept: a
- * direct-mapped table of MEMO_SLOTS names, each slot a copy of its name
- * and a byte per rule (about 300 KB with the 16 default rules; nothing
- * per series), a slot replaced when another name takes it, all emptied
- * when the rules change. The other rules are asked for every series, as
+ * same metrics, so those rules' verdicts on a name are kept: an
+ * open-addressed table of names (linear probing), each slot a copy of
+ * its name and a byte per rule (nothing per series). It starts at
+ * MEMO_MIN slots and doubles while it is three quarters full, up to
+ * MEMO_MAX slots (then it is emptied and filled again), so every name
+ * of a wide run is asked once: a direct-mapped table of 1,024 names
+ * kept none of a run of 6,250 names per rank (each rank's names
+ * replaced the last rank's before they came again). All emptied when
+ * the rules change. The other rules are asked for every series, as
  * before.
  */
-#define MEMO_SLOTS 1024
+#define MEMO_MIN 1024
+#define MEMO_MAX ((size_t) 1 << 17)
 #define MEMO_ASK 2 /* a verdict that depends on more than the name */
 
 typedef struct memo_slot {
@@ -682,11 +711,47 @@ static void
 memo_clear(detect_engine *e)
 {
 	if (e->memo != NULL)
-		for (size_t i = 0; i < MEMO_SLOTS; i++)
+		for (size_t i = 0; i < e->memo_cap; i++)
 			free(e->memo[i].name);
 	free(e->memo);
 	e->memo       = NULL;
 	e->memo_rules = NULL;
+	e->memo_cap   = 0;
+	e->memo_n     = 0;
+}
+
+/* The slot of hash h in a table of cap slots, from where probing
+ * starts. */
+static size_t
+memo_home(uint64_t h, size_t cap)
+{
+	return (size_t) (h ^ (h >> 29)) & (cap - 1);
+}
+
+/* A table of cap empty slots for the engine's rules, the names of the
+ * old one moved in. Returns 0, or -1 when out of memory (the old table
+ * is kept). */
+static int
+memo_resize(detect_engine *e, size_t cap)
+{
+	memo_slot *t = calloc(cap, sizeof(*t));
+
+	if (t == NULL)
+		return -1;
+	for (size_t i = 0; e->memo != NULL && i < e->memo_cap; i++) {
+		size_t k;
+
+		if (e->memo[i].len == 0)
+			continue;
+		for (k = memo_home(e->memo[i].hash, cap); t[k].len != 0;
+		     k = (k + 1) & (cap - 1))
+			;
+		t[k] = e->memo[i];
+	}
+	free(e->memo);
+	e->memo     = t;
+	e->memo_cap = cap;
+	return 0;
 }
 
 /* Whether rule r's verdict depends on the metric name only. */
@@ -707,19 +772,42 @@ memo_verdicts(detect_engine *e, const detect_series *s)
 	uint64_t   h = hash_words(DETECT_HASH_INIT, s->metric, s->mlen);
 	memo_slot *m;
 	int8_t    *v;
+	size_t              k;
 
+	if (s->mlen == 0)
+		return NULL; /* 0 marks an empty slot: asked each time */
 	if (e->memo_rules != rs) {
 		memo_clear(e);
-		if ((e->memo = calloc(MEMO_SLOTS, sizeof(*e->memo))) == NULL)
+		if (memo_resize(e, MEMO_MIN) != 0)
 			return NULL;
 		e->memo_rules = rs;
 	}
-	m = &e->memo[(h ^ (h >> 29)) % MEMO_SLOTS];
-	if (m->len == s->mlen && m->hash == h
-	    && memcmp(m->name, s->metric, s->mlen) == 0)
-		return (const int8_t *) (m->name + m->len);
-	free(m->name);
-	m->len = 0;
+	for (k = memo_home(h, e->memo_cap); e->memo[k].len != 0;
+	     k = (k + 1) & (e->memo_cap - 1)) {
+		m = &e->memo[k];
+		if (m->len == s->mlen && m->hash == h
+		    && memcmp(m->name, s->metric, s->mlen) == 0)
+			return (const int8_t *) (m->name + m->len);
+	}
+	/* A new name: room for it first (at most three quarters full, so
+	 * that probes stay short and always end at an empty slot). */
+	if ((e->memo_n + 1) * 4 > e->memo_cap * 3) {
+		if (e->memo_cap < MEMO_MAX) {
+			if (memo_resize(e, e->memo_cap * 2) != 0)
+				return NULL;
+		} else {
+			for (size_t i = 0; i < e->memo_cap; i++) {
+				free(e->memo[i].name);
+				e->memo[i].name = NULL;
+				e->memo[i].len  = 0;
+			}
+			e->memo_n = 0;
+		}
+		for (k = memo_home(h, e->memo_cap); e->memo[k].len != 0;
+		     k = (k + 1) & (e->memo_cap - 1))
+			;
+	}
+	m = &e->memo[k];
 	if ((m->name = malloc(s->mlen + rs->n)) == NULL)
 		return NULL;
 	memcpy(m->name, s->metric, s->mlen);
@@ -729,6 +817,7 @@ memo_verdicts(detect_engine *e, const detect_series *s)
 		                            : MEMO_ASK;
 	m->hash = h;
 	m->len  = s->mlen;
+	e->memo_n++;
 	return v;
 }
 

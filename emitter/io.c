@@ -71,14 +71,6 @@ typedef struct batch {
 	uint64_t final; /* flagged WIRE_FINAL: its number, else 0 */
 } batch;
 
-/* A sample staged for the batch being built. */
-typedef struct staged {
-	uint16_t name; /* index in the batch's name table */
-	uint64_t step;
-	int64_t  time_ns;
-	double   value;
-} staged;
-
 struct vte_io {
 	/* Set before the thread starts, read-only after. */
 	char            *endpoint;
@@ -129,7 +121,10 @@ struct vte_io {
 	vte_phase ph;           /* phase times (phase.h) */
 	uint32_t  nder;         /* derived samples staged (not counted) */
 
-	staged    *stg;   /* VTE_IO_BATCH_MAX */
+	/* The samples staged for the batch being built, already in the
+	 * wire's layout (WIRE_SAMPLE_SIZE bytes each, VTE_IO_BATCH_MAX of
+	 * them): sealing copies them in one move. */
+	uint8_t   *stg;
 	vte_name **order; /* the batch's name table, in index order */
 	uint32_t   nstg;
 	uint32_t   nnames;
@@ -260,8 +255,9 @@ can_stage(const vte_io *io)
 static void
 stage(vte_io *io, const vte_ring_slot *s)
 {
-	vte_name *nm = vte_names_get(io->names, s->name & VTE_RING_ID);
-	staged   *st = &io->stg[io->nstg++];
+	vte_name   *nm  = vte_names_get(io->names, s->name & VTE_RING_ID);
+	size_t      off = (size_t) io->nstg++ * WIRE_SAMPLE_SIZE;
+	wire_sample ws;
 
 	if (nm->batch_gen != io->gen) {
 		nm->batch_gen           = io->gen;
@@ -269,14 +265,14 @@ stage(vte_io *io, const vte_ring_slot *s)
 		io->order[io->nnames++] = nm;
 		io->names_bytes += 1 + nm->len;
 	}
-	st->name    = nm->batch_idx;
-	st->step    = s->step;
-	st->time_ns = (s->name & VTE_RING_TICKS)
+	ws.name    = nm->batch_idx;
+	ws.time_ns = (s->name & VTE_RING_TICKS)
 	    ? vte_clock_to_ns(&io->clock, (uint64_t) s->time)
 	    : s->time;
-	st->value   = s->value;
-	st->step    = vte_phase_see(&io->ph, s->name & ~VTE_RING_ID,
-	       s->name & VTE_RING_ID, s->step, st->time_ns, s->value);
+	ws.value   = s->value;
+	ws.step    = vte_phase_see(&io->ph, s->name & ~VTE_RING_ID,
+	       s->name & VTE_RING_ID, s->step, ws.time_ns, s->value);
+	wire_put_sample(io->stg, &off, &ws);
 	io->nder += (s->name & VTE_RING_DERIVED) != 0;
 }
 
@@ -317,14 +313,7 @@ seal(vte_io *io, int64_t now)
 		wire_put_name(
 		    bb->data, &off, io->order[i]->str, io->order[i]->len);
 	wire_put_samples_count(bb->data, &off, io->nstg);
-	for (uint32_t i = 0; i < io->nstg; i++) {
-		wire_sample ws = { .name = io->stg[i].name,
-			.step            = io->stg[i].step,
-			.time_ns         = io->stg[i].time_ns,
-			.value           = io->stg[i].value };
-
-		wire_put_sample(bb->data, &off, &ws);
-	}
+	memcpy(bb->data + off, io->stg, (size_t) io->nstg * WIRE_SAMPLE_SIZE);
 
 	b             = &io->win[io->next_seq % VTE_IO_WINDOW];
 	b->buf        = bb;
@@ -1015,7 +1004,7 @@ vte_io_start(const vte_io_params *p, vte_io **out, char *err, size_t errlen)
 	io->rto                 = RTO_INIT_NS;
 	io->gen                 = 1;
 	io->endpoint            = strdup(p->endpoint);
-	io->stg                 = malloc(VTE_IO_BATCH_MAX * sizeof(*io->stg));
+	io->stg   = malloc((size_t) VTE_IO_BATCH_MAX * WIRE_SAMPLE_SIZE);
 	io->order = malloc(VTE_IO_BATCH_MAX * sizeof(*io->order));
 	vte_phase_init(&io->ph, p->names);
 	if (io->endpoint == NULL || io->stg == NULL || io->order == NULL)

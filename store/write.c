@@ -173,20 +173,19 @@ store_put_new_series(
 
 	/* Format 3: the series record is its id, never rewritten; the
 	 * statistics go by id (appended, as ids only grow), where the
-	 * fold rewrites them in id order. */
+	 * fold rewrites them in id order. The sid index (sids) is no
+	 * longer written: nothing reads it since format 3 (its entries
+	 * of older series stay, unread). */
 	r.sid = sid;
 	store_stats_empty(&r);
 	sl = store_stats_encode(stats, &r);
 	wire_put32(rec, sid);
 	if ((rc = put(t, t->st->series, key, klen, rec, sizeof(rec),
 	         "writing a series"))
-	        != 0
-	    || (rc = put_last(t, t->st->stats, sk, sizeof(sk), stats, sl,
-	            "writing a series' statistics"))
-	        != 0)
+	    != 0)
 		return rc;
-	return put_last(t, t->st->sids, sk, sizeof(sk), key, klen,
-	    "writing a series id");
+	return put_last(t, t->st->stats, sk, sizeof(sk), stats, sl,
+	    "writing a series' statistics");
 }
 
 int

@@ -141,6 +141,35 @@ TEST(bad_fields_named)
 	CHECK(wire_batch_decode(buf, n, &b, err, sizeof(err)) != 0);
 }
 
+/* A bad name index is refused wherever it is among many samples (they
+ * are checked four at a time, then the rest one by one), and the
+ * message names the first one. */
+TEST(bad_name_index_found_anywhere)
+{
+	const uint32_t n    = 2001,
+	               at[] = { 0, 1, 2, 3, 4, 1000, 1998, 1999, 2000 };
+	wire_batch b;
+	char       err[200], want[64];
+
+	for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+		size_t len  = make_batch(n);
+		size_t head = len - (size_t) n * WIRE_SAMPLE_SIZE;
+
+		REQUIRE(
+		    wire_batch_decode(buf, len, &b, err, sizeof(err)) == 0);
+		wire_put16(buf + head + (size_t) at[k] * WIRE_SAMPLE_SIZE,
+		    (uint16_t) (2 + k));
+		CHECK(wire_batch_decode(buf, len, &b, err, sizeof(err)) != 0);
+		snprintf(want, sizeof(want), "sample %u names metric %u of 2",
+		    at[k], (unsigned) (2 + k));
+		CHECK(strstr(err, want) != NULL);
+	}
+	/* Every index in range, the highest included: taken. */
+	make_batch(n);
+	CHECK(
+	    wire_batch_decode(buf, make_batch(n), &b, err, sizeof(err)) == 0);
+}
+
 TEST(names)
 {
 	CHECK(wire_name_check("loss", 4, 255) == 0);
@@ -184,6 +213,39 @@ TEST(names_long)
 	}
 }
 
+/* Names of any length (their last bytes are checked as the 8 that end
+ * them): a bad byte anywhere is refused, and a name whose end is not
+ * ASCII is checked as UTF-8 all the same. */
+TEST(names_any_length)
+{
+	static const char *const bad[]
+	    = { "\x01", "\x1f", "\x7f", "\x80", "\xff", "\xc2\x85", "\xc3" };
+	char name[40];
+
+	for (size_t len = 1; len <= 33; len++) {
+		memset(name, 'a', sizeof(name));
+		CHECK(wire_name_check(name, len, 255) == 0);
+		if (len >= 2) {
+			memcpy(name + len - 2, "\xc3\xad", 2);
+			CHECK(wire_name_check(name, len, 255) == 0);
+		}
+		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			size_t n = strlen(bad[k]);
+
+			for (size_t at = 0; at + n <= len; at++) {
+				memset(name, 'x', sizeof(name));
+				memcpy(name + at, bad[k], n);
+				if (wire_name_check(name, len, 255) == 0) {
+					printf("  bad byte %zu at %zu of %zu "
+					       "passed\n",
+					    k, at, len);
+					CHECK(0);
+				}
+			}
+		}
+	}
+}
+
 TEST(ack)
 {
 	uint8_t  a[WIRE_ACK_SIZE];
@@ -205,8 +267,10 @@ main(void)
 	RUN(refused_count_roundtrip_and_strip);
 	RUN(every_truncation_rejected);
 	RUN(bad_fields_named);
+	RUN(bad_name_index_found_anywhere);
 	RUN(names);
 	RUN(names_long);
+	RUN(names_any_length);
 	RUN(ack);
 	return harness_done();
 }

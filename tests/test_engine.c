@@ -1,0 +1,116 @@
+/*
+ * Unit tests of detect/engine.c's bookkeeping at width: the rules'
+ * verdicts kept by metric name (a table that grows with the names) and
+ * the groups' memory (the engine's pool) give the same alerts as asking
+ * every rule for every series.
+ */
+#include "detect/detect.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/harness.h"
+
+#define NAMES 3000 /* past 1,024, 2,048 and their three quarters */
+
+typedef struct sink {
+	size_t firing, other;
+	size_t by_rule[4];
+} sink;
+
+static const char *const rules[] = { "sevens", "rank1", "group" };
+
+static void
+on_alert(void *ctx, const detect_alert *a)
+{
+	sink *s = ctx;
+
+	if (a->state != DETECT_FIRING) {
+		s->other++;
+		return;
+	}
+	s->firing++;
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+		if (strcmp(a->rule, rules[i]) == 0)
+			s->by_rule[i]++;
+}
+
+static detect_engine *
+engine(const char *text)
+{
+	detect_rules  *r = NULL;
+	detect_engine *e = NULL;
+	char           err[512];
+
+	if (detect_rules_parse(
+	        text, strlen(text), "test.rules", &r, err, sizeof(err))
+	    != 0) {
+		printf("  rules: %s\n", err);
+		return NULL;
+	}
+	if (detect_engine_new(r, &e) != 0)
+		e = NULL;
+	detect_rules_free(r);
+	return e;
+}
+
+/* One NaN of metric name on rank, in a run of its own (so that each
+ * alert is its own incident). */
+static void
+feed_nan(detect_engine *e, sink *s, int name, int rank)
+{
+	detect_sample d = { 0 };
+	char          run[32], metric[32];
+
+	snprintf(run, sizeof(run), "n%04d-%d", name, rank);
+	snprintf(metric, sizeof(metric), "layer%04d/m", name);
+	d.run     = run;
+	d.runlen  = strlen(run);
+	d.metric  = metric;
+	d.mlen    = strlen(metric);
+	d.host    = "h";
+	d.hostlen = 1;
+	d.rank    = rank;
+	d.step    = 1;
+	d.time_ns = 1000000000;
+	d.value   = NAN;
+	detect_feed(e, &d, on_alert, s);
+}
+
+/*
+ * 3,000 names on two ranks: a name-only rule (names ending in 7 before
+ * "/m"), a rule with a rank pattern (asked for each series) and a
+ * name-only rule of every name: each fires for exactly the series it
+ * watches, the name-only rules' verdicts coming from the table once the
+ * first rank has filled it (and grown it twice).
+ */
+TEST(verdicts_by_name_at_width)
+{
+	detect_engine *e
+	    = engine("rule sevens { metric = '7/m$' detector = nonfinite }\n"
+	             "rule rank1 { metric = '3/m$' rank = '^1$' "
+	             "detector = nonfinite }\n"
+	             "rule group { metric = '^layer' detector = nonfinite "
+	             "}\n");
+	sink s = { 0 };
+
+	REQUIRE(e != NULL);
+	detect_engine_budget(e, 0, -1);
+	for (int rank = 0; rank < 2; rank++)
+		for (int k = 0; k < NAMES; k++)
+			feed_nan(e, &s, k, rank);
+	CHECK_EQ_INT(s.by_rule[0], 2 * NAMES / 10);
+	CHECK_EQ_INT(s.by_rule[1], NAMES / 10);
+	CHECK_EQ_INT(s.by_rule[2], 2 * NAMES);
+	CHECK_EQ_INT(s.other, 0);
+	detect_engine_free(e);
+}
+
+int
+main(void)
+{
+	RUN(verdicts_by_name_at_width);
+	return harness_done();
+}
