@@ -944,7 +944,8 @@ ingest_fold(ingest *in, int all)
 		store_txn *t;
 		uint64_t records, samples, widest = 0, folded = 0, merged = 0;
 		uint64_t bound, fresh, hard, ucrecords, ucsamples, counted = 0;
-		int      wide;
+		uint64_t   rlimit;
+		int        wide, over;
 
 		if ((rc = store_write_begin(in->st, &t)) != 0)
 			return rc;
@@ -963,24 +964,33 @@ ingest_fold(ingest *in, int all)
 		wide  = bound > in->opts.journal_samples;
 		hard  = wide ? bound * JOURNAL_COUNTED_MAX : bound;
 		fresh = wide || half < 2 ? 2 : half;
+		/* A wide journal may hold twice journal_records records,
+		 * the counted ones included (readers look a series up in
+		 * each; listings only in those not counted). */
+		rlimit = in->opts.journal_records * (wide ? 2 : 1);
+		over   = samples > hard || (wide && records > rlimit);
 		if (all == INGEST_COUNT_ALL ? ucsamples == 0
 		                            : samples == 0
-		            || (!all && samples <= hard && ucsamples <= bound
-		                && records <= in->opts.journal_records)) {
+		            || (!all && !over && ucsamples <= bound
+		                && ucrecords <= in->opts.journal_records
+		                && records <= rlimit)) {
 			store_abort(t);
 			return 0;
 		}
-		if (all == INGEST_COUNT_ALL)
+		if (all == INGEST_COUNT_ALL) {
 			rc = store_journal_count(t, hard, &counted);
-		else if (!all && samples <= hard
-		    && records > in->opts.journal_records)
-			rc = store_journal_merge(t, fresh,
-			    in->opts.journal_samples / JOURNAL_WIDE,
-			    in->opts.journal_samples / (wide ? 1 : 4),
-			    &merged);
-		if (rc == 0 && !all && merged == 0 && samples <= hard
-		    && ucsamples > bound)
-			rc = store_journal_count(t, bound, &counted);
+		} else if (!all && !over) {
+			if (ucrecords > in->opts.journal_records
+			    || records > rlimit)
+				rc = store_journal_merge(t, fresh,
+				    in->opts.journal_samples / JOURNAL_WIDE,
+				    in->opts.journal_samples / (wide ? 1 : 4),
+				    &merged);
+			if (rc == 0 && merged == 0 && wide
+			    && (ucsamples > bound
+			        || ucrecords > in->opts.journal_records))
+				rc = store_journal_count(t, bound, &counted);
+		}
 		if (rc == 0 && merged == 0 && counted == 0)
 			rc = store_fold(t, hard, &folded);
 		if (rc == 0)
