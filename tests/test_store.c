@@ -2543,6 +2543,60 @@ TEST(format3_store_with_journal_converted)
 	CHECK(r.last_value == val_lin(299));
 }
 
+/*
+ * A format-4 store (no record counted) with wide records in its journal
+ * reads as it is; the writer converts it by writing the number 5 alone,
+ * then counts its records at the bound (meta journal_counted) without
+ * folding them, and samples and listings stay those sent.
+ */
+TEST(format4_store_with_journal_converted)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	scan_usage  u;
+	series_rec  r;
+	got         g;
+	uint32_t    fmt, x;
+	uint64_t    seq = 0, step = 0;
+	int         ordered = 1;
+
+	fresh_dir();
+	ingest_opts_init(&o);
+	o.journal_samples = 4096; /* wide: counted past 16,384 samples */
+	o.journal_records = 64;
+	open_with(&st, &in, &o);
+	for (int c = 0; c < 3; c++, step += 64)
+		REQUIRE(wide_commit(in, &seq, step) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(raw_value(dir, "meta", "journal_counted", 15, &x) < 0);
+	REQUIRE(set_format(dir, 4) == 0);
+	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 3 * 64);
+	REQUIRE(listed("jw", "m17", 0, &r) == 0);
+	CHECK(r.samples == 3 * 64 && r.last_step == 3 * 64 - 1);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 4);
+
+	open_with(&st, &in, &o);
+	for (int c = 3; c < 5; c++, step += 64)
+		REQUIRE(wide_commit(in, &seq, step) == 0);
+	usage_now(st, &u);
+	ingest_close(in);
+	store_close(st);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 5);
+	CHECK(raw_value(dir, "meta", "journal_counted", 15, &x) == 8);
+	CHECK(u.blocks == 0 && u.journal_records > 0);
+	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 5 * 64);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(ordered);
+	REQUIRE(listed("jw", "m17", 0, &r) == 0);
+	CHECK(r.samples == 5 * 64 && r.first_step == 0
+	    && r.last_step == 5 * 64 - 1);
+}
+
 TEST(readonly_missing_db_is_clear)
 {
 	store *st;
@@ -2831,6 +2885,7 @@ main(void)
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
 	RUN(format3_store_with_journal_converted);
+	RUN(format4_store_with_journal_converted);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
