@@ -931,6 +931,12 @@ journal_bound(const ingest_opts *o, uint64_t widest)
  * series. So a reader looks a series up in at most journal_records records
  * after each commit, as before. A merge takes at most a quarter of
  * journal_samples samples (its record is in memory while it is made).
+ * A wide journal (format 5) is counted in its series' statistics at
+ * its bound (store_journal_count: listings then read only what is
+ * after) and folded at JOURNAL_COUNTED_MAX times it or past twice
+ * journal_records records; its merges take up to journal_samples
+ * samples (counted records are never merged again). docs/storage.md,
+ * "Counting before folding".
  */
 int
 ingest_fold(ingest *in, int all)
