@@ -212,6 +212,7 @@ run_width(
 	double        xc, bc, xd, bd, wsum = 0, wn = 0;
 	ingest_stats  s0, s1;
 	struct rusage ru;
+	int           trace = getenv("BENCH_WIDE_TRACE") != NULL;
 
 	memset(res, 0, sizeof(*res));
 	if (commits < 3)
@@ -290,6 +291,22 @@ run_width(
 			ingest_get_stats(in, &s1);
 			if (c > 0)
 				split(res, &wsum, &wn, xd - xc, &s0, &s1);
+			/* BENCH_WIDE_TRACE=1: which commits merged, counted
+			 * or folded (stderr). */
+			if (trace
+			    && (s1.merges != s0.merges
+			        || s1.counts != s0.counts
+			        || s1.folds != s0.folds))
+				fprintf(stderr,
+				    "commit %llu: merges %llu counts %llu "
+				    "folds %llu\n",
+				    (unsigned long long) c,
+				    (unsigned long long) (s1.merges
+				        - s0.merges),
+				    (unsigned long long) (s1.counts
+				        - s0.counts),
+				    (unsigned long long) (s1.folds
+				        - s0.folds));
 			if (c > 0)
 				ncommits++;
 			if (rss_anon_mib() > res->anon_mib)

@@ -986,8 +986,11 @@ ingest_fold(ingest *in, int all)
 		if (all == INGEST_COUNT_ALL) {
 			rc = store_journal_count(t, hard, &counted);
 		} else if (!all && !over) {
+			/* Before a count too: the records counted are then
+			 * merged ones, few and large (they are not merged
+			 * again), not a count's worth of commits' records. */
 			if (ucrecords > in->opts.journal_records
-			    || records > rlimit)
+			    || records > rlimit || (wide && ucsamples > bound))
 				rc = store_journal_merge(t, fresh,
 				    in->opts.journal_samples / JOURNAL_WIDE,
 				    in->opts.journal_samples / (wide ? 1 : 4),
