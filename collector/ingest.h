@@ -129,7 +129,8 @@ void ingest_abort(ingest *in);
  * per transaction: while it holds more than opts.journal_samples samples
  * or opts.journal_records records (all: until it is empty). A wide
  * journal is counted in the series' statistics at that bound and
- * folded at INGEST_COUNTED_MAX times it (store_journal_count).
+ * folded at 4 times it (store_journal_count; docs/storage.md,
+ * "Counting before folding").
  * ingest_commit() does this itself after each commit; call it with all
  * set to INGEST_FOLD_ALL to leave a store fully folded, INGEST_COUNT_ALL
  * to count every record (none folded). Returns 0 or a store_err (what
