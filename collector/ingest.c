@@ -951,7 +951,7 @@ ingest_fold(ingest *in, int all)
 		uint64_t records, samples, widest = 0, folded = 0, merged = 0;
 		uint64_t bound, fresh, hard, ucrecords, ucsamples, counted = 0;
 		uint64_t   rlimit;
-		int        wide, over;
+		int        wide, over, counting;
 
 		if ((rc = store_write_begin(in->st, &t)) != 0)
 			return rc;
@@ -968,13 +968,18 @@ ingest_fold(ingest *in, int all)
 		 * the bound and folded at hard. */
 		bound = journal_bound(&in->opts, widest);
 		wide  = bound > in->opts.journal_samples;
-		hard  = wide ? bound * JOURNAL_COUNTED_MAX : bound;
-		fresh = wide || half < 2 ? 2 : half;
-		/* A wide journal may hold twice journal_records records,
+		/* Counted first only where the bound is capped, so that a
+		 * fold brings fewer than JOURNAL_PER_SERIES samples of each
+		 * series (at 20 series it brings 1,024: a larger journal
+		 * would buy little there). */
+		counting = widest * JOURNAL_PER_SERIES > bound;
+		hard     = counting ? bound * JOURNAL_COUNTED_MAX : bound;
+		fresh    = wide || half < 2 ? 2 : half;
+		/* Then the journal may hold twice journal_records records,
 		 * the counted ones included (readers look a series up in
 		 * each; listings only in those not counted). */
-		rlimit = in->opts.journal_records * (wide ? 2 : 1);
-		over   = samples > hard || (wide && records > rlimit);
+		rlimit = in->opts.journal_records * (counting ? 2 : 1);
+		over   = samples > hard || (counting && records > rlimit);
 		if (all == INGEST_COUNT_ALL ? ucsamples == 0
 		                            : samples == 0
 		            || (!all && !over && ucsamples <= bound
@@ -990,12 +995,14 @@ ingest_fold(ingest *in, int all)
 			 * merged ones, few and large (they are not merged
 			 * again), not a count's worth of commits' records. */
 			if (ucrecords > in->opts.journal_records
-			    || records > rlimit || (wide && ucsamples > bound))
+			    || records > rlimit
+			    || (counting && ucsamples > bound))
 				rc = store_journal_merge(t, fresh,
 				    in->opts.journal_samples / JOURNAL_WIDE,
-				    in->opts.journal_samples / (wide ? 1 : 4),
+				    in->opts.journal_samples
+				        / (counting ? 1 : 4),
 				    &merged);
-			if (rc == 0 && merged == 0 && wide
+			if (rc == 0 && merged == 0 && counting
 			    && (ucsamples > bound
 			        || ucrecords > in->opts.journal_records))
 				rc = store_journal_count(t, bound, &counted);
