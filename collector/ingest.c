@@ -40,6 +40,11 @@
  * affected. */
 #define JOURNAL_PER_SERIES 1024u
 #define JOURNAL_WIDE_MAX 4u
+/* A wide journal (its bound raised above) is counted in its series'
+ * statistics at that bound (listings read only what is after) and
+ * folded at JOURNAL_COUNTED_MAX times it: the more samples of each
+ * series a fold brings, the fewer times each tail page is rewritten. */
+#define JOURNAL_COUNTED_MAX 4u
 /* A name of a batch whose series is past a cap (ingest.nix). */
 #define NO_SERIES UINT32_MAX
 /* How many names ahead predict() prefetches the series. */
@@ -926,6 +931,12 @@ journal_bound(const ingest_opts *o, uint64_t widest)
  * series. So a reader looks a series up in at most journal_records records
  * after each commit, as before. A merge takes at most a quarter of
  * journal_samples samples (its record is in memory while it is made).
+ * A wide journal (format 5) is counted in its series' statistics at
+ * its bound (store_journal_count: listings then read only what is
+ * after) and folded at JOURNAL_COUNTED_MAX times it or past twice
+ * journal_records records; its merges take up to journal_samples
+ * samples (counted records are never merged again). docs/storage.md,
+ * "Counting before folding".
  */
 int
 ingest_fold(ingest *in, int all)
@@ -938,34 +949,66 @@ ingest_fold(ingest *in, int all)
 	for (;;) {
 		store_txn *t;
 		uint64_t records, samples, widest = 0, folded = 0, merged = 0;
-		uint64_t bound, fresh;
+		uint64_t bound, fresh, hard, ucrecords, ucsamples, counted = 0;
+		uint64_t   rlimit;
+		int        wide, over, counting;
 
 		if ((rc = store_write_begin(in->st, &t)) != 0)
 			return rc;
-		if ((rc = store_journal_stat(t, &records, &samples)) == 0)
-			rc = store_journal_widest(t, &widest);
+		if ((rc = store_journal_stat(t, &records, &samples)) == 0
+		    && (rc = store_journal_widest(t, &widest)) == 0)
+			rc = store_journal_uncounted(t, &ucrecords, &ucsamples);
 		if (rc != 0) {
 			store_abort(t);
 			return rc;
 		}
 		/* A step folds all it can within the samples bound: the
 		 * more samples of each series one fold takes, the fewer
-		 * times its tail is rewritten. */
+		 * times its tail is rewritten. A wide journal is counted at
+		 * the bound and folded at hard. */
 		bound = journal_bound(&in->opts, widest);
-		fresh
-		    = bound > in->opts.journal_samples || half < 2 ? 2 : half;
-		if (samples == 0
-		    || (!all && samples <= bound
-		        && records <= in->opts.journal_records)) {
+		wide  = bound > in->opts.journal_samples;
+		/* Counted first only where the bound is capped, so that a
+		 * fold brings fewer than JOURNAL_PER_SERIES samples of each
+		 * series (at 20 series it brings 1,024: a larger journal
+		 * would buy little there). */
+		counting = widest * JOURNAL_PER_SERIES > bound;
+		hard     = counting ? bound * JOURNAL_COUNTED_MAX : bound;
+		fresh    = wide || half < 2 ? 2 : half;
+		/* Then the journal may hold twice journal_records records,
+		 * the counted ones included (readers look a series up in
+		 * each; listings only in those not counted). */
+		rlimit = in->opts.journal_records * (counting ? 2 : 1);
+		over   = samples > hard || (counting && records > rlimit);
+		if (all == INGEST_COUNT_ALL ? ucsamples == 0
+		                            : samples == 0
+		            || (!all && !over && ucsamples <= bound
+		                && ucrecords <= in->opts.journal_records
+		                && records <= rlimit)) {
 			store_abort(t);
 			return 0;
 		}
-		if (!all && samples <= bound)
-			rc = store_journal_merge(t, fresh,
-			    in->opts.journal_samples / JOURNAL_WIDE,
-			    in->opts.journal_samples / 4, &merged);
-		if (rc == 0 && merged == 0)
-			rc = store_fold(t, bound, &folded);
+		if (all == INGEST_COUNT_ALL) {
+			rc = store_journal_count(t, hard, &counted);
+		} else if (!all && !over) {
+			/* Before a count too: the records counted are then
+			 * merged ones, few and large (they are not merged
+			 * again), not a count's worth of commits' records. */
+			if (ucrecords > in->opts.journal_records
+			    || records > rlimit
+			    || (counting && ucsamples > bound))
+				rc = store_journal_merge(t, fresh,
+				    in->opts.journal_samples / JOURNAL_WIDE,
+				    in->opts.journal_samples
+				        / (counting ? 1 : 4),
+				    &merged);
+			if (rc == 0 && merged == 0 && counting
+			    && (ucsamples > bound
+			        || ucrecords > in->opts.journal_records))
+				rc = store_journal_count(t, bound, &counted);
+		}
+		if (rc == 0 && merged == 0 && counted == 0)
+			rc = store_fold(t, hard, &folded);
 		if (rc == 0)
 			rc = store_commit(t);
 		else
@@ -979,6 +1022,10 @@ ingest_fold(ingest *in, int all)
 			return rc;
 		if (merged > 0) {
 			in->stats.merges++;
+			continue;
+		}
+		if (counted > 0) {
+			in->stats.counts++;
 			continue;
 		}
 		in->stats.folds++;

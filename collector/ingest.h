@@ -71,6 +71,7 @@ typedef struct ingest_stats {
 				 * emitters) */
 	uint64_t folds, folded; /* fold steps committed, samples folded */
 	uint64_t merges;        /* journal merges committed */
+	uint64_t counts;        /* journal count steps committed */
 	uint64_t drops;         /* caches dropped with an aborted
 	                         * transaction (a full map, a disk error) */
 	uint64_t map_grown;     /* map growths ahead of a transaction */
@@ -126,10 +127,17 @@ void ingest_abort(ingest *in);
 /*
  * Fold the journal into blocks (no transaction open), one bounded step
  * per transaction: while it holds more than opts.journal_samples samples
- * or opts.journal_records records (all: until it is empty). ingest_commit() does this itself after each
- * commit; call it with all set to leave a store fully folded. Returns 0
- * or a store_err (what was folded before stays folded).
+ * or opts.journal_records records (all: until it is empty). A wide
+ * journal is counted in the series' statistics at that bound and
+ * folded at 4 times it (store_journal_count; docs/storage.md,
+ * "Counting before folding").
+ * ingest_commit() does this itself after each commit; call it with all
+ * set to INGEST_FOLD_ALL to leave a store fully folded, INGEST_COUNT_ALL
+ * to count every record (none folded). Returns 0 or a store_err (what
+ * was folded before stays folded).
  */
+#define INGEST_FOLD_ALL 1
+#define INGEST_COUNT_ALL 2
 int ingest_fold(ingest *in, int all);
 
 void ingest_get_stats(const ingest *in, ingest_stats *out);

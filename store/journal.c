@@ -674,6 +674,22 @@ grp_copy(store *st, const jrec *r, jcur *c, store_sample **buf, size_t *len,
 
 /* ---- the writer's view of the journal --------------------------------- */
 
+/* The last record counted in its series' statistics (format 5: meta
+ * journal_counted), 0 when none is. Every sample of a record up to it
+ * is counted in its series' statistics; its series' jseen is at or past
+ * it. Returns 0 or a store_err. */
+static int
+journal_counted(store_txn *t, uint64_t *no)
+{
+	int rc = store_meta_get(t, "journal_counted", 15, 8, no);
+
+	if (rc == STORE_ENOTFOUND) {
+		*no = 0;
+		return 0;
+	}
+	return rc;
+}
+
 /* Load the next record number and the totals the first time the writer
  * needs them (a scan of the record headers). */
 static int
@@ -691,6 +707,10 @@ load(store_txn *t)
 	st->jrecords = 0;
 	st->jsamples = 0;
 	st->jwidest  = 0;
+	st->jcrecords = 0;
+	st->jcsamples = 0;
+	if ((rc = journal_counted(t, &st->jcounted)) != 0)
+		return rc;
 	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
 		return store_fail(st, rc, "reading the journal");
 	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
@@ -703,6 +723,10 @@ load(store_txn *t)
 		st->jnext = r.no + 1;
 		st->jrecords++;
 		st->jsamples += r.nsamples;
+		if (r.no > st->jcounted) {
+			st->jcrecords++;
+			st->jcsamples += r.nsamples;
+		}
 		if (r.ngroups > st->jwidest)
 			st->jwidest = r.ngroups;
 	}
@@ -1007,6 +1031,8 @@ store_journal_put(
 	st->jnext++;
 	st->jrecords++;
 	st->jsamples += ns;
+	st->jcrecords++;
+	st->jcsamples += ns;
 	if (nj > st->jwidest)
 		st->jwidest = nj;
 	goto out;
@@ -1297,8 +1323,16 @@ int
 store_journal_add_stats(store_txn *t, series_rec *recs, size_t n)
 {
 	stats_ctx x = { t->st, recs, n };
+	uint64_t  counted;
+	int       rc;
 
-	return n == 0 ? 0 : records_each(t, 0, stats_of, &x);
+	if (n == 0)
+		return 0;
+	/* Records up to journal_counted are in the statistics already;
+	 * after it, every group of a series is after its jseen. */
+	if ((rc = journal_counted(t, &counted)) != 0)
+		return rc;
+	return records_each(t, counted + 1, stats_of, &x);
 }
 
 int
@@ -1555,6 +1589,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	for (long b; (b = lowest(pos, npos)) >= 0;) {
 		fold_ctx   c = { t, fc.blocks, pos[b].c.sid, 0, 0 };
 		series_rec rec;
+		int        added = 0;
 
 		/* The series' statistics count these samples from now on:
 		 * the records holding them are deleted below. */
@@ -1573,13 +1608,19 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			        != 0
 			    || (rc = cur_next(st, &pos[i].r, &pos[i].c)) != 0)
 				goto out;
-			if (pos[i].r.no > rec.jseen)
+			if (pos[i].r.no > rec.jseen) {
 				store_series_add(&rec, buf + at, n);
+				added = 1;
+			}
 		}
 		rc = journal_fold_series(
 		    t, fc.blocks, NULL, c.sid, buf, len, enc, put_block, &c);
 		if (rc != 0)
 			goto out;
+		/* Counted already (store_journal_count): its statistics
+		 * and jseen stay as they are. */
+		if (!added)
+			continue;
 		if (rec.jseen < pos[npos - 1].r.no)
 			rec.jseen = pos[npos - 1].r.no;
 		if ((rc = series_put(t, &fc, &rec)) != 0)
@@ -1617,6 +1658,123 @@ out:
 	free(buf);
 	fold_cur_close(&fc);
 	free(enc);
+	return rc;
+}
+
+/* ---- counting records ------------------------------------------------
+ */
+
+int
+store_journal_count(store_txn *t, uint64_t max_samples, uint64_t *counted)
+{
+	store      *st  = t->st;
+	MDB_cursor *cur = NULL;
+	MDB_val     k, v;
+	jpos       *pos  = NULL;
+	size_t      npos = 0, cap = 0;
+	fold_cur    fc   = { NULL, NULL };
+	uint64_t    total = 0, last;
+	uint8_t     key[8];
+	int         rc, op = MDB_SET_RANGE;
+
+	*counted = 0;
+	if ((rc = load(t)) != 0)
+		return rc;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	/* The oldest records not counted: at least one, then while within
+	 * max_samples. */
+	be_put64(key, st->jcounted + 1);
+	k.mv_data = key;
+	k.mv_size = 8;
+	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_NEXT) {
+		jrec  r;
+		jpos *x;
+
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
+			goto out;
+		if (npos > 0 && total + r.nsamples > max_samples)
+			break;
+		if ((x = jpos_add(&pos, &npos, &cap)) == NULL)
+			goto nomem;
+		x->r = r;
+		if ((rc = cur_first(st, &r, &x->c)) != 0)
+			goto out;
+		total += r.nsamples;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND) {
+		rc = store_fail(st, rc, "reading the journal");
+		goto out;
+	}
+	rc = 0;
+	if (npos == 0)
+		goto out;
+	mdb_cursor_close(cur);
+	cur  = NULL;
+	last = pos[npos - 1].r.no;
+	if ((rc = fold_cur_open(t, &fc)) != 0)
+		goto out;
+	/* Series by series in sid order, as the fold: each series' groups
+	 * in record order (the order they arrived), added to its
+	 * statistics unless its jseen is past them; its jseen moves to the
+	 * last record counted. */
+	for (long b; (b = lowest(pos, npos)) >= 0;) {
+		uint32_t   sid = pos[b].c.sid;
+		series_rec rec;
+
+		if ((rc = series_of_sid(t, &fc, sid, &rec)) != 0)
+			goto out;
+		for (size_t i = (size_t) b; i < npos; i++) {
+			const uint8_t *p;
+			uint64_t       cnt;
+
+			if (pos[i].c.g == pos[i].r.ngroups
+			    || pos[i].c.sid != sid)
+				continue;
+			if ((rc = grp_open(st, &pos[i].r, &pos[i].c, &p, &cnt))
+			    != 0)
+				goto out;
+			if (pos[i].r.no > rec.jseen) {
+				if ((rc = grp_add_stats(
+				         st, &pos[i].r, &p, cnt, &rec))
+				    != 0)
+					goto out;
+				pos[i].c.next = p;
+			}
+			if ((rc = cur_next(st, &pos[i].r, &pos[i].c)) != 0)
+				goto out;
+		}
+		if (rec.jseen >= last)
+			continue;
+		rec.jseen = last;
+		if ((rc = series_put(t, &fc, &rec)) != 0)
+			goto out;
+	}
+	if ((rc = store_meta_put(t, "journal_counted", 15, 8, last)) != 0)
+		goto out;
+	st->jcounted = last;
+	st->jcrecords -= npos;
+	st->jcsamples -= total;
+	*counted = total;
+	goto out;
+nomem:
+	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	rc = STORE_ENOMEM;
+out:
+	if (cur != NULL)
+		mdb_cursor_close(cur);
+	free(pos);
+	fold_cur_close(&fc);
+	return rc;
+}
+
+int
+store_journal_uncounted(store_txn *t, uint64_t *records, uint64_t *samples)
+{
+	int rc = load(t);
+
+	*records = t->st->jcrecords;
+	*samples = t->st->jcsamples;
 	return rc;
 }
 
@@ -1732,8 +1890,10 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 
 		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
 			goto out;
+		/* Nor a counted record: its samples would move past the
+		 * jseen of their series, and be counted again. */
 		if ((r.v4 && wire_get32(r.p) == REC_TAG4M)
-		    || r.nsamples < min_samples)
+		    || r.nsamples < min_samples || r.no <= st->jcounted)
 			break;
 		if ((x = jpos_add(&pos, &npos, &cap)) == NULL)
 			goto nomem;
@@ -1819,6 +1979,7 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 		}
 	}
 	st->jrecords -= npos - 1;
+	st->jcrecords -= npos - 1;
 	if (ng > st->jwidest) /* it holds the groups of those it replaced */
 		st->jwidest = ng;
 	*merged = npos;

@@ -65,6 +65,25 @@ int store_journal_widest(store_txn *t, uint64_t *groups);
 int store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded);
 
 /*
+ * Count the oldest records not yet counted (at least one, then as many
+ * as keep within max_samples) in their series' statistics, in the write
+ * transaction t, without folding them (format 5): each series' samples
+ * in them are added to its statistics (unless its jseen is past them)
+ * and its jseen moves to the last record counted, which meta
+ * journal_counted then names. Listings then read only the records after
+ * journal_counted; the records stay where they are, read as before,
+ * until a fold moves them into blocks (and leaves counted statistics as
+ * they are). A merge never takes a counted record. *counted: samples
+ * counted (0: none left). Returns 0 or a store_err.
+ */
+int store_journal_count(
+    store_txn *t, uint64_t max_samples, uint64_t *counted);
+
+/* Records and samples in the journal after the last counted record. */
+int store_journal_uncounted(
+    store_txn *t, uint64_t *records, uint64_t *samples);
+
+/*
  * Merge the newest records written by commits (those after the newest
  * merged record and the newest of fewer than min_samples samples), if
  * there are at least min_fresh of them (and 2): the oldest of them, as

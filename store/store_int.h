@@ -56,6 +56,10 @@ struct store {
 	 * it again), forgotten with the counters above. */
 	int      jloaded;
 	uint64_t jnext, jrecords, jsamples, jwidest;
+	/* Format 5: the last record counted in its series' statistics
+	 * (meta journal_counted; 0: none) and the records and samples
+	 * after it (store_journal_count). */
+	uint64_t jcounted, jcrecords, jcsamples;
 	uint8_t *jbuf; /* a record being coded (writer) */
 	size_t   jcap;
 	/* Writer only: the encoders the last direct appends left on their

@@ -1057,8 +1057,10 @@ merged_records(store *st)
 }
 
 static void
-journal_vs_reference(uint64_t jsamples, uint64_t jrecords, int *merged)
+journal_vs_reference(
+    uint64_t jsamples, uint64_t jrecords, int *merged, uint64_t *counts)
 {
+	ingest_stats is;
 	char        dir_a[300], dir_b[300], err[1400];
 	store      *a, *b, *ra, *rb;
 	ingest     *ia, *ib;
@@ -1111,7 +1113,7 @@ journal_vs_reference(uint64_t jsamples, uint64_t jrecords, int *merged)
 		if (n != sent)
 			bad++;
 		with_journal += jrec > 0;
-		if (jrec > jrecords)
+		if (jrec > 2 * jrecords) /* twice: a wide journal's */
 			bad++;
 		*merged += merged_records(ra);
 		/* Now and then, the samples themselves against what was
@@ -1126,6 +1128,8 @@ journal_vs_reference(uint64_t jsamples, uint64_t jrecords, int *merged)
 			    from + rnd(&x) % 500, &n, &jrec);
 		}
 	}
+	ingest_get_stats(ia, &is);
+	*counts = is.counts;
 	/* Fully folded, the store reads the same and its journal is empty. */
 	REQUIRE(ingest_fold(ia, 1) == 0);
 	bad += journal_compare(ra, rb, 0, UINT64_MAX, &n, &jrec);
@@ -1149,18 +1153,20 @@ journal_vs_reference(uint64_t jsamples, uint64_t jrecords, int *merged)
 
 TEST(journal_reads_equal_folded_reference)
 {
-	int merged = 0;
+	int      merged = 0;
+	uint64_t counts;
 
-	journal_vs_reference(700, 64, &merged);
+	journal_vs_reference(700, 64, &merged, &counts);
 }
 
 /* The same with records merged (at most 4 records, and many samples
  * before a fold): merged records read as the records they replace. */
 TEST(merged_journal_reads_equal_folded_reference)
 {
-	int merged = 0;
+	int      merged = 0;
+	uint64_t counts;
 
-	journal_vs_reference(6000, 4, &merged);
+	journal_vs_reference(6000, 4, &merged, &counts);
 	CHECK(merged > 20); /* checks that saw a merged record */
 }
 
@@ -1169,10 +1175,24 @@ TEST(merged_journal_reads_equal_folded_reference)
  * the oldest fresh records (at most 175 samples, so some stay fresh). */
 TEST(wide_merged_journal_reads_equal_folded_reference)
 {
-	int merged = 0;
+	int      merged = 0;
+	uint64_t counts;
 
-	journal_vs_reference(700, 4, &merged);
+	journal_vs_reference(700, 4, &merged, &counts);
 	CHECK(merged > 20);
+}
+
+/* The same with records counted in their series' statistics before
+ * they are folded (a wide journal: counted at 400 samples, folded at
+ * 1,600), merges between: the samples and the listed statistics are
+ * those of the reference at every moment. */
+TEST(counted_journal_reads_equal_folded_reference)
+{
+	int      merged = 0;
+	uint64_t counts;
+
+	journal_vs_reference(100, 4, &merged, &counts);
+	CHECK(counts > 5);
 }
 
 /*
@@ -1301,8 +1321,10 @@ listing_vs_sent(store *st, int *with_journal)
 	return bad;
 }
 
-TEST(listing_statistics_equal_their_samples)
+static void
+listing_vs_samples(uint64_t jsamples, uint64_t *counts)
 {
+	ingest_stats is;
 	char        dir_a[300], err[1400];
 	store      *a, *ra;
 	ingest     *ia;
@@ -1323,7 +1345,7 @@ TEST(listing_statistics_equal_their_samples)
 	/* A journal of up to 4 records before merges (each record of 5
 	 * or 6 series, past 4,096 / 1,024: wide), no fold but ours. */
 	ingest_opts_init(&o);
-	o.journal_samples = 4096;
+	o.journal_samples = jsamples;
 	o.journal_records = 4;
 	REQUIRE(ingest_open(a, &o, &ia) == 0);
 	REQUIRE(store_open(dir_a, STORE_RDONLY, &ra, err, sizeof(err)) == 0);
@@ -1367,6 +1389,8 @@ TEST(listing_statistics_equal_their_samples)
 		merged += merged_records(ra) > 0;
 		checks++;
 	}
+	ingest_get_stats(ia, &is);
+	*counts = is.counts;
 	REQUIRE(ingest_fold(ia, 1) == 0);
 	bad += listing_vs_sent(ra, &with_journal);
 	CHECK_EQ_INT(bad, 0);
@@ -1382,6 +1406,25 @@ TEST(listing_statistics_equal_their_samples)
 	ingest_close(ia);
 	store_close(ra);
 	store_close(a);
+}
+
+TEST(listing_statistics_equal_their_samples)
+{
+	uint64_t counts;
+
+	listing_vs_samples(4096, &counts);
+}
+
+/* The same with records counted in the statistics before they are
+ * folded (journal_samples 64: a wide journal counted at 256 samples and
+ * folded at 1,024): listings read only the records after the last
+ * counted one, and a merge never takes a counted record. */
+TEST(counted_listing_statistics_equal_their_samples)
+{
+	uint64_t counts;
+
+	listing_vs_samples(64, &counts);
+	CHECK(counts > 3);
 }
 
 /* Read every series of st with scan_samples_in, after loading the
@@ -1938,7 +1981,8 @@ TEST(records_past_bound_are_merged)
 /*
  * A journal of wide records (one step of many series a commit) holds
  * 1,024 samples of each series of its widest record, up to 4 times
- * --journal-samples, before it is folded (a fold rewrites each series'
+ * --journal-samples, before it is counted in the series' statistics,
+ * and 4 times that before it is folded (a fold rewrites each series'
  * tail whatever it brings, so it should bring many samples of each);
  * a run of few series is folded at --journal-samples as before.
  * Reads are the same.
@@ -1952,12 +1996,13 @@ TEST(wide_journal_folds_more_samples_a_series)
 	got         g;
 	uint64_t    seq = 0, step = 0, blocks;
 	int         early = 0, over = 0, ordered = 1;
+	ingest_stats is;
 	spec        s = { "jn", 9, 0, 0, 0, 1, "few", 0, 200, val_lin };
 
 	fresh_dir();
 	ingest_opts_init(&o);
 	o.journal_samples = 4096;
-	o.journal_records = 4;
+	o.journal_records = 16;
 	open_with(&st, &in, &o);
 	/* 64 series x 64 samples a commit: 64 x 1,024 is past 4 x 4,096,
 	 * so the journal holds 16,384 samples (4 commits) unfolded. */
@@ -1965,11 +2010,23 @@ TEST(wide_journal_folds_more_samples_a_series)
 		REQUIRE(wide_commit(in, &seq, step) == 0);
 		usage_now(st, &u);
 		early += u.blocks > 0;
-		over += u.journal_records > 4;
+		over += u.journal_records > 16;
 	}
 	CHECK_EQ_INT(early, 0);
 	CHECK_EQ_INT(u.journal_records, 4);
-	REQUIRE(wide_commit(in, &seq, step) == 0); /* past it: folded */
+	REQUIRE(wide_commit(in, &seq, step) == 0); /* past it: counted */
+	step += 64;
+	usage_now(st, &u);
+	ingest_get_stats(in, &is);
+	CHECK(u.blocks == 0 && is.counts > 0 && is.folds == 0);
+	/* Folded past 4 x 16,384 samples (16 commits). */
+	for (int c = 5; c < 16; c++, step += 64) {
+		REQUIRE(wide_commit(in, &seq, step) == 0);
+		usage_now(st, &u);
+		early += u.blocks > 0;
+	}
+	CHECK_EQ_INT(early, 0);
+	REQUIRE(wide_commit(in, &seq, step) == 0);
 	usage_now(st, &u);
 	CHECK(u.blocks > 0);
 	CHECK(u.journal_records <= 1);
@@ -1980,14 +2037,19 @@ TEST(wide_journal_folds_more_samples_a_series)
 		s.step0         = i * 200;
 		REQUIRE(apply(in, &s) == WIRE_ACK_STORED);
 		usage_now(st, &u);
-		over += u.journal_records > 4;
+		over += u.journal_records > 16;
 	}
 	CHECK_EQ_INT(over, 0);
-	CHECK(u.blocks > blocks);
+	/* The wide record left keeps the journal wide: counted, not
+	 * folded, until 4 x 16,384 or a fold of everything. */
+	CHECK(u.blocks == blocks);
+	REQUIRE(ingest_fold(in, INGEST_FOLD_ALL) == 0);
+	usage_now(st, &u);
+	CHECK(u.blocks > blocks && u.journal_records == 0);
 	ingest_close(in);
 	store_close(st);
 	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
-	CHECK_EQ_INT(g.n, 5 * 64);
+	CHECK_EQ_INT(g.n, 17 * 64);
 	for (uint64_t i = 0; i < g.n && i < 4096; i++)
 		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
 	CHECK(ordered);
@@ -2021,14 +2083,15 @@ TEST(wide_merges_take_the_oldest_records)
 	for (int c = 1; c <= 24; c++, step += 8) {
 		REQUIRE(wide_commit_n(in, &seq, step, 8) == 0);
 		usage_now(st, &u);
-		over += u.journal_records > 8;
+		over += u.journal_records > 16; /* twice: wide */
 		if (first_fold == 0 && u.blocks > 0)
 			first_fold = c;
 	}
 	CHECK_EQ_INT(over, 0);
-	/* 8 merged records of 2 and one more (8,704 samples); merging the
-	 * newest folded at the 10th commit. */
-	CHECK_EQ_INT(first_fold, 17);
+	/* 12,288 samples: counted at 16,384 / 4 and never folded (4 x
+	 * 16,384). Format 4's policy folded at the 17th commit, and at the
+	 * 10th when merges took the newest records. */
+	CHECK_EQ_INT(first_fold, 0);
 	ingest_close(in);
 	store_close(st);
 	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
@@ -2180,10 +2243,10 @@ TEST(format1_store_read_and_converted)
 	CHECK(r.samples == 2000 && r.first_step == 0 && r.last_step == 1999);
 	CHECK(r.last_value == val_lin(1999));
 
-	REQUIRE(set_format(dir, 5) == 0);
+	REQUIRE(set_format(dir, 6) == 0);
 	CHECK(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) ==
 	    STORE_EFORMAT);
-	CHECK(strstr(err, "database format 5") != NULL);
+	CHECK(strstr(err, "database format 6") != NULL);
 	/* Stamped 3 again, it opens. */
 	REQUIRE(set_format(dir, 3) == 0);
 	CHECK(read_series("f1", "loss", 0, 0, UINT64_MAX, &g) == 0);
@@ -2455,7 +2518,7 @@ TEST(format3_store_with_journal_converted)
 	open_both(&st, &in);
 	ingest_close(in);
 	store_close(st);
-	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 4);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 5);
 	CHECK_EQ_INT(raw_value(dir, "stats", sk, 4, &first), 56);
 	CHECK(read_series("f3", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 200);
@@ -2478,6 +2541,60 @@ TEST(format3_store_with_journal_converted)
 	REQUIRE(listed("f3", "loss", 0, &r) == 0);
 	CHECK(r.samples == 300 && r.first_step == 0 && r.last_step == 299);
 	CHECK(r.last_value == val_lin(299));
+}
+
+/*
+ * A format-4 store (no record counted) with wide records in its journal
+ * reads as it is; the writer converts it by writing the number 5 alone,
+ * then counts its records at the bound (meta journal_counted) without
+ * folding them, and samples and listings stay those sent.
+ */
+TEST(format4_store_with_journal_converted)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	scan_usage  u;
+	series_rec  r;
+	got         g;
+	uint32_t    fmt, x;
+	uint64_t    seq = 0, step = 0;
+	int         ordered = 1;
+
+	fresh_dir();
+	ingest_opts_init(&o);
+	o.journal_samples = 4096; /* wide: counted past 16,384 samples */
+	o.journal_records = 64;
+	open_with(&st, &in, &o);
+	for (int c = 0; c < 3; c++, step += 64)
+		REQUIRE(wide_commit(in, &seq, step) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(raw_value(dir, "meta", "journal_counted", 15, &x) < 0);
+	REQUIRE(set_format(dir, 4) == 0);
+	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 3 * 64);
+	REQUIRE(listed("jw", "m17", 0, &r) == 0);
+	CHECK(r.samples == 3 * 64 && r.last_step == 3 * 64 - 1);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 4);
+
+	open_with(&st, &in, &o);
+	for (int c = 3; c < 5; c++, step += 64)
+		REQUIRE(wide_commit(in, &seq, step) == 0);
+	usage_now(st, &u);
+	ingest_close(in);
+	store_close(st);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 5);
+	CHECK(raw_value(dir, "meta", "journal_counted", 15, &x) == 8);
+	CHECK(u.blocks == 0 && u.journal_records > 0);
+	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 5 * 64);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(ordered);
+	REQUIRE(listed("jw", "m17", 0, &r) == 0);
+	CHECK(r.samples == 5 * 64 && r.first_step == 0
+	    && r.last_step == 5 * 64 - 1);
 }
 
 TEST(readonly_missing_db_is_clear)
@@ -2755,7 +2872,9 @@ main(void)
 	RUN(journal_reads_equal_folded_reference);
 	RUN(merged_journal_reads_equal_folded_reference);
 	RUN(wide_merged_journal_reads_equal_folded_reference);
+	RUN(counted_journal_reads_equal_folded_reference);
 	RUN(listing_statistics_equal_their_samples);
+	RUN(counted_listing_statistics_equal_their_samples);
 	RUN(journal_read_once_equals_scan_samples);
 	RUN(journal_keeps_extreme_samples);
 	RUN(journal_records_bounded);
@@ -2766,6 +2885,7 @@ main(void)
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
 	RUN(format3_store_with_journal_converted);
+	RUN(format4_store_with_journal_converted);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
