@@ -1426,6 +1426,57 @@ jpos_add(jpos **pos, size_t *n, size_t *cap)
 	return &(*pos)[(*n)++];
 }
 
+/*
+ * The oldest records from number `from` on into *pos (of *npos, room
+ * for *cap): at least one, then while their samples stay within
+ * max_samples; *total their samples. Each record's cursor is at its
+ * first group.
+ */
+static int
+oldest_records(store_txn *t, uint64_t from, uint64_t max_samples, jpos **pos,
+    size_t *npos, size_t *cap, uint64_t *total)
+{
+	store      *st  = t->st;
+	MDB_cursor *cur = NULL;
+	MDB_val     k, v;
+	uint8_t     key[8];
+	int         rc, op = MDB_SET_RANGE;
+
+	*total = 0;
+	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
+		return store_fail(st, rc, "reading the journal");
+	be_put64(key, from);
+	k.mv_data = key;
+	k.mv_size = 8;
+	while ((rc = mdb_cursor_get(cur, &k, &v, op)) == 0) {
+		jrec  r;
+		jpos *x;
+
+		op = MDB_NEXT;
+		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
+			goto out;
+		if (*npos > 0 && *total + r.nsamples > max_samples)
+			break;
+		if ((x = jpos_add(pos, npos, cap)) == NULL) {
+			snprintf(st->err, sizeof(st->err), "%s: out of memory",
+			    st->dir);
+			rc = STORE_ENOMEM;
+			goto out;
+		}
+		x->r = r;
+		if ((rc = cur_first(st, &r, &x->c)) != 0)
+			goto out;
+		*total += r.nsamples;
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	else if (rc != 0)
+		rc = store_fail(st, rc, "reading the journal");
+out:
+	mdb_cursor_close(cur);
+	return rc;
+}
+
 static int
 fold_cur_open(store_txn *t, fold_cur *fc)
 {
@@ -1539,8 +1590,7 @@ int
 store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 {
 	store        *st  = t->st;
-	MDB_cursor   *cur = NULL;
-	MDB_val       k, v;
+	MDB_val       k;
 	jpos         *pos  = NULL;
 	size_t        npos = 0, cap = 0, len = 0, scap = 0;
 	store_sample *buf   = NULL;
@@ -1552,30 +1602,9 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	*folded = 0;
 	if ((rc = load(t)) != 0)
 		return rc;
-	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
-		return store_fail(st, rc, "reading the journal");
 	/* The oldest records: at least one, then while within the step. */
-	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
-		jrec  r;
-		jpos *x;
-
-		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
-			goto out;
-		if (npos > 0 && total + r.nsamples > max_samples)
-			break;
-		if ((x = jpos_add(&pos, &npos, &cap)) == NULL)
-			goto nomem;
-		x->r = r;
-		if ((rc = cur_first(st, &r, &x->c)) != 0)
-			goto out;
-		total += r.nsamples;
-	}
-	if (rc != 0 && rc != MDB_NOTFOUND) {
-		rc = store_fail(st, rc, "reading the journal");
-		goto out;
-	}
-	rc = 0;
-	if (npos == 0)
+	rc = oldest_records(t, 0, max_samples, &pos, &npos, &cap, &total);
+	if (rc != 0 || npos == 0)
 		goto out;
 	if ((enc = malloc(sizeof(*enc))) == NULL)
 		goto nomem;
@@ -1627,8 +1656,6 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 			goto out;
 	}
 	/* The records go in the same transaction as their blocks. */
-	mdb_cursor_close(cur);
-	cur = NULL;
 	for (size_t i = 0; i < npos; i++) {
 		uint8_t key[8];
 
@@ -1652,8 +1679,6 @@ nomem:
 	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
 	rc = STORE_ENOMEM;
 out:
-	if (cur != NULL)
-		mdb_cursor_close(cur);
 	free(pos);
 	free(buf);
 	fold_cur_close(&fc);
@@ -1667,50 +1692,22 @@ out:
 int
 store_journal_count(store_txn *t, uint64_t max_samples, uint64_t *counted)
 {
-	store      *st  = t->st;
-	MDB_cursor *cur = NULL;
-	MDB_val     k, v;
+	store      *st   = t->st;
 	jpos       *pos  = NULL;
 	size_t      npos = 0, cap = 0;
 	fold_cur    fc   = { NULL, NULL };
 	uint64_t    total = 0, last;
-	uint8_t     key[8];
-	int         rc, op = MDB_SET_RANGE;
+	int         rc;
 
 	*counted = 0;
 	if ((rc = load(t)) != 0)
 		return rc;
-	if ((rc = mdb_cursor_open(t->txn, st->journal, &cur)) != 0)
-		return store_fail(st, rc, "reading the journal");
 	/* The oldest records not counted: at least one, then while within
 	 * max_samples. */
-	be_put64(key, st->jcounted + 1);
-	k.mv_data = key;
-	k.mv_size = 8;
-	for (; (rc = mdb_cursor_get(cur, &k, &v, op)) == 0; op = MDB_NEXT) {
-		jrec  r;
-		jpos *x;
-
-		if ((rc = rec_parse(st, &k, &v, &r)) != 0)
-			goto out;
-		if (npos > 0 && total + r.nsamples > max_samples)
-			break;
-		if ((x = jpos_add(&pos, &npos, &cap)) == NULL)
-			goto nomem;
-		x->r = r;
-		if ((rc = cur_first(st, &r, &x->c)) != 0)
-			goto out;
-		total += r.nsamples;
-	}
-	if (rc != 0 && rc != MDB_NOTFOUND) {
-		rc = store_fail(st, rc, "reading the journal");
+	rc = oldest_records(
+	    t, st->jcounted + 1, max_samples, &pos, &npos, &cap, &total);
+	if (rc != 0 || npos == 0)
 		goto out;
-	}
-	rc = 0;
-	if (npos == 0)
-		goto out;
-	mdb_cursor_close(cur);
-	cur  = NULL;
 	last = pos[npos - 1].r.no;
 	if ((rc = fold_cur_open(t, &fc)) != 0)
 		goto out;
@@ -1757,12 +1754,7 @@ store_journal_count(store_txn *t, uint64_t max_samples, uint64_t *counted)
 	st->jcsamples -= total;
 	*counted = total;
 	goto out;
-nomem:
-	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
-	rc = STORE_ENOMEM;
 out:
-	if (cur != NULL)
-		mdb_cursor_close(cur);
 	free(pos);
 	fold_cur_close(&fc);
 	return rc;
