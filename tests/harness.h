@@ -65,6 +65,23 @@ static void (*harness_after_each)(void);
 		}                                                             \
 	} while (0)
 
+/* A new empty folder /tmp/PREFIX.XXXXXX in dir (of size bytes) for a
+ * test's store; the folder dir held before, if any, is removed. */
+static inline void
+harness_fresh_dir(char *dir, size_t size, const char *prefix)
+{
+	char cmd[300];
+
+	if (dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			printf("  could not remove %s\n", dir);
+	}
+	snprintf(dir, size, "/tmp/%s.XXXXXX", prefix);
+	if (mkdtemp(dir) == NULL)
+		abort();
+}
+
 static inline int
 harness_done(void)
 {

@@ -14,6 +14,7 @@
 
 #include "cli/replay_input.h"
 #include "tests/harness.h"
+#include "tests/rules_engine.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -112,25 +113,8 @@ dump(void)
 static detect_engine *
 engine(const char *rules_text)
 {
-	detect_rules  *r = NULL;
-	detect_engine *e = NULL;
-	char           err[512];
-	int            rc;
-
 	S.n = 0;
-	if (rules_text == NULL)
-		rc = detect_rules_default(&r);
-	else
-		rc = detect_rules_parse(rules_text, strlen(rules_text),
-		    "test.rules", &r, err, sizeof(err));
-	if (rc != 0) {
-		printf("  rules: %s\n", err);
-		return NULL;
-	}
-	if (detect_engine_new(r, &e) != 0)
-		e = NULL;
-	detect_rules_free(r);
-	return e;
+	return rules_engine(rules_text);
 }
 
 /* Feed one sample and tick with its time, as replay does. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tests/harness.h"
+#include "tests/rules_engine.h"
 
 #define NAMES 3000 /* past 1,024, 2,048 and their three quarters */
 
@@ -35,25 +36,6 @@ on_alert(void *ctx, const detect_alert *a)
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
 		if (strcmp(a->rule, rules[i]) == 0)
 			s->by_rule[i]++;
-}
-
-static detect_engine *
-engine(const char *text)
-{
-	detect_rules  *r = NULL;
-	detect_engine *e = NULL;
-	char           err[512];
-
-	if (detect_rules_parse(
-	        text, strlen(text), "test.rules", &r, err, sizeof(err))
-	    != 0) {
-		printf("  rules: %s\n", err);
-		return NULL;
-	}
-	if (detect_engine_new(r, &e) != 0)
-		e = NULL;
-	detect_rules_free(r);
-	return e;
 }
 
 /* One NaN of metric name on rank, in a run of its own (so that each
@@ -88,12 +70,12 @@ feed_nan(detect_engine *e, sink *s, int name, int rank)
  */
 TEST(verdicts_by_name_at_width)
 {
-	detect_engine *e
-	    = engine("rule sevens { metric = '7/m$' detector = nonfinite }\n"
-	             "rule rank1 { metric = '3/m$' rank = '^1$' "
-	             "detector = nonfinite }\n"
-	             "rule group { metric = '^layer' detector = nonfinite "
-	             "}\n");
+	detect_engine *e = rules_engine(
+	    "rule sevens { metric = '7/m$' detector = nonfinite }\n"
+	    "rule rank1 { metric = '3/m$' rank = '^1$' "
+	    "detector = nonfinite }\n"
+	    "rule group { metric = '^layer' detector = nonfinite "
+	    "}\n");
 	sink s = { 0 };
 
 	REQUIRE(e != NULL);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tests/harness.h"
+#include "tests/rules_engine.h"
 
 typedef struct got {
 	char     rule[64], kind[32], metric[64], msg[512];
@@ -84,16 +85,8 @@ first(const char *rule, int state)
 static detect_engine *
 engine(void)
 {
-	detect_rules  *r = NULL;
-	detect_engine *e = NULL;
-
 	S.n = 0;
-	if (detect_rules_default(&r) != 0)
-		return NULL;
-	if (detect_engine_new(r, &e) != 0)
-		e = NULL;
-	detect_rules_free(r);
-	return e;
+	return rules_engine(NULL);
 }
 
 static void

@@ -28,16 +28,7 @@ static uint8_t msg[1 << 20];
 static void
 fresh_dir(void)
 {
-	char cmd[300];
-
-	if (dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd) != 0)
-			printf("  could not remove %s\n", dir);
-	}
-	snprintf(dir, sizeof(dir), "/tmp/vitals-test-store.XXXXXX");
-	if (mkdtemp(dir) == NULL)
-		abort();
+	harness_fresh_dir(dir, sizeof(dir), "vitals-test-store");
 }
 
 typedef struct spec {
