@@ -2067,26 +2067,28 @@ TEST(wide_merges_take_the_oldest_records)
 
 	fresh_dir();
 	ingest_opts_init(&o);
-	o.journal_samples = 4096; /* a merge takes 1,024: two records */
+	o.journal_samples = 4096; /* a merge takes 4,096: four records */
 	o.journal_records = 8;
 	open_with(&st, &in, &o);
-	/* 64 series x 8 samples a commit: the journal may hold 16,384. */
-	for (int c = 1; c <= 24; c++, step += 8) {
-		REQUIRE(wide_commit_n(in, &seq, step, 8) == 0);
+	/* 64 series x 16 samples a commit: counted at 16,384 samples,
+	 * folded at 4 times that or past 16 records. A merge comes at 9
+	 * fresh records and takes 4 of them: merging the newest would
+	 * leave the 5 older ones behind it, never merged, and the records
+	 * would pass 16 and be folded. */
+	for (int c = 1; c <= 24; c++, step += 16) {
+		REQUIRE(wide_commit_n(in, &seq, step, 16) == 0);
 		usage_now(st, &u);
 		over += u.journal_records > 16; /* twice: wide */
 		if (first_fold == 0 && u.blocks > 0)
 			first_fold = c;
 	}
 	CHECK_EQ_INT(over, 0);
-	/* 12,288 samples: counted at 16,384 / 4 and never folded (4 x
-	 * 16,384). Format 4's policy folded at the 17th commit, and at the
-	 * 10th when merges took the newest records. */
+	/* 24,576 samples: counted, never folded. */
 	CHECK_EQ_INT(first_fold, 0);
 	ingest_close(in);
 	store_close(st);
 	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
-	CHECK_EQ_INT(g.n, 24 * 8);
+	CHECK_EQ_INT(g.n, 24 * 16);
 	for (uint64_t i = 0; i < g.n && i < 4096; i++)
 		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
 	CHECK(ordered);
