@@ -33,6 +33,12 @@ else
 	METRICS=${PEERS_METRICS:-6}
 	RUNS=${PEERS_RUNS:-1}
 fi
+for f in bench/bench_peers vitalsd vitals; do
+	[ -x "$B/$f" ] || {
+		echo "bench-peers: $B/$f is not built (make bench-peers builds it)" >&2
+		exit 1
+	}
+done
 T=$(mktemp -d /tmp/vitals-peers.XXXXXX)
 trap 'kill $VMPID $VPID 2>/dev/null; rm -rf "$T"' EXIT
 
