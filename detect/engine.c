@@ -728,6 +728,18 @@ memo_home(uint64_t h, size_t cap)
 	return (size_t) (h ^ (h >> 29)) & (cap - 1);
 }
 
+/* The first empty slot of hash h in table t of cap slots (it has one:
+ * the table is kept at most three quarters full). */
+static size_t
+memo_empty_slot(const memo_slot *t, size_t cap, uint64_t h)
+{
+	size_t k;
+
+	for (k = memo_home(h, cap); t[k].len != 0; k = (k + 1) & (cap - 1))
+		;
+	return k;
+}
+
 /* A table of cap empty slots for the engine's rules, the names of the
  * old one moved in. Returns 0, or -1 when out of memory (the old table
  * is kept). */
@@ -738,16 +750,10 @@ memo_resize(detect_engine *e, size_t cap)
 
 	if (t == NULL)
 		return -1;
-	for (size_t i = 0; e->memo != NULL && i < e->memo_cap; i++) {
-		size_t k;
-
-		if (e->memo[i].len == 0)
-			continue;
-		for (k = memo_home(e->memo[i].hash, cap); t[k].len != 0;
-		     k = (k + 1) & (cap - 1))
-			;
-		t[k] = e->memo[i];
-	}
+	for (size_t i = 0; e->memo != NULL && i < e->memo_cap; i++)
+		if (e->memo[i].len != 0)
+			t[memo_empty_slot(t, cap, e->memo[i].hash)]
+			    = e->memo[i];
 	free(e->memo);
 	e->memo     = t;
 	e->memo_cap = cap;
@@ -803,9 +809,7 @@ memo_verdicts(detect_engine *e, const detect_series *s)
 			}
 			e->memo_n = 0;
 		}
-		for (k = memo_home(h, e->memo_cap); e->memo[k].len != 0;
-		     k = (k + 1) & (e->memo_cap - 1))
-			;
+		k = memo_empty_slot(e->memo, e->memo_cap, h);
 	}
 	m = &e->memo[k];
 	if ((m->name = malloc(s->mlen + rs->n)) == NULL)
