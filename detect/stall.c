@@ -307,11 +307,39 @@ early_tol(const st_kind *k, double jit, double moved, double tol)
  * timer is looked at once a step, and a step may hold another pause).
  * A timer does not come early: before its next turn, a kind of three
  * pauses is due only within what it has shown it moves (see early_tol).
- * A kind whose three pauses were the same number of steps apart is due
- * by steps only: the other pauses between them move it in time. Its
- * usual length is the longest kept. */
+ * It may come late by the pause just before (before s, 0: none) when
+ * its turn fell in that pause (see late). A kind whose three pauses
+ * were the same number of steps apart is due by steps only: the other
+ * pauses between them move it in time. Its usual length is the longest
+ * kept. */
+/* The interval just before the current one (the latest learned) if it
+ * was a pause (longer than the threshold), else 0. */
 static double
-due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
+pause_before(const st_slot *sl)
+{
+	double iv;
+
+	if (sl->w.n == 0)
+		return 0;
+	iv = sl->buf[(sl->w.head + sl->w.cap - 1) % sl->w.cap];
+	return iv > sl->thr ? iv : 0;
+}
+
+/* Whether timer k, off s past its turn, fell due in the pause of
+ * length before s just before the current interval (give or take jit),
+ * one of another kind: looked at once a step, it comes late by as much
+ * (an evaluation just before a checkpoint delays it). */
+static int
+late(
+    const st_slot *sl, const st_kind *k, double off, double jit, double before)
+{
+	return before > 0 && off <= before + jit
+	    && k->s[k->n - 1] + 1 != sl->max_step;
+}
+
+static double
+due_kind(const st_slot *sl, const st_kind *k, double before, int *by_time,
+    int *maybe)
 {
 	uint32_t n = k->n;
 	double   d = 0, tol, jit, P, moved = 0;
@@ -356,7 +384,9 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 			return 0;
 		*by_time = 1;
 		early    = since < P ? early_tol(k, jit, moved, tol) : tol;
-		if (P > d && (off <= tol || P - off <= early)
+		if (P > d
+		    && (off <= tol || P - off <= early
+		        || late(sl, k, off, jit, before))
 		    && since >= P - early) {
 			/* A kind regular in steps so far, due here by time
 			 * only: a timer whose steps drift, or not due at all
@@ -450,7 +480,8 @@ due_pause(const st_slot *sl, int *sure, double *guess)
 	}
 	for (uint32_t i = 0; i < NKIND; i++) {
 		int    by_time, maybe;
-		double k = due_kind(sl, &sl->kind[i], &by_time, &maybe);
+		double k = due_kind(
+		    sl, &sl->kind[i], pause_before(sl), &by_time, &maybe);
 
 		*guess += guess_kind(sl, &sl->kind[i]);
 		d += k;
@@ -506,7 +537,11 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 		int      by_time, maybe;
 		double   score;
 
-		due[i]   = due_kind(sl, c, &by_time, &maybe);
+		/* A timer late by a pause just before is expected then
+		 * (due_pause), but not taken for this pause: a pause that
+		 * follows another is not paired with a kind by that (on the
+		 * bench it paired pauses with the wrong kinds). */
+		due[i]   = due_kind(sl, c, 0, &by_time, &maybe);
 		loose[i] = due[i] > 0 && maybe;
 		ndue += due[i] > 0 && !maybe;
 		if (c->n == 0 || !alike(iv, c->iv[c->n - 1]))

@@ -371,10 +371,76 @@ TEST(builtin_rules_alerts_do_not_depend_on_the_ticks)
 	schedules_agree(NULL);
 }
 
+/* Alerts in state `state` ("firing", "resolved") of run `run` at step
+ * `step` in o. */
+static size_t
+count_at(const out *o, const char *state, const char *run, uint64_t step)
+{
+	char   key[96], st_key[48];
+	size_t n = 0;
+
+	snprintf(key, sizeof(key), "\"run\":\"%s\",", run);
+	snprintf(st_key, sizeof(st_key), "\"state\":\"%s\"", state);
+	for (size_t i = 0; i < o->n; i++) {
+		const char *st = strstr(o->line[i], "\"step\":");
+
+		n += strstr(o->line[i], st_key) != NULL
+		    && strstr(o->line[i], key) != NULL && st != NULL
+		    && strtoull(st + 7, NULL, 10) == step;
+	}
+	return n;
+}
+
+/*
+ * A checkpoint every 800 s (a timer looked at once a step, counted from
+ * the start of the last save) lasting 240 s, 10-s steps; once learned,
+ * a 180-s evaluation begins 70 s before the timer is due, and the
+ * checkpoint comes in the step after it, 110 s late: the evaluation is
+ * new (noted), the checkpoint is expected.
+ */
+TEST(stall_timer_late_by_a_pause_just_before_is_expected)
+{
+	double   t = 1000, last = 1000;
+	uint64_t eval_at = 0;
+	int      nck     = 0;
+	out      o;
+
+	nev = 0;
+	for (uint64_t i = 0; i < 700; i++) {
+		double pause = 0;
+
+		if (i > 0 && t - last >= 800) {
+			pause += 240 * (1 + 0.02 * (uni() - 0.5));
+			last = t;
+			nck++;
+		}
+		if (eval_at == 0 && nck >= 4 && t + 70 >= last + 800) {
+			pause += 180;
+			eval_at = i;
+		}
+		t += pause + 10 * (1 + 0.06 * (uni() - 0.5));
+		add("ck", 0, "step_time", i, t, 10);
+	}
+	qsort(E, nev, sizeof(*E), ev_cmp);
+	REQUIRE(eval_at > 0);
+	REQUIRE(run_script(rules_text, 0, 0, &o) == 0);
+	if (getenv("TEST_STALL_DUMP") != NULL)
+		for (size_t i = 0; i < o.n; i++)
+			printf("  %s", o.line[i]);
+	/* The evaluation's silence follows step eval_at - 1 and is noted;
+	 * the incident ends with step eval_at, whose silence (the
+	 * checkpoint's) does not bring it back (to end with the next). */
+	CHECK(count_at(&o, "firing", "ck", eval_at - 1) == 1);
+	CHECK(count_at(&o, "resolved", "ck", eval_at) == 1);
+	CHECK(count_at(&o, "resolved", "ck", eval_at + 1) == 0);
+	out_free(&o);
+}
+
 int
 main(void)
 {
 	RUN(stall_alerts_do_not_depend_on_the_ticks);
 	RUN(builtin_rules_alerts_do_not_depend_on_the_ticks);
+	RUN(stall_timer_late_by_a_pause_just_before_is_expected);
 	return harness_done();
 }
