@@ -33,9 +33,25 @@
  * judged against that phase's usual length, as a learned pause due now.
  * A rank whose emitter closed normally (detect_end) is not waited for;
  * when every rank has, the run is finished and raises nothing more.
- * Stalls are stamped with the deadline that was missed, not the tick that
- * noticed it, so live and replayed alerts agree. Thresholds and rank
- * checks are refreshed at most every 200 ms of clock.
+ *
+ * Live and replayed alerts agree: what is raised depends on the samples,
+ * not on when the clock ticks (vitalsd every 200 ms of wall clock, later
+ * under load; replay at each sample's time). Stalls are stamped with the
+ * deadline that was missed, not the tick that noticed it. The run-wide
+ * thresholds (the largest of the ranks', the pauses due) are computed
+ * again after a sample changed a rank's (an advance, a phase marker, a
+ * new rank, a restart, an end), before they are next used (refresh), so
+ * they do not change between samples. Deadlines are checked at each tick
+ * and also before each sample and end is applied (check), so a silence
+ * that ended after its deadline but before the next tick is noted all
+ * the same; the levels a silence crossed are noted each, in the order of
+ * their deadlines (next_level); ranks are judged up to the moment the
+ * run fell silent. A sample's arrival on the engine's clock is its own
+ * time when that falls within a tick's interval after the last tick
+ * (arrived), not the last tick. The tick looks at every rank at most
+ * every 200 ms of clock (SCAN); a rank is also looked at before each of
+ * its samples and its end, so for a rank that sends again or ends, when
+ * the scans come changes only how soon it is noted.
  */
 #include <math.h>
 #include <stdio.h>
