@@ -33,9 +33,25 @@
  * judged against that phase's usual length, as a learned pause due now.
  * A rank whose emitter closed normally (detect_end) is not waited for;
  * when every rank has, the run is finished and raises nothing more.
- * Stalls are stamped with the deadline that was missed, not the tick that
- * noticed it, so live and replayed alerts agree. Thresholds and rank
- * checks are refreshed at most every 200 ms of clock.
+ *
+ * Live and replayed alerts agree: what is raised depends on the samples,
+ * not on when the clock ticks (vitalsd every 200 ms of wall clock, later
+ * under load; replay at each sample's time). Stalls are stamped with the
+ * deadline that was missed, not the tick that noticed it. The run-wide
+ * thresholds (the largest of the ranks', the pauses due) are computed
+ * again after a sample changed a rank's (an advance, a phase marker, a
+ * new rank, a restart, an end), before they are next used (refresh), so
+ * they do not change between samples. Deadlines are checked at each tick
+ * and also before each sample and end is applied (check), so a silence
+ * that ended after its deadline but before the next tick is noted all
+ * the same; the levels a silence crossed are noted each, in the order of
+ * their deadlines (next_level); ranks are judged up to the moment the
+ * run fell silent. A sample's arrival on the engine's clock is its own
+ * time when that falls within a tick's interval after the last tick
+ * (arrived), not the last tick. The tick looks at every rank at most
+ * every 200 ms of clock (SCAN); a rank is also looked at before each of
+ * its samples and its end, so for a rank that sends again or ends, when
+ * the scans come changes only how soon it is noted.
  */
 #include <math.h>
 #include <stdio.h>
@@ -73,7 +89,8 @@ static const detect_param sl_params[] = {
 #define NOCC 3 /* occurrences kept per kind */
 #define LONGWIN 1024 /* advances per window of the longest interval */
 #define MINLEARN 3
-#define REFRESH 200000000ll /* ns */
+#define SCAN 200000000ll    /* ns of clock between scans of the ranks */
+#define TICKWIN 64          /* ticks per window of the longest interval */
 #define NPHASE 4            /* declared phases learned per rank */
 #define PHNAME 32           /* a phase's name kept for messages */
 #define MARKER "vitals/phase/"
@@ -101,10 +118,11 @@ typedef struct st_phase {
 typedef struct st_slot {
 	uint64_t max_step;
 	int64_t  last_time, adv_time; /* latest sample; latest advance */
-	/* The engine's clock when they arrived: silences are measured on
-	 * it, so a run whose clock is far off the collector's (samples
-	 * stamped in the past) is not silent for that offset. */
-	int64_t  seen, adv_seen;
+	/* The engine's clock when the latest advance arrived (see
+	 * arrived()): silences are measured on it, so a run whose clock is
+	 * far off the collector's (samples stamped in the past) is not
+	 * silent for that offset. */
+	int64_t  adv_seen;
 	double   thr, usual; /* seconds */
 	double   long_cur, long_prev;
 	uint32_t long_n, nadv;
@@ -137,7 +155,13 @@ typedef struct st_group {
 	double   guess;               /* the largest guessed pause due */
 	uint8_t  sure;                /* one of them due for sure (no info) */
 	char     phase[PHNAME];       /* the declared phase it is in, or "" */
-	int64_t  refreshed;
+	uint8_t  dirty;               /* a rank's state changed since */
+	int64_t  scanned;             /* the clock at the last scan of ranks */
+	int64_t  tick_at;             /* the last tick */
+	/* The longest interval between ticks over the last TICKWIN
+	 * ticks, and the TICKWIN before (see arrived()). */
+	int64_t  gap_cur, gap_prev;
+	uint32_t gap_n;
 	uint8_t  silent, progress; /* alert levels 0..2 */
 	uint8_t  ended;            /* every rank ended: the run finished */
 } st_group;
@@ -299,11 +323,39 @@ early_tol(const st_kind *k, double jit, double moved, double tol)
  * timer is looked at once a step, and a step may hold another pause).
  * A timer does not come early: before its next turn, a kind of three
  * pauses is due only within what it has shown it moves (see early_tol).
- * A kind whose three pauses were the same number of steps apart is due
- * by steps only: the other pauses between them move it in time. Its
- * usual length is the longest kept. */
+ * It may come late by the pause just before (before s, 0: none) when
+ * its turn fell in that pause (see late). A kind whose three pauses
+ * were the same number of steps apart is due by steps only: the other
+ * pauses between them move it in time. Its usual length is the longest
+ * kept. */
+/* The interval just before the current one (the latest learned) if it
+ * was a pause (longer than the threshold), else 0. */
 static double
-due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
+pause_before(const st_slot *sl)
+{
+	double iv;
+
+	if (sl->w.n == 0)
+		return 0;
+	iv = sl->buf[(sl->w.head + sl->w.cap - 1) % sl->w.cap];
+	return iv > sl->thr ? iv : 0;
+}
+
+/* Whether timer k, off s past its turn, fell due in the pause of
+ * length before s just before the current interval (give or take jit),
+ * one of another kind: looked at once a step, it comes late by as much
+ * (an evaluation just before a checkpoint delays it). */
+static int
+late(
+    const st_slot *sl, const st_kind *k, double off, double jit, double before)
+{
+	return before > 0 && off <= before + jit
+	    && k->s[k->n - 1] + 1 != sl->max_step;
+}
+
+static double
+due_kind(const st_slot *sl, const st_kind *k, double before, int *by_time,
+    int *maybe)
 {
 	uint32_t n = k->n;
 	double   d = 0, tol, jit, P, moved = 0;
@@ -348,7 +400,9 @@ due_kind(const st_slot *sl, const st_kind *k, int *by_time, int *maybe)
 			return 0;
 		*by_time = 1;
 		early    = since < P ? early_tol(k, jit, moved, tol) : tol;
-		if (P > d && (off <= tol || P - off <= early)
+		if (P > d
+		    && (off <= tol || P - off <= early
+		        || late(sl, k, off, jit, before))
 		    && since >= P - early) {
 			/* A kind regular in steps so far, due here by time
 			 * only: a timer whose steps drift, or not due at all
@@ -442,7 +496,8 @@ due_pause(const st_slot *sl, int *sure, double *guess)
 	}
 	for (uint32_t i = 0; i < NKIND; i++) {
 		int    by_time, maybe;
-		double k = due_kind(sl, &sl->kind[i], &by_time, &maybe);
+		double k = due_kind(
+		    sl, &sl->kind[i], pause_before(sl), &by_time, &maybe);
 
 		*guess += guess_kind(sl, &sl->kind[i]);
 		d += k;
@@ -498,7 +553,11 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 		int      by_time, maybe;
 		double   score;
 
-		due[i]   = due_kind(sl, c, &by_time, &maybe);
+		/* A timer late by a pause just before is expected then
+		 * (due_pause), but not taken for this pause: a pause that
+		 * follows another is not paired with a kind by that (on the
+		 * bench it paired pauses with the wrong kinds). */
+		due[i]   = due_kind(sl, c, 0, &by_time, &maybe);
 		loose[i] = due[i] > 0 && maybe;
 		ndue += due[i] > 0 && !maybe;
 		if (c->n == 0 || !alike(iv, c->iv[c->n - 1]))
@@ -598,8 +657,11 @@ familiar(const st_slot *sl)
 	return f;
 }
 
+/* The run-wide figures from its ranks' (gs->thr, pause, ...): after a
+ * sample changed a rank's, before they are used (so they depend on the
+ * samples, not on when the clock ticks). */
 static void
-refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
+refresh(const detect_rule *r, detect_group *g, st_group *gs)
 {
 	gs->thr       = 0;
 	gs->pause     = 0;
@@ -608,7 +670,7 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs, int64_t now)
 	gs->sure      = 0;
 	gs->phase[0]  = '\0';
 	gs->usual     = NAN;
-	gs->refreshed = now;
+	gs->dirty     = 0;
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		const st_slot *sl = detect_slot(g, i);
 		int            sure;
@@ -757,132 +819,6 @@ phase_marker(st_slot *sl, const detect_sample *s)
 	}
 }
 
-static void
-st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
-{
-	const detect_rule *r   = c->r;
-	detect_group      *g   = in->g;
-	st_group          *gs  = g->state;
-	st_slot           *sl  = detect_slot(g, in->slot);
-	int64_t            t   = s->time_ns;
-	int64_t            now = detect_engine_now(c->e);
-	detect_origin      o;
-	int                lv, adv = 0; /* this sample advanced its rank */
-
-	/* When it arrived: the engine's clock (vitalsd ticks with the
-	 * arrival watermark, replay with sample times), or its own time
-	 * before the first tick. */
-	if (now <= 0)
-		now = t;
-
-	if (!gs->has) {
-		gs->has      = 1;
-		gs->max_step = s->step;
-		gs->adv_time = gs->last_time = t;
-		gs->seen                     = now;
-		gs->thr                      = detect_p(r, SL_CEILING);
-		gs->usual                    = NAN;
-	}
-	/* A rank that ended sends again: a new attempt. Its silence since
-	 * is no interval to learn from. */
-	if (sl->ended) {
-		sl->ended    = 0;
-		sl->warm     = 2;
-		sl->adv_time = sl->last_time = t;
-		sl->adv_seen                 = now;
-		new_attempt(sl, s->step, t);
-	}
-	if (gs->ended) {
-		gs->ended    = 0;
-		gs->adv_time = gs->last_time = t;
-	}
-	if (!sl->has) {
-		sl->has       = 1;
-		sl->warm      = 2;
-		sl->max_step  = s->step;
-		sl->last_time = sl->adv_time = t;
-		sl->adv_seen                 = now;
-		sl->run_adv_at               = gs->adv_n;
-		adv                          = 1;
-		new_attempt(sl, s->step, t);
-	} else {
-		if (t > sl->last_time)
-			sl->last_time = t;
-		if (s->step > sl->max_step) {
-			double iv = secs(t - sl->adv_time);
-
-			if (sl->warm > 0)
-				sl->warm--;
-			else if (iv > 0)
-				learn(r, sl, iv, sl->max_step);
-			if (sl->stalled)
-				rank_advanced(c, sl, s);
-			if (sl->t0a == 0)
-				sl->t0a = t;
-			sl->max_step = s->step;
-			sl->adv_time = t;
-			sl->adv_seen = now;
-			adv          = 1;
-		}
-	}
-	if (s->mlen > MARKER_LEN && memcmp(s->metric, MARKER, MARKER_LEN) == 0)
-		phase_marker(sl, s);
-	detect_origin_run(&o, g->run);
-	if (gs->silent) {
-		double dt = silence(t, gs->last_time);
-
-		detect_emit(c, &o, "stall", sev_of(r, gs->silent),
-		    DETECT_RESOLVED, 0, s->step, t, dt, gs->usual,
-		    "run %s sends again (rank %d, step %llu) after %s s "
-		    "without a sample",
-		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
-		    (unsigned long long) s->step, detect_fmt(dt).s);
-		gs->silent = 0;
-	}
-	if (t > gs->last_time)
-		gs->last_time = t;
-	sl->seen = gs->seen = now;
-	if (s->step > gs->max_step) {
-		gs->max_step = s->step;
-		gs->adv_n++;
-	}
-	/* Progress is any rank's step advancing: a rank catching up after
-	 * the others finished is progress too. */
-	if (adv) {
-		if (gs->progress) {
-			double dt = silence(t, gs->adv_time);
-
-			detect_emit(c, &o, "progress_stall",
-			    sev_of(r, gs->progress), DETECT_RESOLVED, 0,
-			    s->step, t, dt, gs->usual,
-			    "run %s advances again: rank %d at step %llu "
-			    "after "
-			    "%s s",
-			    detect_name_of(o.run, o.runlen).s, (int) s->rank,
-			    (unsigned long long) s->step, detect_fmt(dt).s);
-			gs->progress = 0;
-		}
-		gs->adv_time = t;
-	} else if (detect_p(r, SL_PROGRESS) != 0
-	    && (lv = level_for(r, secs(t - gs->adv_time), gs->thr, gs->pause,
-	            gs->sure, gs->usual, gs->fam, gs->guess))
-	        > gs->progress) {
-		gs->progress = (uint8_t) lv;
-		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
-		    DETECT_FIRING, 0, gs->max_step, t, secs(t - gs->adv_time),
-		    gs->usual,
-		    "run %s: samples arrive (rank %d) but no rank's step has "
-		    "advanced for %s s (run at step %llu; usual step interval "
-		    "%s)",
-		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
-		    detect_fmt(secs(t - gs->adv_time)).s,
-		    (unsigned long long) gs->max_step,
-		    usual(gs->usual, gs->pause, gs->phase).s);
-	}
-	if (s->step >= sl->max_step)
-		sl->run_adv_at = gs->adv_n;
-}
-
 /* The rank that went silent first (its last sample is the oldest) and
  * by how much before the last one: when one rank hangs, the others soon
  * block waiting for it, so the first to stop is the likely cause. Slot
@@ -911,28 +847,94 @@ first_silent(const detect_group *g, double *lead)
 	return lo;
 }
 
+/* The lowest threshold any rank can have: no silence shorter is a
+ * stall at any level. */
+static double
+min_thr(const detect_rule *r)
+{
+	return fmin(detect_p(r, SL_FLOOR), detect_p(r, SL_CEILING));
+}
+
+/* The next level above cur that a silence of el s crossed, the one
+ * crossed first (its threshold in *at), or 0: levels are crossed in
+ * the order of their thresholds, each noted once, none below one noted.
+ * So the levels noted depend on the silence, not on when it is looked
+ * at (a tick every 200 ms or once at its end, as replay does). */
+static int
+next_level(const detect_rule *r, double el, int cur, double thr, double pause,
+    int sure, double u, double fam, double guess, double *at)
+{
+	int lv = 0;
+
+	for (int l = cur + 1; l <= 3; l++) {
+		double x = level_at(r, l, thr, pause, u, fam, guess);
+
+		if (l == 1 && (detect_p(r, SL_EARLY) < 0 || sure))
+			continue;
+		if (el > x && (lv == 0 || x <= *at)) {
+			lv  = l;
+			*at = x;
+		}
+	}
+	return lv;
+}
+
+/* Rank i's silence at time now (engine clock): a rank is left behind
+ * when it is overdue and the run advanced twice since it did (once
+ * could be the others being a moment ahead of it in the same step). */
 static void
-st_tick(detect_ctx *c, detect_group *g, int64_t now)
+check_rank(detect_ctx *c, detect_group *g, uint32_t i, int64_t now)
+{
+	const detect_rule *r  = c->r;
+	st_group          *gs = g->state;
+	st_slot           *sl = detect_slot(g, i);
+	detect_origin      o;
+	double             el, at = 0, due, len, guess;
+	int                sure, lv;
+
+	if (!sl->has || sl->ended || sl->nadv < MINLEARN
+	    || gs->adv_n < sl->run_adv_at + 2)
+		return;
+	el = secs(now - sl->adv_seen);
+	if (el <= eff_thr(r, sl))
+		return;
+	/* A guessed pause holds back no note here: a planned pause stops
+	 * every rank, and the others went on. */
+	due = due_pause(sl, &sure, &guess);
+	while ((lv = next_level(r, el, sl->stalled, eff_thr(r, sl), due, sure,
+	            sl->usual, familiar(sl), 0, &at))
+	    > 0) {
+		sl->stalled = (uint8_t) lv;
+		detect_origin_rank(&o, g->slot_rank[i]);
+		detect_emit(c, &o, "stall", sev_of(r, lv), DETECT_FIRING, 0,
+		    sl->max_step, sl->adv_time + ns_of(at), at, sl->usual,
+		    "rank %d (host %s) has not advanced past step %llu for %s "
+		    "s while other ranks went on (usual step interval %s)",
+		    (int) o.rank, o.hostlen ? o.host : "unknown",
+		    (unsigned long long) sl->max_step, detect_fmt(at).s,
+		    usual(sl->usual, due,
+		        in_phase(sl, &len) != NULL ? sl->ph_name : "")
+		        .s);
+	}
+}
+
+/* The run's silence at time now: no sample from any rank. */
+static void
+check_run(detect_ctx *c, detect_group *g, int64_t now)
 {
 	const detect_rule *r  = c->r;
 	st_group          *gs = g->state;
 	detect_origin      o;
-	int                fresh = 0, lv;
+	double             el = secs(now - gs->seen), at = 0;
+	int                lv;
 
-	if (!gs->has || gs->ended)
+	if (el <= min_thr(r))
 		return;
-	if (now - gs->refreshed >= REFRESH) {
-		refresh(r, g, gs, now);
-		fresh = 1;
-	}
-	/* Silences are measured on the engine's clock from when the last
-	 * sample arrived, and stamped on the run's clock. */
-	lv = level_for(r, secs(now - gs->seen), gs->thr, gs->pause, gs->sure,
-	    gs->usual, gs->fam, gs->guess);
-	if (lv > gs->silent) {
-		double at = level_at(
-		    r, lv, gs->thr, gs->pause, gs->usual, gs->fam, gs->guess);
-
+	if (gs->dirty)
+		refresh(r, g, gs);
+	while ((lv = next_level(r, el, gs->silent, gs->thr, gs->pause,
+	            gs->sure, gs->usual, gs->fam, gs->guess, &at))
+	    > 0) {
 		double  lead    = 0;
 		int64_t fs      = first_silent(g, &lead);
 		char    who[96] = "";
@@ -951,42 +953,236 @@ st_tick(detect_ctx *c, detect_group *g, int64_t now)
 		    usual(gs->usual, gs->pause, gs->phase).s,
 		    (unsigned long long) gs->max_step, who);
 	}
-	if (!fresh || detect_p(r, SL_RANKS) == 0 || g->nslots < 2
-	    || gs->silent)
-		return;
-	/* A rank is left behind when it is overdue and the run advanced
-	 * twice since it did (once could be the others being a moment
-	 * ahead of it in the same step). */
-	for (uint32_t i = 0; i < g->nslots; i++) {
-		st_slot *sl = detect_slot(g, i);
-		double   at, due, len, guess;
-		int      sure;
+}
 
-		if (!sl->has || sl->ended || sl->nadv < MINLEARN
-		    || gs->adv_n < sl->run_adv_at + 2)
-			continue;
-		/* A guessed pause holds back no note here: a planned pause
-		 * stops every rank, and the others went on. */
-		due = due_pause(sl, &sure, &guess);
-		lv  = level_for(r, secs(now - sl->adv_seen), eff_thr(r, sl),
-		     due, sure, sl->usual, familiar(sl), 0);
-		at  = level_at(
-		     r, lv, eff_thr(r, sl), due, sl->usual, familiar(sl), 0);
-		if (lv <= sl->stalled)
-			continue;
-		sl->stalled = (uint8_t) lv;
-		detect_origin_rank(&o, g->slot_rank[i]);
-		detect_emit(c, &o, "stall", sev_of(r, lv), DETECT_FIRING, 0,
-		    sl->max_step, sl->adv_time + ns_of(at), at, sl->usual,
-		    "rank %d (host %s) has not advanced past step %llu for %s "
-		    "s while other ranks reached step %llu (usual step "
-		    "interval %s)",
-		    (int) o.rank, o.hostlen ? o.host : "unknown",
-		    (unsigned long long) sl->max_step, detect_fmt(at).s,
+/*
+ * The deadlines missed by time now (engine clock), with the state as the
+ * samples left it: the run's silence, and the ranks left behind until
+ * the run fell silent (then no rank is; every rank is looked at up to
+ * that moment). who: the rank slot to look at (one whose sample is
+ * about to change its state), -1 every rank, -2 none. The thresholds
+ * do not change between samples, and the levels crossed are noted in
+ * the order of their deadlines, so a deadline noticed by a tick or only
+ * by the sample that ends the silence gives the same alerts.
+ */
+static void
+check(detect_ctx *c, detect_group *g, int64_t now, int64_t who)
+{
+	const detect_rule *r    = c->r;
+	st_group          *gs   = g->state;
+	int64_t            upto = now;
+	double             at   = 0;
+
+	if (!gs->has || gs->ended)
+		return;
+	if (secs(now - gs->seen) > min_thr(r) && !gs->silent) {
+		if (gs->dirty)
+			refresh(r, g, gs);
+		if (next_level(r, secs(now - gs->seen), 0, gs->thr, gs->pause,
+		        gs->sure, gs->usual, gs->fam, gs->guess, &at)
+		    > 0) {
+			upto = gs->seen + ns_of(at);
+			who  = -1;
+		}
+	}
+	if (detect_p(r, SL_RANKS) != 0 && g->nslots >= 2 && !gs->silent) {
+		if (who >= 0)
+			check_rank(c, g, (uint32_t) who, upto);
+		else if (who == -1)
+			for (uint32_t i = 0; i < g->nslots; i++)
+				check_rank(c, g, i, upto);
+	}
+	check_run(c, g, now);
+}
+
+/* The level of the run's progress stall at a sample stamped t of slot
+ * sl that did not advance it. */
+static int
+progress_level(
+    const detect_rule *r, detect_group *g, const st_slot *sl, int64_t t)
+{
+	st_group *gs = g->state;
+	double    el = secs(t - gs->adv_time);
+
+	/* None below the rank's own threshold: the run's is the largest
+	 * of its ranks'. */
+	if (el <= eff_thr(r, sl))
+		return 0;
+	if (gs->dirty)
+		refresh(r, g, gs);
+	return level_for(r, el, gs->thr, gs->pause, gs->sure, gs->usual,
+	    gs->fam, gs->guess);
+}
+
+/* When a sample stamped t arrived, on the engine's clock (now: its last
+ * tick): vitalsd ticks with arrival times, so it came at now or later,
+ * before the next tick; stamped within the longest recent interval
+ * between ticks after now, at its own time (a run whose clock agrees
+ * with the collector's), else at now or that interval after it (a clock
+ * far behind or ahead). Replay ticks with each sample's time: t itself.
+ * So the clock's ticks do not move it. */
+static int64_t
+arrived(const st_group *gs, int64_t now, int64_t t)
+{
+	int64_t gap = gs->gap_cur > gs->gap_prev ? gs->gap_cur : gs->gap_prev;
+
+	if (gap < SCAN)
+		gap = SCAN;
+
+	if (now <= 0)
+		return t;
+	if (t <= now)
+		return now;
+	return t - now <= gap ? t : now + gap;
+}
+
+static void
+st_tick(detect_ctx *c, detect_group *g, int64_t now)
+{
+	st_group *gs   = g->state;
+	int       scan = now - gs->scanned >= SCAN;
+
+	if (gs->tick_at > 0 && now - gs->tick_at > gs->gap_cur)
+		gs->gap_cur = now - gs->tick_at;
+	if (++gs->gap_n >= TICKWIN) {
+		gs->gap_prev = gs->gap_cur;
+		gs->gap_cur  = 0;
+		gs->gap_n    = 0;
+	}
+	gs->tick_at = now;
+	/* Every rank is looked at once in SCAN of clock (a rank is also
+	 * looked at before each of its samples). */
+	if (scan)
+		gs->scanned = now;
+	check(c, g, now, scan ? -1 : -2);
+}
+
+static void
+st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
+{
+	const detect_rule *r   = c->r;
+	detect_group      *g   = in->g;
+	st_group          *gs  = g->state;
+	st_slot           *sl  = detect_slot(g, in->slot);
+	int64_t            t   = s->time_ns;
+	int64_t            now = arrived(gs, detect_engine_now(c->e), t);
+	detect_origin      o;
+	int                lv, adv = 0; /* this sample advanced its rank */
+
+	/* The deadlines missed before it came, whether or not a tick came
+	 * since they passed. */
+	check(c, g, now, sl->has ? (int64_t) in->slot : -2);
+	if (!gs->has) {
+		gs->has      = 1;
+		gs->max_step = s->step;
+		gs->adv_time = gs->last_time = t;
+		gs->seen                     = now;
+		gs->thr                      = detect_p(r, SL_CEILING);
+		gs->usual                    = NAN;
+	}
+	/* A rank that ended sends again: a new attempt. Its silence since
+	 * is no interval to learn from. */
+	if (sl->ended) {
+		sl->ended    = 0;
+		sl->warm     = 2;
+		sl->adv_time = sl->last_time = t;
+		sl->adv_seen                 = now;
+		gs->dirty                    = 1;
+		new_attempt(sl, s->step, t);
+	}
+	if (gs->ended) {
+		gs->ended    = 0;
+		gs->adv_time = gs->last_time = t;
+	}
+	if (!sl->has) {
+		sl->has       = 1;
+		sl->warm      = 2;
+		sl->max_step  = s->step;
+		sl->last_time = sl->adv_time = t;
+		sl->adv_seen                 = now;
+		sl->run_adv_at               = gs->adv_n;
+		adv                          = 1;
+		gs->dirty                    = 1;
+		new_attempt(sl, s->step, t);
+	} else {
+		if (t > sl->last_time)
+			sl->last_time = t;
+		if (s->step > sl->max_step) {
+			double iv = secs(t - sl->adv_time);
+
+			if (sl->warm > 0)
+				sl->warm--;
+			else if (iv > 0)
+				learn(r, sl, iv, sl->max_step);
+			if (sl->stalled)
+				rank_advanced(c, sl, s);
+			if (sl->t0a == 0)
+				sl->t0a = t;
+			sl->max_step = s->step;
+			sl->adv_time = t;
+			sl->adv_seen = now;
+			adv          = 1;
+			gs->dirty    = 1;
+		}
+	}
+	detect_origin_run(&o, g->run);
+	if (gs->silent) {
+		double dt = silence(t, gs->last_time);
+
+		detect_emit(c, &o, "stall", sev_of(r, gs->silent),
+		    DETECT_RESOLVED, 0, s->step, t, dt, gs->usual,
+		    "run %s sends again (rank %d, step %llu) after %s s "
+		    "without a sample",
+		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
+		    (unsigned long long) s->step, detect_fmt(dt).s);
+		gs->silent = 0;
+	}
+	if (t > gs->last_time)
+		gs->last_time = t;
+	gs->seen = now;
+	if (s->step > gs->max_step) {
+		gs->max_step = s->step;
+		gs->adv_n++;
+	}
+	/* Progress is any rank's step advancing: a rank catching up after
+	 * the others finished is progress too. */
+	if (adv) {
+		if (gs->progress) {
+			double dt = silence(t, gs->adv_time);
+
+			detect_emit(c, &o, "progress_stall",
+			    sev_of(r, gs->progress), DETECT_RESOLVED, 0,
+			    s->step, t, dt, gs->usual,
+			    "run %s advances again: rank %d at step %llu "
+			    "after "
+			    "%s s",
+			    detect_name_of(o.run, o.runlen).s, (int) s->rank,
+			    (unsigned long long) s->step, detect_fmt(dt).s);
+			gs->progress = 0;
+		}
+		gs->adv_time = t;
+	} else if (detect_p(r, SL_PROGRESS) != 0
+	    && (lv = progress_level(r, g, sl, t)) > gs->progress) {
+		gs->progress = (uint8_t) lv;
+		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
+		    DETECT_FIRING, 0, gs->max_step, t, secs(t - gs->adv_time),
+		    gs->usual,
+		    "run %s: samples arrive (rank %d) but no rank's step has "
+		    "advanced for %s s (run at step %llu; usual step interval "
+		    "%s)",
+		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
+		    detect_fmt(secs(t - gs->adv_time)).s,
 		    (unsigned long long) gs->max_step,
-		    usual(sl->usual, due,
-		        in_phase(sl, &len) != NULL ? sl->ph_name : "")
-		        .s);
+		    usual(gs->usual, gs->pause, gs->phase).s);
+	}
+	if (s->step >= sl->max_step)
+		sl->run_adv_at = gs->adv_n;
+	/* Last: the marker that ends a phase is judged inside it (a long
+	 * checkpoint's end is no progress stall). */
+	if (s->mlen > MARKER_LEN
+	    && memcmp(s->metric, MARKER, MARKER_LEN) == 0) {
+		phase_marker(sl, s);
+		gs->dirty = 1;
 	}
 }
 
@@ -1029,13 +1225,20 @@ static void
 st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
     uint64_t prev_step, int64_t prev_time)
 {
-	detect_group *g  = in->g;
-	st_group     *gs = g->state;
-	st_slot      *sl = detect_slot(g, in->slot);
+	detect_group *g   = in->g;
+	st_group     *gs  = g->state;
+	st_slot      *sl  = detect_slot(g, in->slot);
+	int64_t       now = arrived(gs, detect_engine_now(c->e), s->time_ns);
 	detect_origin o;
 
 	(void) prev_step;
 	(void) prev_time;
+	/* The deadlines missed before it came (see st_feed); it arrived,
+	 * so none is missed again after the restart resolved them. */
+	check(c, g, now, sl->has ? (int64_t) in->slot : -2);
+	if (gs->has)
+		gs->seen = now;
+	gs->dirty = 1;
 	if (sl->has && s->step < sl->max_step) {
 		if (sl->stalled)
 			rank_advanced(c, sl, s);
@@ -1045,9 +1248,7 @@ st_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 		sl->in_ph    = 0;
 		sl->max_step = s->step;
 		sl->adv_time = s->time_ns;
-		sl->adv_seen = detect_engine_now(c->e) > 0
-		    ? detect_engine_now(c->e)
-		    : s->time_ns;
+		sl->adv_seen = now;
 		sl->warm     = 2;
 		new_attempt(sl, s->step, s->time_ns);
 	}
@@ -1092,8 +1293,11 @@ st_end(detect_ctx *c, detect_group *g, uint32_t i, int64_t t)
 
 	if (!gs->has || !sl->has || sl->ended)
 		return;
+	/* The deadlines missed before the end came (see st_feed). */
+	check(c, g, arrived(gs, detect_engine_now(c->e), t), i);
 	sl->ended = 1;
 	sl->in_ph = 0;
+	gs->dirty = 1;
 	if (t < sl->last_time)
 		t = sl->last_time;
 	if (sl->stalled) {
