@@ -355,16 +355,40 @@ static uint64_t
 hash_words(uint64_t h, const void *p, size_t len)
 {
 	const unsigned char *b = p;
-	uint64_t             w;
+	uint64_t             w      = 0;
+	int                  longer = len >= 8;
 
 	for (; len >= 8; b += 8, len -= 8) {
 		memcpy(&w, b, 8);
 		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
 		h ^= h >> 32;
 	}
+	/* The last len bytes, in the low ones of w: from the word ending
+	 * with them when there is one, else in pieces of 4, 2 and 1 (a
+	 * copy of len bytes was a byte loop into memory read back as a
+	 * word, which stalled the load). */
 	w = 0;
-	if (len > 0)
-		memcpy(&w, b, len);
+	if (len > 0 && longer) {
+		memcpy(&w, b + len - 8, 8);
+		w >>= 64 - 8 * len;
+	} else if (len > 0) {
+		unsigned shift = 0;
+
+		if (len & 4) {
+			uint32_t x;
+
+			memcpy(&x, b, 4);
+			w = x, b += 4, shift = 32;
+		}
+		if (len & 2) {
+			uint16_t x;
+
+			memcpy(&x, b, 2);
+			w |= (uint64_t) x << shift, b += 2, shift += 16;
+		}
+		if (len & 1)
+			w |= (uint64_t) *b << shift;
+	}
 	w ^= (uint64_t) len << 56;
 	return (h ^ w) * 0x9e3779b97f4a7c15ull;
 }
@@ -1128,7 +1152,14 @@ prefetch_ahead(const detect_engine *e, size_t idx)
 			if (in->r->kind->prefetch != NULL)
 				in->r->kind->prefetch(in->st);
 		} else if (in->g != NULL && in->slot < in->g->nslots) {
-			__builtin_prefetch(detect_slot(in->g, in->slot));
+			/* A rank slot holds a window or a few values: up to
+			 * 1 KB of it. */
+			const char *sl = detect_slot(in->g, in->slot);
+			size_t n = in->g->slot_size < 1024 ? in->g->slot_size
+			                                   : 1024;
+
+			for (size_t l = 0; l < n; l += 64)
+				__builtin_prefetch(sl + l);
 		}
 	}
 }
