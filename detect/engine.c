@@ -1152,12 +1152,16 @@ prefetch_ahead(const detect_engine *e, size_t idx)
 			if (in->r->kind->prefetch != NULL)
 				in->r->kind->prefetch(in->st);
 		} else if (in->g != NULL && in->slot < in->g->nslots) {
-			/* A rank slot holds a window or a few values: up to
-			 * 1 KB of it. */
+			/* A per-metric group's rank slot holds a window or a
+			 * few values, its own: up to 1 KB of it. A per-run
+			 * group's slot is every series' of its rank (in the
+			 * cache): its first line. */
 			const char *sl = detect_slot(in->g, in->slot);
-			size_t n = in->g->slot_size < 1024 ? in->g->slot_size
-			                                   : 1024;
+			size_t      n  = 64;
 
+			if (in->r->kind->scope == DETECT_SCOPE_RUN_METRIC)
+				n = in->g->slot_size < 1024 ? in->g->slot_size
+				                            : 1024;
 			for (size_t l = 0; l < n; l += 64)
 				__builtin_prefetch(sl + l);
 		}
