@@ -355,7 +355,7 @@ static uint64_t
 hash_words(uint64_t h, const void *p, size_t len)
 {
 	const unsigned char *b = p;
-	uint64_t             w      = 0;
+	uint64_t             w;
 	int                  longer = len >= 8;
 
 	for (; len >= 8; b += 8, len -= 8) {
@@ -366,11 +366,16 @@ hash_words(uint64_t h, const void *p, size_t len)
 	/* The last len bytes, in the low ones of w: from the word ending
 	 * with them when there is one, else in pieces of 4, 2 and 1 (a
 	 * copy of len bytes was a byte loop into memory read back as a
-	 * word, which stalled the load). */
+	 * word, which stalled the load). The hash is never stored: on a
+	 * big-endian machine it differs from a copy's, as well mixed. */
 	w = 0;
 	if (len > 0 && longer) {
 		memcpy(&w, b + len - 8, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		w &= ~0ull >> (64 - 8 * len);
+#else
 		w >>= 64 - 8 * len;
+#endif
 	} else if (len > 0) {
 		unsigned shift = 0;
 
