@@ -525,24 +525,31 @@ compact(alerting *al, const wire_batch *bp, const void *msg, size_t len,
 	*oom = 0;
 	if (b.nsamples == 0 && !(b.flags & WIRE_FINAL))
 		return NULL;
-	/* remap[k]: 0 unused, else 1 + the name's new index. Names are
-	 * walked in order (wire_batch_name is linear in k). */
+	/* remap[k]: 0 unused, else 1 + the name's new index. The names
+	 * used are counted as they are marked: a batch that uses them all
+	 * (an emitter's) is queued whole without walking its names. */
 	memset(al->remap, 0, b.nnames * sizeof(*al->remap));
-	for (uint32_t i = 0; i < b.nsamples; i++)
-		al->remap[wire_get16(b.samples + (size_t) i * WIRE_SAMPLE_SIZE)] =
-		    1;
-	for (uint32_t k = 0; k < b.nnames; k++) {
-		(void) wire_names_next(&b, &off_names, &size);
-		if (al->remap[k] != 0) {
-			al->remap[k] = (uint32_t) ++used;
-			nbytes += 1 + size;
-		}
+	for (uint32_t i = 0; i < b.nsamples; i++) {
+		uint16_t k
+		    = wire_get16(b.samples + (size_t) i * WIRE_SAMPLE_SIZE);
+
+		used += al->remap[k] == 0;
+		al->remap[k] = 1;
 	}
 	if (used == b.nnames) {
 		j = zm != NULL ? take_whole(&b, zm) : copy_whole(&b, msg, len);
 		if (j == NULL)
 			*oom = 1;
 		return j;
+	}
+	/* Names are walked in order (wire_batch_name is linear in k). */
+	used = 0;
+	for (uint32_t k = 0; k < b.nnames; k++) {
+		(void) wire_names_next(&b, &off_names, &size);
+		if (al->remap[k] != 0) {
+			al->remap[k] = (uint32_t) ++used;
+			nbytes += 1 + size;
+		}
 	}
 	size = wire_batch_header_size(&b.id, nbytes)
 	    + (size_t) b.nsamples * WIRE_SAMPLE_SIZE;

@@ -18,21 +18,25 @@ detect_win_clear(detect_win *w)
 	w->head = 0;
 }
 
-/* First index in sorted[0..n) whose value is >= x. */
+/*
+ * First index in sorted[0..n) whose value is >= x. Without branches on
+ * the comparisons: a window's values come in no order, so a branch
+ * would be mispredicted at every other halving.
+ */
 static uint32_t
 lower(const double *sorted, uint32_t n, double x)
 {
-	uint32_t lo = 0, hi = n;
+	const double *base = sorted;
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
+	if (n == 0)
+		return 0;
+	while (n > 1) {
+		uint32_t half = n / 2;
 
-		if (sorted[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
+		base = base[half] < x ? base + half : base;
+		n -= half;
 	}
-	return lo;
+	return (uint32_t) (base - sorted) + (*base < x);
 }
 
 /* NaN never enters (callers skip non-finite values). */
@@ -51,7 +55,7 @@ detect_win_push(detect_win *w, double *buf, double x)
 		w->n--;
 	}
 	ring[w->head] = x;
-	w->head       = (w->head + 1) % w->cap;
+	w->head       = w->head + 1 == w->cap ? 0 : w->head + 1;
 	at            = lower(sorted, w->n, x);
 	memmove(&sorted[at + 1], &sorted[at], (w->n - at) * sizeof(double));
 	sorted[at] = x;

@@ -118,6 +118,11 @@ typedef struct detect_kind {
 	/* Optional, ticking kinds only: the rank of slot i ended normally
 	 * (detect_end). */
 	void (*end)(detect_ctx *c, detect_group *g, uint32_t i, int64_t t);
+	/* Optional, series scope: start loading the lines of state that
+	 * the next feed touches (__builtin_prefetch only: no write, no
+	 * call that can fail). The state's first 256 bytes are loaded
+	 * already. */
+	void (*prefetch)(const void *state);
 } detect_kind;
 
 extern const detect_kind detect_kind_nonfinite, detect_kind_spike,

@@ -356,15 +356,44 @@ hash_words(uint64_t h, const void *p, size_t len)
 {
 	const unsigned char *b = p;
 	uint64_t             w;
+	int                  longer = len >= 8;
 
 	for (; len >= 8; b += 8, len -= 8) {
 		memcpy(&w, b, 8);
 		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
 		h ^= h >> 32;
 	}
+	/* The last len bytes, in the low ones of w: from the word ending
+	 * with them when there is one, else in pieces of 4, 2 and 1 (a
+	 * copy of len bytes was a byte loop into memory read back as a
+	 * word, which stalled the load). The hash is never stored: on a
+	 * big-endian machine it differs from a copy's, as well mixed. */
 	w = 0;
-	if (len > 0)
-		memcpy(&w, b, len);
+	if (len > 0 && longer) {
+		memcpy(&w, b + len - 8, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		w &= ~0ull >> (64 - 8 * len);
+#else
+		w >>= 64 - 8 * len;
+#endif
+	} else if (len > 0) {
+		unsigned shift = 0;
+
+		if (len & 4) {
+			uint32_t x;
+
+			memcpy(&x, b, 4);
+			w = x, b += 4, shift = 32;
+		}
+		if (len & 2) {
+			uint16_t x;
+
+			memcpy(&x, b, 2);
+			w |= (uint64_t) x << shift, b += 2, shift += 16;
+		}
+		if (len & 1)
+			w |= (uint64_t) *b << shift;
+	}
 	w ^= (uint64_t) len << 56;
 	return (h ^ w) * 0x9e3779b97f4a7c15ull;
 }
@@ -1072,40 +1101,75 @@ next_series(const detect_engine *e, const skey *k)
  * an emitter names its series in the same order every step, so the
  * series fed next are known. Each sample's series object, instance array
  * and detector states were a cache miss apiece, one after the other
- * (the array's address is in the object, the states' in the array): in
- * three stages, the object of the third series ahead, the instance
- * array of the second (whose object came during the previous sample),
- * the states of the next. Only loads are started: a hint gone stale
- * costs a few wasted ones.
+ * (the array's address is in the object, the states' in the array, and
+ * where a state's values are in its first lines): in four stages, the
+ * object of the fourth series ahead, the instance array of the third
+ * (whose object came during the previous sample), the states' first
+ * lines (and groups) of the second, and what the detectors of the next
+ * one will touch beyond those (kind->prefetch) and its rank slots in
+ * groups. Only loads are started: a hint gone stale costs a few wasted
+ * ones.
  */
 static void
 prefetch_ahead(const detect_engine *e, size_t idx)
 {
 	const detect_series *s;
-	size_t               n1, n2, n3;
+	size_t               n1, n2, n3, n4;
 
 	if ((n1 = e->succ[idx]) >= e->ns)
 		return;
 	if ((n2 = e->succ[n1]) < e->ns) {
 		if ((n3 = e->succ[n2]) < e->ns) {
+			uintptr_t a, end;
+
+			if ((n4 = e->succ[n3]) < e->ns) {
+				s = e->sv[n4];
+				__builtin_prefetch(s);
+				__builtin_prefetch((const char *) s + 64);
+			}
 			s = e->sv[n3];
-			__builtin_prefetch(s);
-			__builtin_prefetch((const char *) s + 64);
+			/* Every line of the array: a series has a few
+			 * instances of 32 bytes each, from anywhere in a
+			 * line. */
+			a   = (uintptr_t) s->inst & ~(uintptr_t) 63;
+			end = (uintptr_t) (s->inst + s->ninst);
+			for (; a < end; a += 64)
+				__builtin_prefetch((const void *) a);
+			__builtin_prefetch(s->metric);
 		}
 		s = e->sv[n2];
-		__builtin_prefetch(s->inst);
-		__builtin_prefetch(s->metric);
+		for (uint32_t i = 0; i < s->ninst; i++) {
+			const char *st = s->inst[i].st;
+
+			if (st == NULL) {
+				__builtin_prefetch(s->inst[i].g);
+				continue;
+			}
+			for (int l = 0; l < 4; l++)
+				__builtin_prefetch(st + 64 * l);
+		}
 	}
 	s = e->sv[n1];
 	for (uint32_t i = 0; i < s->ninst; i++) {
-		const char *st = s->inst[i].st;
+		const detect_inst *in = &s->inst[i];
 
-		if (st == NULL) {
-			__builtin_prefetch(s->inst[i].g);
-			continue;
+		if (in->st != NULL) {
+			if (in->r->kind->prefetch != NULL)
+				in->r->kind->prefetch(in->st);
+		} else if (in->g != NULL && in->slot < in->g->nslots) {
+			/* A per-metric group's rank slot holds a window or a
+			 * few values, its own: up to 1 KB of it. A per-run
+			 * group's slot is every series' of its rank (in the
+			 * cache): its first line. */
+			const char *sl = detect_slot(in->g, in->slot);
+			size_t      n  = 64;
+
+			if (in->r->kind->scope == DETECT_SCOPE_RUN_METRIC)
+				n = in->g->slot_size < 1024 ? in->g->slot_size
+				                            : 1024;
+			for (size_t l = 0; l < n; l += 64)
+				__builtin_prefetch(sl + l);
 		}
-		for (int l = 0; l < 4; l++)
-			__builtin_prefetch(st + 64 * l);
 	}
 }
 

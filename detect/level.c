@@ -141,14 +141,20 @@ level_init(void *state, const detect_rule *r)
 	detect_win_init(&st->s, short_of(r));
 }
 
-/* Windows 0-2: A, B, C; 3 and 4: R and S. */
+/* Where window i's values start in buf: 0-2: A, B, C; 3 and 4: R and
+ * S. */
+static size_t
+woff(const level_st *st, int i)
+{
+	if (i < 3)
+		return (size_t) i * 2 * st->a.cap;
+	return (size_t) 3 * 2 * st->a.cap + (size_t) (i - 3) * 2 * st->r.cap;
+}
+
 static double *
 wbuf(level_st *st, int i)
 {
-	if (i < 3)
-		return st->buf + (size_t) i * 2 * st->a.cap;
-	return st->buf + (size_t) 3 * 2 * st->a.cap
-	    + (size_t) (i - 3) * 2 * st->r.cap;
+	return st->buf + woff(st, i);
 }
 
 /* Push x into C; what C drops goes to B, what B drops to A. */
@@ -176,6 +182,39 @@ push3(level_st *st, double x)
 	detect_win_push(&st->b, wbuf(st, 1), out_c);
 	if (full_b)
 		detect_win_push(&st->a, wbuf(st, 0), out_b);
+}
+
+/* Start loading what pushing into w touches: its ring's next slot and
+ * its sorted values, up to the one an insertion moves last. */
+static void
+win_prefetch(const detect_win *w, const double *buf)
+{
+	uintptr_t a, end;
+
+	if (w->cap == 0)
+		return;
+	__builtin_prefetch(buf + w->head);
+	a   = (uintptr_t) (buf + w->cap) & ~(uintptr_t) 63;
+	end = (uintptr_t) (buf + w->cap + (w->n < w->cap ? w->n + 1 : w->cap));
+	for (; a < end; a += 64)
+		__builtin_prefetch((const void *) a);
+}
+
+/* kind->prefetch: the windows the next push3 touches. */
+static void
+level_prefetch(const void *state)
+{
+	const level_st *st = state;
+
+	win_prefetch(&st->s, st->buf + woff(st, 4));
+	if (st->s.cap > 0 && st->s.n == st->s.cap)
+		win_prefetch(&st->r, st->buf + woff(st, 3));
+	win_prefetch(&st->c, st->buf + woff(st, 2));
+	if (st->c.n < st->c.cap)
+		return;
+	win_prefetch(&st->b, st->buf + woff(st, 1));
+	if (st->b.n == st->b.cap)
+		win_prefetch(&st->a, st->buf + woff(st, 0));
 }
 
 /* The median of the last k samples (k at most C's count), as the jump
@@ -464,6 +503,7 @@ const detect_kind detect_kind_drop = {
 	.init       = level_init,
 	.feed       = drop_feed,
 	.rollback   = level_rollback,
+	.prefetch   = level_prefetch,
 };
 
 const detect_kind detect_kind_rise = {
@@ -476,4 +516,5 @@ const detect_kind detect_kind_rise = {
 	.init       = level_init,
 	.feed       = rise_feed,
 	.rollback   = level_rollback,
+	.prefetch   = level_prefetch,
 };

@@ -2,7 +2,8 @@
  * Unit tests of detect/engine.c's bookkeeping at width: the rules'
  * verdicts kept by metric name (a table that grows with the names) and
  * the groups' memory (the engine's pool) give the same alerts as asking
- * every rule for every series.
+ * every rule for every series. And the windows the detectors share
+ * (detect/baseline.c): their quantiles are those of their last values.
  */
 #include "detect/detect.h"
 
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "detect/baseline.h"
 #include "tests/harness.h"
 #include "tests/rules_engine.h"
 
@@ -90,9 +92,62 @@ TEST(verdicts_by_name_at_width)
 	detect_engine_free(e);
 }
 
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * 20,000 values from a small set (so that most are repeated, signed
+ * zeros among them) through windows of 1 to 64: after each push, every
+ * quartile of the window is that of a sorted copy of its last values.
+ */
+TEST(window_quantiles_are_those_of_the_last_values)
+{
+	static const double vals[]
+	    = { -3, -1.5, -0.0, 0.0, 0.25, 1, 1, 2, 7.5, 1e300 };
+	static const uint32_t caps[] = { 1, 2, 3, 7, 8, 63, 64 };
+	double                hist[20000], buf[2 * 64], ref[64];
+	uint64_t              rng = 42;
+	size_t                bad = 0;
+
+	for (size_t i = 0; i < sizeof(hist) / sizeof(hist[0]); i++) {
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		hist[i] = vals[(rng >> 33) % (sizeof(vals) / sizeof(vals[0]))];
+	}
+	for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+		detect_win w;
+
+		detect_win_init(&w, caps[c]);
+		for (size_t i = 0; i < sizeof(hist) / sizeof(hist[0]); i++) {
+			size_t n = i + 1 < caps[c] ? i + 1 : caps[c];
+
+			detect_win_push(&w, buf, hist[i]);
+			memcpy(ref, &hist[i + 1 - n], n * sizeof(double));
+			qsort(ref, n, sizeof(double), cmp_double);
+			for (int q = 0; q <= 4; q++) {
+				double pos = q / 4.0 * (double) (n - 1), want;
+				size_t k   = (size_t) pos;
+
+				want = k + 1 >= n ? ref[n - 1]
+				                  : ref[k]
+				        + (pos - (double) k)
+				            * (ref[k + 1] - ref[k]);
+				bad += detect_win_quantile(&w, buf, q / 4.0)
+				    != want;
+			}
+		}
+	}
+	CHECK_EQ_INT(bad, 0);
+}
+
 int
 main(void)
 {
 	RUN(verdicts_by_name_at_width);
+	RUN(window_quantiles_are_those_of_the_last_values);
 	return harness_done();
 }
