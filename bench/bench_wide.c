@@ -33,7 +33,10 @@
  * data.mdb the process mapped), CPU and bytes as ratios to the
  * 10-series case, the part of CPU and wchar per sample spent in the
  * final fold, and the largest anonymous RSS seen after a commit or the
- * fold (the heap: caches, the commit's samples, LMDB's dirty pages).
+ * fold (the heap: caches, the commit's samples, LMDB's dirty pages);
+ * then wchar per sample by transaction, and the size of data.mdb at the
+ * end of the measure (the file grows to the highest page used: the
+ * peak of the journal, the blocks and LMDB's free pages).
  * Figures only; the machine may be shared.
  *
  * BENCH_WIDE_KEEP=N instead leaves, for each width, a store in DIR/wN
@@ -47,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +74,7 @@ typedef struct result {
 	double w_commit, w_merge, w_fold, n_merge, n_fold;
 	double w_count, n_count; /* count steps (the final one included) */
 	double w_left;           /* then folding every record into blocks */
+	double file_mib; /* data.mdb before that: its high-water mark */
 	int    ok;
 } result;
 
@@ -354,6 +359,13 @@ run_width(
 	res->ok      = 1;
 	/* Then every record into blocks: what the run's last fold will
 	 * write (not in the figures above). */
+	{
+		struct stat sb;
+
+		snprintf(cmd, sizeof(cmd), "%s/data.mdb", dir);
+		if (stat(cmd, &sb) == 0)
+			res->file_mib = (double) sb.st_size / 1048576.0;
+	}
 	if (keep == 0) {
 		double y0, y1, z;
 
@@ -442,15 +454,16 @@ main(int argc, char **argv)
 	printf("\nwchar per sample by transaction: commits, merges (count), "
 	       "folds (count), counts (count, the final one included); then "
 	       "what folding the rest into blocks writes (not in the "
-	       "totals)\n");
+	       "totals); data.mdb's size before that (MiB: the most pages "
+	       "the run had in use, LMDB's free pages included)\n");
 	for (int i = 0; i < nsplit; i++)
 		printf("%9.0f %8.1f B %8.1f B (%4.0f) %8.1f B (%4.0f) %8.1f B "
-		       "(%4.0f) %8.1f B\n",
+		       "(%4.0f) %8.1f B %8.0f\n",
 		    splits[i].series, splits[i].w_commit / splits[i].samples,
 		    splits[i].w_merge / splits[i].samples, splits[i].n_merge,
 		    splits[i].w_fold / splits[i].samples, splits[i].n_fold,
 		    splits[i].w_count / splits[i].samples, splits[i].n_count,
-		    splits[i].w_left / splits[i].samples);
+		    splits[i].w_left / splits[i].samples, splits[i].file_mib);
 	{
 		char cmd[1200];
 

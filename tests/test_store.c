@@ -1014,12 +1014,14 @@ journal_compare(store *a, store *b, uint64_t from, uint64_t to, uint64_t *n,
  */
 static uint64_t le_get(const uint8_t *p, int width);
 
-/* Whether the journal of st holds a merged record (tag 0xfffffffd,
- * store_journal_merge) now. */
+/* The journal records with tag (store_journal_merge's: 0xfffffffc,
+ * format 6's, in the block code; 0xfffffffd, format 4's and 5's) in the
+ * store in path now: their count, bytes (*bytes) and samples
+ * (*samples). */
 static int
-merged_records(store *st)
+merged_bytes(
+    const char *path, uint32_t tag, uint64_t *bytes, uint64_t *samples)
 {
-	char        path[400];
 	MDB_env    *env;
 	MDB_txn    *txn;
 	MDB_dbi     jdb;
@@ -1027,8 +1029,7 @@ merged_records(store *st)
 	MDB_val     k, v;
 	int         n = 0;
 
-	(void) st;
-	snprintf(path, sizeof(path), "%s/a", dir);
+	*bytes = *samples = 0;
 	if (mdb_env_create(&env) != 0)
 		return 0;
 	mdb_env_set_maxdbs(env, 10);
@@ -1036,15 +1037,34 @@ merged_records(store *st)
 	    && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
 		if (mdb_dbi_open(txn, "journal", 0, &jdb) == 0
 		    && mdb_cursor_open(txn, jdb, &cur) == 0) {
-			while (mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0)
-				n |= v.mv_size >= 4
-				    && le_get(v.mv_data, 4) == 0xfffffffdu;
+			while (mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0) {
+				if (v.mv_size < 12
+				    || le_get(v.mv_data, 4) != tag)
+					continue;
+				n++;
+				*bytes += v.mv_size;
+				*samples += le_get(
+				    (const uint8_t *) v.mv_data + 8, 4);
+			}
 			mdb_cursor_close(cur);
 		}
 		mdb_txn_abort(txn);
 	}
 	mdb_env_close(env);
 	return n;
+}
+
+/* Whether the journal of st holds a merged record in the block code
+ * (format 6) now. */
+static int
+merged_records(store *st)
+{
+	char     path[400];
+	uint64_t bytes, samples;
+
+	(void) st;
+	snprintf(path, sizeof(path), "%s/a", dir);
+	return merged_bytes(path, 0xfffffffcu, &bytes, &samples) > 0;
 }
 
 static void
@@ -2095,6 +2115,44 @@ TEST(wide_merges_take_the_oldest_records)
 }
 
 /*
+ * A merge codes its record's groups with the block code (format 6):
+ * the wide records of wide_merges_take_the_oldest_records, merged four
+ * to a record (groups of 64 samples), take under 3 bytes a sample (1.7)
+ * where format 4's sample code took 5.6, and read back as sent.
+ */
+TEST(merged_records_take_the_block_code)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	got         g;
+	uint64_t    seq = 0, step = 0, bytes = 0, samples = 0;
+	int         ordered = 1;
+
+	fresh_dir();
+	ingest_opts_init(&o);
+	o.journal_samples = 4096;
+	o.journal_records = 8;
+	open_with(&st, &in, &o);
+	for (int c = 1; c <= 24; c++, step += 16)
+		REQUIRE(wide_commit_n(in, &seq, step, 16) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(merged_bytes(dir, 0xfffffffcu, &bytes, &samples) > 0);
+	CHECK(samples >= 4 * 1024);
+	printf("  merged records: %.2f bytes a sample\n",
+	    samples ? (double) bytes / (double) samples : 0.0);
+	CHECK(bytes < 3 * samples);
+	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 24 * 16);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i)
+		    && g.times[i]
+		        == 1700000000000000000ll + (int64_t) i * 100000000;
+	CHECK(ordered);
+}
+
+/*
  * A commit that brings many samples of a series with none in the
  * journal (a narrow run) appends them to its blocks itself: nothing is
  * journalled, so they are coded and written once. One that brings a
@@ -2236,10 +2294,13 @@ TEST(format1_store_read_and_converted)
 	CHECK(r.samples == 2000 && r.first_step == 0 && r.last_step == 1999);
 	CHECK(r.last_value == val_lin(1999));
 
-	REQUIRE(set_format(dir, 6) == 0);
+	REQUIRE(set_format(dir, STORE_FORMAT + 1) == 0);
 	CHECK(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) ==
 	    STORE_EFORMAT);
-	CHECK(strstr(err, "database format 6") != NULL);
+	CHECK(strstr(err,
+	          "database format 7, this vitals reads formats 1 "
+	          "to 6")
+	    != NULL);
 	/* Stamped 3 again, it opens. */
 	REQUIRE(set_format(dir, 3) == 0);
 	CHECK(read_series("f1", "loss", 0, 0, UINT64_MAX, &g) == 0);
@@ -2265,7 +2326,9 @@ v2_zz(int64_t v)
 
 /*
  * Replace the one journal record of the store in dir by the record
- * format 2 (or 3: its header and chunk, below) wrote for the same samples
+ * format 2 (or 3: its header and chunk, below; or 5: a merged record of
+ * formats 4 and 5, the same but for its tag and group header) wrote for
+ * the same samples
  * (make()'s: steps step0.., one series sid): u32 groups, u32 samples, u64 base
  * step, u64 base time, { u32 sid, u32 offset }, then a varint count and per
  * sample the step delta and the time's delta of deltas (zigzag varints, in ns)
@@ -2287,13 +2350,17 @@ journal_old(
 	int64_t     time = t0, dtime = 0;
 	int         rc;
 
-	if (n > 100)
+	if (n > 100 || n < 2)
 		return -1;
-	if (format == 3) {
+	if (format == 3 || format == 5) {
 		/* Format 3: the tag, groups, samples, base step and time,
 		 * time unit (1: ns), one chunk { sid, 0 }, then the group:
-		 * a varint sid delta (0) and count, and the samples. */
-		le_put(rec, 0xffffffffu, 4);
+		 * a varint sid delta (0) and count, and the samples. A
+		 * merged record of format 5 (store_journal_merge's until
+		 * format 6): its own tag, and the group's header is one
+		 * varint, the sid delta shifted left by one with the low bit
+		 * set (n is over 1), then the count. */
+		le_put(rec, format == 5 ? 0xfffffffdu : 0xffffffffu, 4);
 		le_put(rec + 4, 1, 4);
 		le_put(rec + 8, n, 4);
 		le_put(rec + 12, step0, 8);
@@ -2302,7 +2369,7 @@ journal_old(
 		le_put(rec + 32, sid, 4);
 		le_put(rec + 36, 0, 4);
 		p    = rec + 40;
-		*p++ = 0;
+		*p++ = format == 5 ? 1 : 0;
 	} else {
 		le_put(rec, 1, 4);
 		le_put(rec + 4, n, 4);
@@ -2511,7 +2578,8 @@ TEST(format3_store_with_journal_converted)
 	open_both(&st, &in);
 	ingest_close(in);
 	store_close(st);
-	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 5);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4
+	    && fmt == STORE_FORMAT);
 	CHECK_EQ_INT(raw_value(dir, "stats", sk, 4, &first), 56);
 	CHECK(read_series("f3", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 200);
@@ -2577,7 +2645,8 @@ TEST(format4_store_with_journal_converted)
 	usage_now(st, &u);
 	ingest_close(in);
 	store_close(st);
-	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 5);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4
+	    && fmt == STORE_FORMAT);
 	CHECK(raw_value(dir, "meta", "journal_counted", 15, &x) == 8);
 	CHECK(u.blocks == 0 && u.journal_records > 0);
 	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
@@ -2588,6 +2657,75 @@ TEST(format4_store_with_journal_converted)
 	REQUIRE(listed("jw", "m17", 0, &r) == 0);
 	CHECK(r.samples == 5 * 64 && r.first_step == 0
 	    && r.last_step == 5 * 64 - 1);
+}
+
+/*
+ * A format-5 store whose journal holds a merged record in format 4's
+ * sample code (tag 0xfffffffd) reads as it is; the writer converts it
+ * by writing the number 6 alone, the record is read as it is until it
+ * is folded, and samples and listings stay those sent.
+ */
+TEST(format5_merged_record_read_and_converted)
+{
+	store     *st;
+	ingest    *in;
+	got        g;
+	series_rec r;
+	uint32_t   fmt;
+	spec       a = { "f5", 10, 1, 1, 0, 0, "loss", 0, 100, val_lin };
+	spec       b = { "f5", 10, 2, 2, 0, 0, "loss", 100, 100, val_lin };
+	int        in_order = 1;
+
+	fresh_dir();
+	open_both(&st, &in);
+	CHECK_EQ_INT(apply(in, &a), WIRE_ACK_STORED);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED); /* journalled */
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(listed("f5", "loss", 0, &r) == 0);
+	REQUIRE(set_format(dir, 5) == 0);
+	REQUIRE(journal_old(dir, 5, r.sid, 100, 100) == 0);
+
+	/* Read as it is, read-only. */
+	CHECK(read_series("f5", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 200);
+	for (uint64_t i = 0; i < g.n && i < 200; i++)
+		in_order &= g.steps[i] == i && g.values[i] == val_lin(i)
+		    && g.times[i]
+		        == 1700000000000000000ll + (int64_t) i * 100000000;
+	CHECK(in_order);
+	REQUIRE(listed("f5", "loss", 0, &r) == 0);
+	CHECK(r.samples == 200 && r.first_step == 0 && r.last_step == 199);
+	CHECK(r.last_value == val_lin(199));
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 5);
+
+	/* The writer converts it: the number only. */
+	open_both(&st, &in);
+	ingest_close(in);
+	store_close(st);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 6);
+	CHECK(read_series("f5", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 200);
+	CHECK(g.n == 200 && g.values[150] == val_lin(150));
+	REQUIRE(listed("f5", "loss", 0, &r) == 0);
+	CHECK(r.samples == 200 && r.last_step == 199);
+
+	/* Folded with new samples: all in order. */
+	open_both(&st, &in);
+	b.seq = 3, b.floor = 3, b.step0 = 200;
+	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("f5", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 300);
+	for (uint64_t i = 0; i < g.n && i < 300; i++)
+		in_order &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(in_order);
+	REQUIRE(listed("f5", "loss", 0, &r) == 0);
+	CHECK(r.samples == 300 && r.first_step == 0 && r.last_step == 299);
+	CHECK(r.last_value == val_lin(299));
 }
 
 TEST(readonly_missing_db_is_clear)
@@ -2874,11 +3012,13 @@ main(void)
 	RUN(records_past_bound_are_merged);
 	RUN(wide_journal_folds_more_samples_a_series);
 	RUN(wide_merges_take_the_oldest_records);
+	RUN(merged_records_take_the_block_code);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
 	RUN(format3_store_with_journal_converted);
 	RUN(format4_store_with_journal_converted);
+	RUN(format5_merged_record_read_and_converted);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
