@@ -36,6 +36,7 @@ typedef struct jrec {
 	int            v4;         /* format 4: one header a group */
 	int            merged;     /* made by store_journal_merge */
 	int            bc;         /* format 6: groups in the block code */
+	int            s0;         /* format 6: first steps not coded */
 	uint64_t       step, unit; /* base step, time unit */
 	uint32_t       chunk;      /* groups a chunk (formats 3, 4) */
 	int64_t        time;       /* base time */
@@ -91,14 +92,17 @@ sample_dd(jcoder *c, const store_sample *s)
 	return dd;
 }
 
+/* Code s at p against c (moved on to s); without its step (nostep: a
+ * format-6 record's first sample of a group, at the base step). */
 static uint8_t *
-sample_put(uint8_t *p, jcoder *c, const store_sample *s)
+sample_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep)
 {
 	uint64_t bits, x;
 	int64_t  dd = sample_dd(c, s);
 
 	memcpy(&bits, &s->value, sizeof(bits));
-	p = put_var(p, zz((int64_t) (s->step - c->step)));
+	if (!nostep)
+		p = put_var(p, zz((int64_t) (s->step - c->step)));
 	/* dd is a multiple of the unit, which is at most 10^6. */
 	p = put_var(p, zz(dd / (int64_t) c->unit));
 	x = bits ^ c->bits;
@@ -136,10 +140,11 @@ group_unit(
 /* Code a group at q: the header (dsid, its sid less the one before it
  * in the chunk, shifted left by one, the low bit set when n is over 1),
  * the count when over 1, and its n samples at s, coded from the
- * record's first sample in the record's unit. Returns the byte after. */
+ * record's first sample in the record's unit (s0: the first without
+ * its step, which is the base step). Returns the byte after. */
 static uint8_t *
 group_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
-    const store_sample *s, size_t n)
+    const store_sample *s, size_t n, int s0)
 {
 	jcoder c = { first->step, 0, first->time_ns, 0, unit };
 
@@ -147,21 +152,25 @@ group_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
 	if (n > 1)
 		q = put_var(q, n);
 	for (size_t m = 0; m < n; m++)
-		q = sample_put(q, &c, &s[m]);
+		q = sample_put(q, &c, &s[m], s0 && m == 0);
 	return q;
 }
 
+/* Decode the sample at *p (sample_put's, with the same nostep) into s,
+ * moving c and *p on. 0 or -1. */
 static int
-sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
+sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s,
+    int nostep)
 {
-	uint64_t d, dd, x = 0;
+	uint64_t d = 0, dd, x = 0;
 	int64_t  dt;
 
 	if (end - *p >= SAMPLE_MAX) { /* no bounds test a byte */
-		if (get_var10(p, &d) != 0 || get_var10(p, &dd) != 0)
+		if ((!nostep && get_var10(p, &d) != 0)
+		    || get_var10(p, &dd) != 0)
 			return -1;
-	} else if (get_var(p, end, &d) != 0 || get_var(p, end, &dd) != 0
-	    || *p >= end) {
+	} else if ((!nostep && get_var(p, end, &d) != 0)
+	    || get_var(p, end, &dd) != 0 || *p >= end) {
 		return -1;
 	}
 	if (**p != 0) {
@@ -221,6 +230,7 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
 #define REC_TAG4 0xfffffffeu
 #define REC_TAG4M 0xfffffffdu /* format 4, a merge of records */
 #define REC_TAG6M 0xfffffffcu /* format 6, a merge in the block code */
+#define REC_TAG6S 0xfffffffbu /* format 6, every group from the base step */
 #define REC3_HEAD 32
 #define REC_CHUNK 16
 /* A merged record's groups hold many samples each, so that walking
@@ -242,8 +252,9 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 	r->p    = p;
 	r->size = v->mv_size;
 	r->bc     = wire_get32(p) == REC_TAG6M;
+	r->s0     = wire_get32(p) == REC_TAG6S;
 	r->merged = r->bc || wire_get32(p) == REC_TAG4M;
-	r->v4     = r->merged || wire_get32(p) == REC_TAG4;
+	r->v4     = r->merged || r->s0 || wire_get32(p) == REC_TAG4;
 	r->chunk  = r->merged ? MERGE_CHUNK : REC_CHUNK;
 	r->v3     = r->v4 || wire_get32(p) == REC_TAG;
 	if (r->v3) {
@@ -311,7 +322,7 @@ bgroup_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
 		block_enc_clear(enc);
 		*q++ = 0;
 		for (m = 0; m < n; m++)
-			q = sample_put(q, &c, &s[m]);
+			q = sample_put(q, &c, &s[m], 0);
 		return q;
 	}
 	bs = block_enc_stream(enc, &bl);
@@ -436,8 +447,8 @@ grp_skip(const jrec *r, const jcur *c)
 	    || cnt > (uint64_t) (end - p))
 		return NULL;
 	for (uint64_t i = 0; i < cnt; i++) {
-		if (get_var(&p, end, &x) != 0 || get_var(&p, end, &x) != 0
-		    || p >= end)
+		if ((!(r->s0 && i == 0) && get_var(&p, end, &x) != 0)
+		    || get_var(&p, end, &x) != 0 || p >= end)
 			return NULL;
 		if (*p++ != 0 && get_var(&p, end, &x) != 0)
 			return NULL;
@@ -684,7 +695,9 @@ grp_decode(store *st, const jrec *r, const uint8_t **p, uint64_t cnt,
 	jc.bits  = 0;
 	jc.unit  = r->unit;
 	for (uint64_t i = 0; i < cnt; i++)
-		if (sample_get(p, r->p + r->size, &jc, &out[i]) != 0)
+		if (sample_get(
+		        p, r->p + r->size, &jc, &out[i], r->s0 && i == 0)
+		    != 0)
 			return corrupt(st, r->no);
 	return 0;
 }
@@ -746,11 +759,13 @@ grp_add_stats(
 		stats_take(&a, step, time, bits);
 	}
 	for (uint64_t i = 0; b != 0 && i < cnt; i++) {
-		uint64_t d, dd, x = 0;
+		uint64_t d = 0, dd, x = 0;
 		unsigned tag;
+		int      nostep = r->s0 && i == 0;
 
 		if (end - q >= SAMPLE_MAX) { /* no bounds test a byte */
-			if (get_var10(&q, &d) != 0 || get_var10(&q, &dd) != 0)
+			if ((!nostep && get_var10(&q, &d) != 0)
+			    || get_var10(&q, &dd) != 0)
 				return corrupt(st, r->no);
 			if ((tag = *q++) != 0) {
 				if (tag > 64 || get_var10(&q, &x) != 0)
@@ -758,7 +773,7 @@ grp_add_stats(
 				x <<= tag - 1;
 			}
 		} else {
-			if (get_var(&q, end, &d) != 0
+			if ((!nostep && get_var(&q, end, &d) != 0)
 			    || get_var(&q, end, &dd) != 0 || q >= end)
 				return corrupt(st, r->no);
 			if ((tag = *q++) != 0) {
@@ -1067,7 +1082,7 @@ store_journal_put(
 	uint32_t            prev  = 0;
 	const store_sample *first = NULL;
 	MDB_val             k, v;
-	int                 rc;
+	int                 rc, s0 = 1;
 
 	if (ng == 0)
 		return 0;
@@ -1116,6 +1131,7 @@ store_journal_put(
 			first = s + at;
 		nj++;
 		ns += g[i].n;
+		s0 &= s[at].step == first->step;
 	}
 	if (nj == 0)
 		goto out;
@@ -1142,7 +1158,7 @@ store_journal_put(
 		if (direct == NULL || !direct[i])
 			unit = group_unit(first, &s[at], g[i].n, unit);
 	p = st->jbuf;
-	wire_put32(p, REC_TAG4);
+	wire_put32(p, s0 ? REC_TAG6S : REC_TAG4);
 	wire_put32(p + 4, (uint32_t) nj);
 	wire_put32(p + 8, (uint32_t) ns);
 	wire_put64(p + 12, first->step);
@@ -1161,7 +1177,8 @@ store_journal_put(
 			prev = g[i].sid;
 		}
 		j++;
-		q = group_put(q, g[i].sid - prev, first, unit, &s[at], g[i].n);
+		q = group_put(
+		    q, g[i].sid - prev, first, unit, &s[at], g[i].n, s0);
 		prev = g[i].sid;
 	}
 	be_put64(key, st->jnext);

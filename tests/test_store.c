@@ -792,6 +792,11 @@ static jgot jsent[J_RANKS * J_METRICS];
  * step s0[m], mostly a few, sometimes a block's worth, sometimes from a
  * step back (a restart); next holds where each series goes on. Returns
  * the samples in all. */
+/* journal_counts: every metric of a batch as its first (the same
+ * count from the same step, as a trainer logging each metric at each
+ * step sends them). */
+static int jaligned;
+
 static uint64_t
 journal_counts(
     uint64_t *x, uint64_t next[J_METRICS], uint64_t *s0, uint32_t *k)
@@ -801,6 +806,13 @@ journal_counts(
 	for (int m = 0; m < J_METRICS; m++) {
 		uint64_t c = rnd(x) % 16;
 
+		if (jaligned && m > 0) {
+			k[m]    = k[0];
+			s0[m]   = s0[0];
+			next[m] = next[0];
+			sent += k[m];
+			continue;
+		}
 		k[m] = c < 10 ? (uint32_t) (rnd(x) % 6)
 		    : c < 14  ? (uint32_t) (rnd(x) % 400)
 		              : (uint32_t) (rnd(x) % 30);
@@ -1067,6 +1079,10 @@ merged_records(store *st)
 	return merged_bytes(path, 0xfffffffcu, &bytes, &samples) > 0;
 }
 
+/* Checks of journal_vs_reference that saw a record of a commit whose
+ * groups all start at its base step (format 6: tag 0xfffffffb). */
+static int jbase_records;
+
 static void
 journal_vs_reference(
     uint64_t jsamples, uint64_t jrecords, int *merged, uint64_t *counts)
@@ -1127,6 +1143,15 @@ journal_vs_reference(
 		if (jrec > 2 * jrecords) /* twice: a wide journal's */
 			bad++;
 		*merged += merged_records(ra);
+		{
+			char     path[400];
+			uint64_t bytes, samples;
+
+			snprintf(path, sizeof(path), "%s/a", dir);
+			jbase_records += merged_bytes(path, 0xfffffffbu,
+			                     &bytes, &samples)
+			    > 0;
+		}
 		/* Now and then, the samples themselves against what was
 		 * sent (while the journal holds some). */
 		if (round % 50 == 0 && jrec > 0)
@@ -1190,6 +1215,22 @@ TEST(wide_merged_journal_reads_equal_folded_reference)
 	uint64_t counts;
 
 	journal_vs_reference(700, 4, &merged, &counts);
+	CHECK(merged > 20);
+}
+
+/* The same with every metric of a batch from the same step (a trainer's
+ * batches): the commits' records code no first step (format 6), and
+ * read as the records they replace. */
+TEST(aligned_journal_reads_equal_folded_reference)
+{
+	int      merged = 0;
+	uint64_t counts;
+
+	jaligned      = 1;
+	jbase_records = 0;
+	journal_vs_reference(700, 4, &merged, &counts);
+	jaligned = 0;
+	CHECK(jbase_records > 20);
 	CHECK(merged > 20);
 }
 
@@ -2153,6 +2194,40 @@ TEST(merged_records_take_the_block_code)
 }
 
 /*
+ * A wide commit's record (one sample of each of 64 series, all at the
+ * commit's step) codes no step for its groups (format 6: the record's
+ * base step is theirs): 8.6 bytes a sample where format 5 wrote 9.6,
+ * and the samples read back as sent.
+ */
+TEST(wide_commit_records_code_no_first_step)
+{
+	store   *st;
+	ingest  *in;
+	got      g;
+	uint64_t seq = 0, bytes = 0, samples = 0;
+	int      ordered = 1;
+
+	fresh_dir();
+	open_both(&st, &in);
+	for (uint64_t step = 0; step < 8; step++)
+		REQUIRE(wide_commit_n(in, &seq, step, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK_EQ_INT(merged_bytes(dir, 0xfffffffbu, &bytes, &samples), 8);
+	CHECK_EQ_INT(samples, 8 * 64);
+	printf("  wide commits' records: %.2f bytes a sample\n",
+	    samples ? (double) bytes / (double) samples : 0.0);
+	CHECK(2 * bytes < 19 * samples);
+	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 8);
+	for (uint64_t i = 0; i < g.n && i < 8; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i)
+		    && g.times[i]
+		        == 1700000000000000000ll + (int64_t) i * 100000000;
+	CHECK(ordered);
+}
+
+/*
  * A commit that brings many samples of a series with none in the
  * journal (a narrow run) appends them to its blocks itself: nothing is
  * journalled, so they are coded and written once. One that brings a
@@ -2326,9 +2401,10 @@ v2_zz(int64_t v)
 
 /*
  * Replace the one journal record of the store in dir by the record
- * format 2 (or 3: its header and chunk, below; or 5: a merged record of
- * formats 4 and 5, the same but for its tag and group header) wrote for
- * the same samples
+ * format 2 (or 3: its header and chunk, below; 4: a commit's record of
+ * formats 4 and 5, the same but for its tag and group header; 5: a
+ * merged record of formats 4 and 5, the same as 4 but for its tag)
+ * wrote for the same samples
  * (make()'s: steps step0.., one series sid): u32 groups, u32 samples, u64 base
  * step, u64 base time, { u32 sid, u32 offset }, then a varint count and per
  * sample the step delta and the time's delta of deltas (zigzag varints, in ns)
@@ -2352,15 +2428,19 @@ journal_old(
 
 	if (n > 100 || n < 2)
 		return -1;
-	if (format == 3 || format == 5) {
+	if (format >= 3) {
 		/* Format 3: the tag, groups, samples, base step and time,
 		 * time unit (1: ns), one chunk { sid, 0 }, then the group:
-		 * a varint sid delta (0) and count, and the samples. A
-		 * merged record of format 5 (store_journal_merge's until
-		 * format 6): its own tag, and the group's header is one
-		 * varint, the sid delta shifted left by one with the low bit
-		 * set (n is over 1), then the count. */
-		le_put(rec, format == 5 ? 0xfffffffdu : 0xffffffffu, 4);
+		 * a varint sid delta (0) and count, and the samples. Format
+		 * 4's records (and store_journal_merge's, until format 6):
+		 * their own tags, and the group's header is one varint, the
+		 * sid delta shifted left by one with the low bit set (n is
+		 * over 1), then the count. */
+		le_put(rec,
+		    format == 5       ? 0xfffffffdu
+		        : format == 4 ? 0xfffffffeu
+		                      : 0xffffffffu,
+		    4);
 		le_put(rec + 4, 1, 4);
 		le_put(rec + 8, n, 4);
 		le_put(rec + 12, step0, 8);
@@ -2369,7 +2449,7 @@ journal_old(
 		le_put(rec + 32, sid, 4);
 		le_put(rec + 36, 0, 4);
 		p    = rec + 40;
-		*p++ = format == 5 ? 1 : 0;
+		*p++ = format >= 4 ? 1 : 0;
 	} else {
 		le_put(rec, 1, 4);
 		le_put(rec + 4, n, 4);
@@ -2660,12 +2740,14 @@ TEST(format4_store_with_journal_converted)
 }
 
 /*
- * A format-5 store whose journal holds a merged record in format 4's
- * sample code (tag 0xfffffffd) reads as it is; the writer converts it
- * by writing the number 6 alone, the record is read as it is until it
- * is folded, and samples and listings stay those sent.
+ * A format-5 store whose journal holds a record of format 5's codes (a
+ * merged one, tag 0xfffffffd, or a commit's, 0xfffffffe, whose groups
+ * code their first step) reads as it is; the writer converts it by
+ * writing the number 6 alone, the record is read as it is until it is
+ * folded, and samples and listings stay those sent.
  */
-TEST(format5_merged_record_read_and_converted)
+static void
+format5_record_read_and_converted(int kind)
 {
 	store     *st;
 	ingest    *in;
@@ -2685,7 +2767,7 @@ TEST(format5_merged_record_read_and_converted)
 	store_close(st);
 	REQUIRE(listed("f5", "loss", 0, &r) == 0);
 	REQUIRE(set_format(dir, 5) == 0);
-	REQUIRE(journal_old(dir, 5, r.sid, 100, 100) == 0);
+	REQUIRE(journal_old(dir, kind, r.sid, 100, 100) == 0);
 
 	/* Read as it is, read-only. */
 	CHECK(read_series("f5", "loss", 0, 0, UINT64_MAX, &g) == 0);
@@ -2726,6 +2808,16 @@ TEST(format5_merged_record_read_and_converted)
 	REQUIRE(listed("f5", "loss", 0, &r) == 0);
 	CHECK(r.samples == 300 && r.first_step == 0 && r.last_step == 299);
 	CHECK(r.last_value == val_lin(299));
+}
+
+TEST(format5_merged_record_read_and_converted)
+{
+	format5_record_read_and_converted(5);
+}
+
+TEST(format5_commit_record_read_and_converted)
+{
+	format5_record_read_and_converted(4);
 }
 
 TEST(readonly_missing_db_is_clear)
@@ -3003,6 +3095,7 @@ main(void)
 	RUN(journal_reads_equal_folded_reference);
 	RUN(merged_journal_reads_equal_folded_reference);
 	RUN(wide_merged_journal_reads_equal_folded_reference);
+	RUN(aligned_journal_reads_equal_folded_reference);
 	RUN(counted_journal_reads_equal_folded_reference);
 	RUN(listing_statistics_equal_their_samples);
 	RUN(counted_listing_statistics_equal_their_samples);
@@ -3013,12 +3106,14 @@ main(void)
 	RUN(wide_journal_folds_more_samples_a_series);
 	RUN(wide_merges_take_the_oldest_records);
 	RUN(merged_records_take_the_block_code);
+	RUN(wide_commit_records_code_no_first_step);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
 	RUN(format3_store_with_journal_converted);
 	RUN(format4_store_with_journal_converted);
 	RUN(format5_merged_record_read_and_converted);
+	RUN(format5_commit_record_read_and_converted);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
