@@ -75,6 +75,8 @@ typedef struct result {
 	double w_count, n_count; /* count steps (the final one included) */
 	double w_left;           /* then folding every record into blocks */
 	double file_mib; /* data.mdb before that: its high-water mark */
+	/* CPU (s) of ingest_commit alone, shared as wchar is (split) */
+	double c_commit, c_merge, c_fold, c_count;
 	int    ok;
 } result;
 
@@ -214,12 +216,14 @@ run_width(
 	ingest       *in;
 	ingest_opts   io;
 	double        w0 = 0, c0 = 0, x0 = 0, b0 = 0, x1, b1, xf, bf, cf;
-	double        xc, bc, xd, bd, wsum = 0, wn = 0;
+	double        xc, bc, xd, bd, wsum = 0, wn = 0, cc, csum = 0, cn = 0;
+	result        cs;
 	ingest_stats  s0, s1;
 	struct rusage ru;
 	int           trace = getenv("BENCH_WIDE_TRACE") != NULL;
 
 	memset(res, 0, sizeof(*res));
+	memset(&cs, 0, sizeof(cs));
 	if (commits < 3)
 		commits = 3;
 	if (keep > 0)
@@ -290,12 +294,16 @@ run_width(
 			}
 			proc_io(&xc, &bc);
 			ingest_get_stats(in, &s0);
+			cc = cpu_s();
 			if ((rc = ingest_commit(in)) != 0)
 				goto fail;
+			cc = cpu_s() - cc;
 			proc_io(&xd, &bd);
 			ingest_get_stats(in, &s1);
-			if (c > 0)
+			if (c > 0) {
 				split(res, &wsum, &wn, xd - xc, &s0, &s1);
+				split(&cs, &csum, &cn, cc, &s0, &s1);
+			}
 			/* BENCH_WIDE_TRACE=1: which commits merged, counted
 			 * or folded (stderr). */
 			if (trace
@@ -346,6 +354,10 @@ run_width(
 	res->w_count += x1 - xf;
 	res->n_count += (double) (s1.counts - s0.counts);
 	res->fold_cpu   = cpu_s() - cf;
+	res->c_commit   = cs.w_commit;
+	res->c_merge    = cs.w_merge;
+	res->c_fold     = cs.w_fold;
+	res->c_count    = cs.w_count + res->fold_cpu;
 	res->fold_wchar = x1 - xf;
 	res->wall       = now_s() - w0;
 	res->cpu        = cpu_s() - c0;
@@ -464,6 +476,14 @@ main(int argc, char **argv)
 		    splits[i].w_fold / splits[i].samples, splits[i].n_fold,
 		    splits[i].w_count / splits[i].samples, splits[i].n_count,
 		    splits[i].w_left / splits[i].samples, splits[i].file_mib);
+	printf("\nCPU (us) per sample in ingest_commit, by transaction as "
+	       "above: commits, merges, folds, counts\n");
+	for (int i = 0; i < nsplit; i++)
+		printf("%9.0f %10.3f %10.3f %10.3f %10.3f\n", splits[i].series,
+		    splits[i].c_commit / splits[i].samples * 1e6,
+		    splits[i].c_merge / splits[i].samples * 1e6,
+		    splits[i].c_fold / splits[i].samples * 1e6,
+		    splits[i].c_count / splits[i].samples * 1e6);
 	{
 		char cmd[1200];
 
