@@ -788,14 +788,15 @@ jcollect(void *ctx, uint64_t step, int64_t t, double v)
  * rank). */
 static jgot jsent[J_RANKS * J_METRICS];
 
+/* journal_counts: every metric of a batch as its first (the same
+ * count from the same step, as a trainer logging each metric at each
+ * step sends them); journal_batch: times in whole ms. */
+static int jaligned;
+
 /* The counts of rank r's next batch: for each metric k[m] samples from
  * step s0[m], mostly a few, sometimes a block's worth, sometimes from a
  * step back (a restart); next holds where each series goes on. Returns
  * the samples in all. */
-/* journal_counts: every metric of a batch as its first (the same
- * count from the same step, as a trainer logging each metric at each
- * step sends them). */
-static int jaligned;
 
 static uint64_t
 journal_counts(
@@ -883,9 +884,11 @@ journal_batch(uint64_t *x, int r, uint64_t seq, const uint64_t *s0,
 				v = (double) (s0[m] + i) * 0.5;
 			w.name    = (uint16_t) m;
 			w.step    = s0[m] + i;
-			w.time_ns = 1700000000000000000ll +
-			    (int64_t) w.step * 1000000 +
-			    (int64_t) (bits % 3);
+			/* Aligned batches' times in whole ms (vitalsd's
+			 * default quantum: records coded in ms). */
+			w.time_ns = 1700000000000000000ll
+			    + (int64_t) w.step * 1000000
+			    + (int64_t) (bits % 3) * (jaligned ? 1000000 : 1);
 			w.value = v;
 			wire_put_sample(msg, &off, &w);
 			jcollect(&jsent[m * J_RANKS + r], w.step, w.time_ns, v);
@@ -1219,8 +1222,9 @@ TEST(wide_merged_journal_reads_equal_folded_reference)
 }
 
 /* The same with every metric of a batch from the same step (a trainer's
- * batches): the commits' records code no first step (format 6), and
- * read as the records they replace. */
+ * batches) and times in whole ms: the commits' records code no first
+ * step (format 6), the records' time unit is 1 ms, and they read as
+ * the reference. */
 TEST(aligned_journal_reads_equal_folded_reference)
 {
 	int      merged = 0;
@@ -1843,6 +1847,104 @@ TEST(journal_keeps_extreme_samples)
 		CHECK_EQ_INT(js.rec[0].samples, 64);
 		CHECK(js.rec[0].first_step == 0 &&
 		    js.rec[0].last_step == UINT64_MAX - 33);
+		free(g.s);
+		store_read_end(txn);
+	}
+	ingest_close(in);
+	store_close(st);
+}
+
+/* Extreme samples (steps near 2^64, times jumping between both ends of
+ * int64, NaN payloads, -0.0, infinities, random bit patterns) read back
+ * bit for bit from a merged record in the block code (format 6) and
+ * after the fold: three commits of 40 samples, merged past 2 records
+ * (a group of 80 samples: the block code takes them). */
+TEST(merged_record_keeps_extreme_samples)
+{
+	static const uint64_t nan_bits = 0x7ff8dead0000beefull;
+	store                *st;
+	ingest               *in;
+	ingest_opts           o;
+	wire_ident            id = { 0 };
+	store_sample          want[3 * 40];
+	char                  why[200];
+	uint64_t              bytes, samples;
+	int                   is_new;
+	jsids                 js;
+
+	fresh_dir();
+	ingest_opts_init(&o);
+	o.journal_samples = 40 * 1024; /* records of 40 are merged */
+	o.journal_records = 2;
+	open_with(&st, &in, &o);
+	id.incarnation = 1;
+	id.world_size  = 1;
+	id.run         = "jr";
+	id.run_len     = 2;
+	id.host        = "h";
+	id.host_len    = 1;
+	for (int c = 0; c < 3; c++) {
+		wire_batch b;
+		size_t     off = wire_put_batch_head(
+		        msg, &id, (uint64_t) c + 1, (uint64_t) c + 1, 0);
+
+		wire_put_names_count(msg, &off, 1);
+		wire_put_name(msg, &off, "x", 1);
+		wire_put_samples_count(msg, &off, 40);
+		for (int j = 0; j < 40; j++) {
+			int         i = c * 40 + j;
+			wire_sample w = { 0, 0, 0, 0 };
+			uint64_t    bits;
+
+			w.step    = UINT64_MAX - 3 * 40 + (uint64_t) i;
+			w.time_ns = i % 3 == 0 ? INT64_MIN + i
+			    : i % 3 == 1       ? INT64_MAX - i
+			                       : (int64_t) i * -7919;
+			bits      = i % 5 == 0 ? nan_bits + (uint64_t) i
+			         : i % 5 == 1  ? 0x8000000000000000ull
+			         : i % 5 == 2  ? 0x7ff0000000000000ull
+			         : i % 5 == 3
+			         ? 0xfff0000000000000ull
+			         : (uint64_t) i * 0x9e3779b97f4a7c15ull;
+			memcpy(&w.value, &bits, 8);
+			wire_put_sample(msg, &off, &w);
+			want[i].step    = w.step;
+			want[i].time_ns = w.time_ns;
+			want[i].value   = w.value;
+		}
+		REQUIRE(
+		    wire_batch_decode(msg, off, &b, why, sizeof(why)) == 0);
+		REQUIRE(ingest_begin(in) == 0);
+		REQUIRE(ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+		    == WIRE_ACK_STORED);
+		REQUIRE(ingest_commit(in) == 0);
+	}
+	CHECK(merged_bytes(dir, 0xfffffffcu, &bytes, &samples) == 1
+	    && samples >= 2 * 40);
+	for (int pass = 0; pass < 2; pass++) {
+		store_txn *txn;
+		jgot       g  = { 0 };
+		int        eq = 1;
+
+		if (pass == 1)
+			REQUIRE(ingest_fold(in, INGEST_FOLD_ALL) == 0);
+		memset(&js, 0, sizeof(js));
+		REQUIRE(store_read_begin(st, &txn) == 0);
+		scan_series_of(st, txn, "jr", jlist, &js);
+		REQUIRE(js.n == 1);
+		CHECK(scan_samples(
+		          st, txn, js.sid[0], 0, UINT64_MAX, jcollect, &g)
+		    == 0);
+		CHECK_EQ_INT(g.n, 3 * 40);
+		/* In step order, which is the order sent. */
+		for (size_t i = 0; i < g.n && i < 3 * 40; i++)
+			eq &= g.s[i].step == want[i].step
+			    && g.s[i].time_ns == want[i].time_ns
+			    && memcmp(&g.s[i].value, &want[i].value, 8) == 0;
+		CHECK(eq);
+		CHECK_EQ_INT(js.rec[0].samples, 3 * 40);
+		CHECK(js.rec[0].first_step == want[0].step
+		    && js.rec[0].last_step == UINT64_MAX - 1);
 		free(g.s);
 		store_read_end(txn);
 	}
@@ -3101,6 +3203,7 @@ main(void)
 	RUN(counted_listing_statistics_equal_their_samples);
 	RUN(journal_read_once_equals_scan_samples);
 	RUN(journal_keeps_extreme_samples);
+	RUN(merged_record_keeps_extreme_samples);
 	RUN(journal_records_bounded);
 	RUN(records_past_bound_are_merged);
 	RUN(wide_journal_folds_more_samples_a_series);
