@@ -33,7 +33,10 @@
  * data.mdb the process mapped), CPU and bytes as ratios to the
  * 10-series case, the part of CPU and wchar per sample spent in the
  * final fold, and the largest anonymous RSS seen after a commit or the
- * fold (the heap: caches, the commit's samples, LMDB's dirty pages).
+ * fold (the heap: caches, the commit's samples, LMDB's dirty pages);
+ * then wchar per sample by transaction, and the size of data.mdb at the
+ * end of the measure (the file grows to the highest page used: the
+ * peak of the journal, the blocks and LMDB's free pages).
  * Figures only; the machine may be shared.
  *
  * BENCH_WIDE_KEEP=N instead leaves, for each width, a store in DIR/wN
@@ -47,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +74,9 @@ typedef struct result {
 	double w_commit, w_merge, w_fold, n_merge, n_fold;
 	double w_count, n_count; /* count steps (the final one included) */
 	double w_left;           /* then folding every record into blocks */
+	double file_mib; /* data.mdb before that: its high-water mark */
+	/* CPU (s) of ingest_commit alone, shared as wchar is (split) */
+	double c_commit, c_merge, c_fold, c_count;
 	int    ok;
 } result;
 
@@ -209,12 +216,14 @@ run_width(
 	ingest       *in;
 	ingest_opts   io;
 	double        w0 = 0, c0 = 0, x0 = 0, b0 = 0, x1, b1, xf, bf, cf;
-	double        xc, bc, xd, bd, wsum = 0, wn = 0;
+	double        xc, bc, xd, bd, wsum = 0, wn = 0, cc, csum = 0, cn = 0;
+	result        cs;
 	ingest_stats  s0, s1;
 	struct rusage ru;
 	int           trace = getenv("BENCH_WIDE_TRACE") != NULL;
 
 	memset(res, 0, sizeof(*res));
+	memset(&cs, 0, sizeof(cs));
 	if (commits < 3)
 		commits = 3;
 	if (keep > 0)
@@ -285,12 +294,16 @@ run_width(
 			}
 			proc_io(&xc, &bc);
 			ingest_get_stats(in, &s0);
+			cc = cpu_s();
 			if ((rc = ingest_commit(in)) != 0)
 				goto fail;
+			cc = cpu_s() - cc;
 			proc_io(&xd, &bd);
 			ingest_get_stats(in, &s1);
-			if (c > 0)
+			if (c > 0) {
 				split(res, &wsum, &wn, xd - xc, &s0, &s1);
+				split(&cs, &csum, &cn, cc, &s0, &s1);
+			}
 			/* BENCH_WIDE_TRACE=1: which commits merged, counted
 			 * or folded (stderr). */
 			if (trace
@@ -341,6 +354,10 @@ run_width(
 	res->w_count += x1 - xf;
 	res->n_count += (double) (s1.counts - s0.counts);
 	res->fold_cpu   = cpu_s() - cf;
+	res->c_commit   = cs.w_commit;
+	res->c_merge    = cs.w_merge;
+	res->c_fold     = cs.w_fold;
+	res->c_count    = cs.w_count + res->fold_cpu;
 	res->fold_wchar = x1 - xf;
 	res->wall       = now_s() - w0;
 	res->cpu        = cpu_s() - c0;
@@ -354,6 +371,13 @@ run_width(
 	res->ok      = 1;
 	/* Then every record into blocks: what the run's last fold will
 	 * write (not in the figures above). */
+	{
+		struct stat sb;
+
+		snprintf(cmd, sizeof(cmd), "%s/data.mdb", dir);
+		if (stat(cmd, &sb) == 0)
+			res->file_mib = (double) sb.st_size / 1048576.0;
+	}
 	if (keep == 0) {
 		double y0, y1, z;
 
@@ -442,15 +466,24 @@ main(int argc, char **argv)
 	printf("\nwchar per sample by transaction: commits, merges (count), "
 	       "folds (count), counts (count, the final one included); then "
 	       "what folding the rest into blocks writes (not in the "
-	       "totals)\n");
+	       "totals); data.mdb's size before that (MiB: the most pages "
+	       "the run had in use, LMDB's free pages included)\n");
 	for (int i = 0; i < nsplit; i++)
 		printf("%9.0f %8.1f B %8.1f B (%4.0f) %8.1f B (%4.0f) %8.1f B "
-		       "(%4.0f) %8.1f B\n",
+		       "(%4.0f) %8.1f B %8.0f\n",
 		    splits[i].series, splits[i].w_commit / splits[i].samples,
 		    splits[i].w_merge / splits[i].samples, splits[i].n_merge,
 		    splits[i].w_fold / splits[i].samples, splits[i].n_fold,
 		    splits[i].w_count / splits[i].samples, splits[i].n_count,
-		    splits[i].w_left / splits[i].samples);
+		    splits[i].w_left / splits[i].samples, splits[i].file_mib);
+	printf("\nCPU (us) per sample in ingest_commit, by transaction as "
+	       "above: commits, merges, folds, counts\n");
+	for (int i = 0; i < nsplit; i++)
+		printf("%9.0f %10.3f %10.3f %10.3f %10.3f\n", splits[i].series,
+		    splits[i].c_commit / splits[i].samples * 1e6,
+		    splits[i].c_merge / splits[i].samples * 1e6,
+		    splits[i].c_fold / splits[i].samples * 1e6,
+		    splits[i].c_count / splits[i].samples * 1e6);
 	{
 		char cmd[1200];
 

@@ -460,6 +460,30 @@ block_enc_data(block_enc *e, size_t *len)
 	return e->buf;
 }
 
+const uint8_t *
+block_enc_stream(const block_enc *e, size_t *len)
+{
+	*len = (e->bits + 7) / 8;
+	return e->buf + BLOCK_HEADER_SIZE;
+}
+
+void
+block_enc_clear(block_enc *e)
+{
+	/* The stream's bytes and the 8 an escape's read-modify-write may
+	 * have touched past them; the header is written only by
+	 * block_enc_data. */
+	size_t used = BLOCK_HEADER_SIZE + (e->bits + 7) / 8 + 8;
+
+	memset(e->buf, 0, used < sizeof e->buf ? used : sizeof e->buf);
+	e->bits       = 0;
+	e->count      = 0;
+	e->first_step = 0;
+	e->first_time = 0;
+	memset(&e->m, 0, sizeof e->m);
+	memset(e->field_bits, 0, sizeof e->field_bits);
+}
+
 /* --- decoder ----------------------------------------------------------- */
 
 /*
@@ -537,6 +561,40 @@ block_dec_init(block_dec *d, const void *data, size_t len)
 	d->last_time = (uint64_t) h.last_time;
 	model_start(&d->m, h.first_step, (uint64_t) h.first_time, 0);
 	return BLOCK_OK;
+}
+
+int
+block_dec_init_stream(block_dec *d, const void *stream, size_t nbytes,
+    uint32_t count, uint64_t first_step, int64_t first_time)
+{
+	memset(d, 0, sizeof *d);
+	/* As parse_header: room for the count (each sample after the
+	 * first takes at least 3 bits), so a lying count ends early. */
+	if (stream == NULL || count == 0
+	    || nbytes > BLOCK_MAX_BYTES - BLOCK_HEADER_SIZE
+	    || nbytes * 8 < FIRST_SAMPLE_BITS
+	    || (nbytes * 8 - FIRST_SAMPLE_BITS) / 3 < count - 1) {
+		d->bad = 1;
+		return BLOCK_CORRUPT;
+	}
+	d->stream = stream;
+	d->nbytes = (uint32_t) nbytes;
+	d->bitend = (uint32_t) nbytes * 8;
+	d->left   = count;
+	d->bare   = 1;
+	model_start(&d->m, first_step, (uint64_t) first_time, 0);
+	return BLOCK_OK;
+}
+
+/* Whether a bare stream's last sample ends at pos as its encoder left
+ * it: within the last byte, the bits after it zero. */
+static int
+bare_end_ok(const block_dec *d, uint32_t pos)
+{
+	if (pos > d->bitend || d->bitend - pos >= 8)
+		return 0;
+	return pos == d->bitend
+	    || (d->stream[d->nbytes - 1] & (0xffu >> (pos & 7))) == 0;
 }
 
 /* The 64 bits of stream s (nbytes long) from bit pos on, zeros past its
@@ -735,8 +793,9 @@ dec_fill(block_dec *d)
 		d->buf_value[n] = m.value;
 	}
 	if (!bad && n == d->left
-	    && (b.pos != bitend || m.step != d->last_step
-	        || m.time != d->last_time)) {
+	    && (d->bare ? !bare_end_ok(d, b.pos)
+	                : b.pos != bitend || m.step != d->last_step
+	                || m.time != d->last_time)) {
 		bad = 1;
 		n--; /* the last sample is not returned */
 	}

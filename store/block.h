@@ -82,6 +82,16 @@ int block_enc_append(block_enc *e, uint64_t step, int64_t time_ns, double v);
  * until the next append. */
 const uint8_t *block_enc_data(block_enc *e, size_t *len);
 
+/* The block's bit stream alone, without its header (*len bytes, the
+ * first sample's value verbatim first): for a caller that keeps the
+ * count and the first step and time itself (the journal's merged
+ * records, store/journal.c). Borrowed, valid until the next append. */
+const uint8_t *block_enc_stream(const block_enc *e, size_t *len);
+
+/* Empty e again, as block_enc_init, clearing only the bytes its samples
+ * used (an encoder reused for many short streams). */
+void block_enc_clear(block_enc *e);
+
 /* Reopen a stored block to append to it. Returns BLOCK_OK or
  * BLOCK_CORRUPT. */
 int block_enc_resume(block_enc *e, const void *data, size_t len);
@@ -101,6 +111,7 @@ typedef struct block_dec {
 	uint32_t       left;  /* samples not yet decoded */
 	uint32_t       index; /* samples decoded */
 	int            bad;   /* a corrupt sample was seen: stay failed */
+	int            bare;  /* a stream without header (init_stream) */
 	uint64_t       last_step, last_time; /* from the header, checked */
 	block_model    m;
 	uint32_t       field_bits[3]; /* as in block_enc, so far */
@@ -113,6 +124,13 @@ typedef struct block_dec {
 
 /* Returns BLOCK_OK or BLOCK_CORRUPT. */
 int block_dec_init(block_dec *d, const void *data, size_t len);
+
+/* A decoder over a bare stream (block_enc_stream's) of count samples
+ * (at least 1) whose first has step first_step and time first_time:
+ * the stream must end within its last byte, on zero bits. Borrows
+ * stream. Returns BLOCK_OK or BLOCK_CORRUPT. */
+int block_dec_init_stream(block_dec *d, const void *stream, size_t nbytes,
+    uint32_t count, uint64_t first_step, int64_t first_time);
 
 /* Next sample: returns 1 and fills the outputs, 0 at the end, -1 if the
  * block is corrupt (truncated bit stream, impossible codes), after the

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "store/be.h"
+#include "store/block.h"
 #include "store/store_int.h"
 #include "store/varint.h"
 #include "store/write.h"
@@ -33,6 +34,9 @@ typedef struct jrec {
 	size_t         size;
 	int            v3;         /* written by format 3 or 4 (chunked) */
 	int            v4;         /* format 4: one header a group */
+	int            merged;     /* made by store_journal_merge */
+	int            bc;         /* format 6: groups in the block code */
+	int            s0;         /* format 6: first steps not coded */
 	uint64_t       step, unit; /* base step, time unit */
 	uint32_t       chunk;      /* groups a chunk (formats 3, 4) */
 	int64_t        time;       /* base time */
@@ -88,14 +92,17 @@ sample_dd(jcoder *c, const store_sample *s)
 	return dd;
 }
 
+/* Code s at p against c (moved on to s); without its step (nostep: a
+ * format-6 record's first sample of a group, at the base step). */
 static uint8_t *
-sample_put(uint8_t *p, jcoder *c, const store_sample *s)
+sample_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep)
 {
 	uint64_t bits, x;
 	int64_t  dd = sample_dd(c, s);
 
 	memcpy(&bits, &s->value, sizeof(bits));
-	p = put_var(p, zz((int64_t) (s->step - c->step)));
+	if (!nostep)
+		p = put_var(p, zz((int64_t) (s->step - c->step)));
 	/* dd is a multiple of the unit, which is at most 10^6. */
 	p = put_var(p, zz(dd / (int64_t) c->unit));
 	x = bits ^ c->bits;
@@ -133,10 +140,11 @@ group_unit(
 /* Code a group at q: the header (dsid, its sid less the one before it
  * in the chunk, shifted left by one, the low bit set when n is over 1),
  * the count when over 1, and its n samples at s, coded from the
- * record's first sample in the record's unit. Returns the byte after. */
+ * record's first sample in the record's unit (s0: the first without
+ * its step, which is the base step). Returns the byte after. */
 static uint8_t *
 group_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
-    const store_sample *s, size_t n)
+    const store_sample *s, size_t n, int s0)
 {
 	jcoder c = { first->step, 0, first->time_ns, 0, unit };
 
@@ -144,21 +152,25 @@ group_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
 	if (n > 1)
 		q = put_var(q, n);
 	for (size_t m = 0; m < n; m++)
-		q = sample_put(q, &c, &s[m]);
+		q = sample_put(q, &c, &s[m], s0 && m == 0);
 	return q;
 }
 
+/* Decode the sample at *p (sample_put's, with the same nostep) into s,
+ * moving c and *p on. 0 or -1. */
 static int
-sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
+sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s,
+    int nostep)
 {
-	uint64_t d, dd, x = 0;
+	uint64_t d = 0, dd, x = 0;
 	int64_t  dt;
 
 	if (end - *p >= SAMPLE_MAX) { /* no bounds test a byte */
-		if (get_var10(p, &d) != 0 || get_var10(p, &dd) != 0)
+		if ((!nostep && get_var10(p, &d) != 0)
+		    || get_var10(p, &dd) != 0)
 			return -1;
-	} else if (get_var(p, end, &d) != 0 || get_var(p, end, &dd) != 0
-	    || *p >= end) {
+	} else if ((!nostep && get_var(p, end, &d) != 0)
+	    || get_var(p, end, &dd) != 0 || *p >= end) {
 		return -1;
 	}
 	if (**p != 0) {
@@ -204,7 +216,10 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
  * groups) and, per group, one varint of (sid
  * delta << 1) | (count > 1), then the count only when it is over 1: a group of
  * one sample (a wide record's) has a one-byte header, where format 3
- * (REC_TAG) wrote the sid delta and the count; both are read.
+ * (REC_TAG) wrote the sid delta and the count; both are read. Format 6
+ * writes merged records as REC_TAG6M: format 4's layout with each
+ * group's samples in the block code (bgroup_put, below); REC_TAG4M
+ * records are read as they are.
  *
  * Format 2's records (no tag: their first u32, the group count, is
  * below 2^29) are read as they are: u32 groups, u32 samples, u64 base
@@ -214,6 +229,8 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s)
 #define REC_TAG 0xffffffffu
 #define REC_TAG4 0xfffffffeu
 #define REC_TAG4M 0xfffffffdu /* format 4, a merge of records */
+#define REC_TAG6M 0xfffffffcu /* format 6, a merge in the block code */
+#define REC_TAG6S 0xfffffffbu /* format 6, every group from the base step */
 #define REC3_HEAD 32
 #define REC_CHUNK 16
 /* A merged record's groups hold many samples each, so that walking
@@ -234,9 +251,12 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 		return corrupt(st, r->no);
 	r->p    = p;
 	r->size = v->mv_size;
-	r->v4    = wire_get32(p) == REC_TAG4 || wire_get32(p) == REC_TAG4M;
-	r->chunk = wire_get32(p) == REC_TAG4M ? MERGE_CHUNK : REC_CHUNK;
-	r->v3    = r->v4 || wire_get32(p) == REC_TAG;
+	r->bc     = wire_get32(p) == REC_TAG6M;
+	r->s0     = wire_get32(p) == REC_TAG6S;
+	r->merged = r->bc || wire_get32(p) == REC_TAG4M;
+	r->v4     = r->merged || r->s0 || wire_get32(p) == REC_TAG4;
+	r->chunk  = r->merged ? MERGE_CHUNK : REC_CHUNK;
+	r->v3     = r->v4 || wire_get32(p) == REC_TAG;
 	if (r->v3) {
 		if (v->mv_size < REC3_HEAD)
 			return corrupt(st, r->no);
@@ -261,6 +281,85 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 	if (v->mv_size < REC_HEAD + (uint64_t) r->ngroups * REC_GROUP)
 		return corrupt(st, r->no);
 	r->pay = r->idx + (size_t) r->ngroups * REC_GROUP;
+	return 0;
+}
+
+/*
+ * Format 6's merged records (REC_TAG6M) code each group's samples with
+ * the block code (store/block.h), where format 4's sample code took
+ * about twice the bytes: after the group's header (as format 4's), a
+ * varint of the stream's length in bytes, then, when it is not 0, a
+ * zigzag varint of the first sample's step less the record's base
+ * step, one of its time less the base time in the record's time unit,
+ * and the stream (block_enc_stream: the first value verbatim, then the
+ * block code of the other samples). A length of 0 says the samples
+ * follow in the sample code instead (sample_put, from the base): a
+ * group the block code does not take (a step going back, or more than
+ * a block holds).
+ */
+
+/* Code a group at q as a merged record of format 6 does (the header as
+ * group_put's), with enc, which it leaves cleared. Returns the byte
+ * after: at most 30 bytes past the larger of its n samples' sample code
+ * and BLOCK_MAX_BYTES. */
+static uint8_t *
+bgroup_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
+    const store_sample *s, size_t n, block_enc *enc)
+{
+	const uint8_t *bs;
+	size_t         m, bl;
+
+	for (m = 0; m < n; m++)
+		if (block_enc_append(enc, s[m].step, s[m].time_ns, s[m].value)
+		    != BLOCK_OK)
+			break;
+	q = put_var(q, (uint64_t) dsid << 1 | (n > 1));
+	if (n > 1)
+		q = put_var(q, n);
+	if (m < n) {
+		jcoder c = { first->step, 0, first->time_ns, 0, unit };
+
+		block_enc_clear(enc);
+		*q++ = 0;
+		for (m = 0; m < n; m++)
+			q = sample_put(q, &c, &s[m], 0);
+		return q;
+	}
+	bs = block_enc_stream(enc, &bl);
+	q  = put_var(q, bl);
+	q  = put_var(q, zz((int64_t) (s->step - first->step)));
+	/* The unit divides it: group_unit counts it in. */
+	q = put_var(q,
+	    zz((int64_t) ((uint64_t) s->time_ns - (uint64_t) first->time_ns)
+	        / (int64_t) unit));
+	memcpy(q, bs, bl);
+	block_enc_clear(enc);
+	return q + bl;
+}
+
+/* Format 6: open the merged group of cnt samples whose code starts at
+ * *p (after its header): 0 with d on its block stream and *p after it,
+ * 1 with *p at its samples when they are in the sample code, -1 if it
+ * does not parse. */
+static int
+bgrp_open(const jrec *r, const uint8_t **p, uint64_t cnt, block_dec *d)
+{
+	const uint8_t *end = r->p + r->size;
+	uint64_t       len, ds, dt;
+
+	if (get_var(p, end, &len) != 0)
+		return -1;
+	if (len == 0)
+		return 1;
+	if (get_var(p, end, &ds) != 0 || get_var(p, end, &dt) != 0
+	    || len > (uint64_t) (end - *p) || cnt > UINT32_MAX)
+		return -1;
+	if (block_dec_init_stream(d, *p, (size_t) len, (uint32_t) cnt,
+	        r->step + (uint64_t) unzz(ds),
+	        (int64_t) ((uint64_t) r->time + (uint64_t) unzz(dt) * r->unit))
+	    != BLOCK_OK)
+		return -1;
+	*p += len;
 	return 0;
 }
 
@@ -331,12 +430,25 @@ grp_skip(const jrec *r, const jcur *c)
 	const uint8_t *end = r->p + r->size, *p = c->p;
 	uint64_t       cnt = c->cnt, x;
 
+	if (r->bc) {
+		uint64_t len, a;
+
+		if (get_var(&p, end, &len) != 0)
+			return NULL;
+		if (len != 0) {
+			if (get_var(&p, end, &a) != 0
+			    || get_var(&p, end, &a) != 0
+			    || len > (uint64_t) (end - p))
+				return NULL;
+			return p + len;
+		}
+	}
 	if ((!r->v4 && get_var(&p, end, &cnt) != 0) || cnt == 0
 	    || cnt > (uint64_t) (end - p))
 		return NULL;
 	for (uint64_t i = 0; i < cnt; i++) {
-		if (get_var(&p, end, &x) != 0 || get_var(&p, end, &x) != 0
-		    || p >= end)
+		if ((!(r->s0 && i == 0) && get_var(&p, end, &x) != 0)
+		    || get_var(&p, end, &x) != 0 || p >= end)
 			return NULL;
 		if (*p++ != 0 && get_var(&p, end, &x) != 0)
 			return NULL;
@@ -530,7 +642,9 @@ grp_open(
 	if (r->v4) {
 		*p   = c->p;
 		*cnt = c->cnt;
-		if (*cnt == 0 || *cnt > (uint64_t) (end - *p))
+		/* Format 6's block code takes at least 3 bits a sample. */
+		if (*cnt == 0
+		    || *cnt > (uint64_t) (end - *p) * (r->bc ? 3 : 1))
 			return corrupt(st, r->no);
 		return 0;
 	}
@@ -558,15 +672,56 @@ grp_decode(store *st, const jrec *r, const uint8_t **p, uint64_t cnt,
 {
 	jcoder jc;
 
+	if (r->bc) {
+		block_dec d;
+		int       b = bgrp_open(r, p, cnt, &d);
+
+		if (b < 0)
+			return corrupt(st, r->no);
+		for (uint64_t i = 0; b == 0 && i < cnt; i++) {
+			store_sample *o = &out[i];
+
+			if (block_dec_next(
+			        &d, &o->step, &o->time_ns, &o->value)
+			    != 1)
+				return corrupt(st, r->no);
+		}
+		if (b == 0)
+			return 0;
+	}
 	jc.step  = r->step;
 	jc.time  = r->time;
 	jc.dtime = 0;
 	jc.bits  = 0;
 	jc.unit  = r->unit;
 	for (uint64_t i = 0; i < cnt; i++)
-		if (sample_get(p, r->p + r->size, &jc, &out[i]) != 0)
+		if (sample_get(
+		        p, r->p + r->size, &jc, &out[i], r->s0 && i == 0)
+		    != 0)
 			return corrupt(st, r->no);
 	return 0;
+}
+
+/* What grp_add_stats gathers of a series' samples: first and last step,
+ * first and last time, the value at the latest time (bit pattern). */
+typedef struct stats_acc {
+	uint64_t fs, ls, lv;
+	int64_t  ft, lt;
+} stats_acc;
+
+static inline void
+stats_take(stats_acc *a, uint64_t step, int64_t time, uint64_t bits)
+{
+	if (step < a->fs)
+		a->fs = step;
+	if (step > a->ls)
+		a->ls = step;
+	if (time < a->ft)
+		a->ft = time;
+	if (time >= a->lt) {
+		a->lt = time;
+		a->lv = bits;
+	}
 }
 
 /*
@@ -574,28 +729,43 @@ grp_decode(store *st, const jrec *r, const uint8_t **p, uint64_t cnt,
  * statistics of their series as they are decoded, by store_series_add's
  * rules, in their order (none is kept: a listing wants the statistics
  * alone); *p ends after them. The code as sample_get reads it, with the
- * coder and the statistics in locals. Returns 0 or STORE_ECORRUPT.
+ * coder and the statistics in locals (format 6's block code: by the
+ * block decoder). Returns 0 or STORE_ECORRUPT.
  */
 static int
 grp_add_stats(
     store *st, const jrec *r, const uint8_t **p, uint64_t cnt, series_rec *s)
 {
 	const uint8_t *q = *p, *end = r->p + r->size;
-	uint64_t       step = r->step, bits = 0, unit = r->unit, lv;
+	uint64_t       step = r->step, bits = 0, unit = r->unit;
 	int64_t        time = r->time, dtime = 0;
 	/* store_series_add sets both steps from the first sample of an
 	 * empty series: the min and max of it and these. */
-	uint64_t fs = s->samples ? s->first_step : UINT64_MAX;
-	uint64_t ls = s->samples ? s->last_step : 0;
-	int64_t  ft = s->first_time, lt = s->last_time;
+	stats_acc a = { s->samples ? s->first_step : UINT64_MAX,
+		s->samples ? s->last_step : 0, 0, s->first_time,
+		s->last_time };
+	block_dec bd;
+	int       b = 1;
 
-	memcpy(&lv, &s->last_value, sizeof(lv));
-	for (uint64_t i = 0; i < cnt; i++) {
-		uint64_t d, dd, x = 0;
+	memcpy(&a.lv, &s->last_value, sizeof(a.lv));
+	if (r->bc && (b = bgrp_open(r, &q, cnt, &bd)) < 0)
+		return corrupt(st, r->no);
+	for (uint64_t i = 0; b == 0 && i < cnt; i++) {
+		double v;
+
+		if (block_dec_next(&bd, &step, &time, &v) != 1)
+			return corrupt(st, r->no);
+		memcpy(&bits, &v, sizeof(bits));
+		stats_take(&a, step, time, bits);
+	}
+	for (uint64_t i = 0; b != 0 && i < cnt; i++) {
+		uint64_t d = 0, dd, x = 0;
 		unsigned tag;
+		int      nostep = r->s0 && i == 0;
 
 		if (end - q >= SAMPLE_MAX) { /* no bounds test a byte */
-			if (get_var10(&q, &d) != 0 || get_var10(&q, &dd) != 0)
+			if ((!nostep && get_var10(&q, &d) != 0)
+			    || get_var10(&q, &dd) != 0)
 				return corrupt(st, r->no);
 			if ((tag = *q++) != 0) {
 				if (tag > 64 || get_var10(&q, &x) != 0)
@@ -603,7 +773,7 @@ grp_add_stats(
 				x <<= tag - 1;
 			}
 		} else {
-			if (get_var(&q, end, &d) != 0
+			if ((!nostep && get_var(&q, end, &d) != 0)
 			    || get_var(&q, end, &dd) != 0 || q >= end)
 				return corrupt(st, r->no);
 			if ((tag = *q++) != 0) {
@@ -617,24 +787,15 @@ grp_add_stats(
 		step += (uint64_t) unzz(d);
 		time = (int64_t) ((uint64_t) time + (uint64_t) dtime);
 		bits ^= x;
-		if (step < fs)
-			fs = step;
-		if (step > ls)
-			ls = step;
-		if (time < ft)
-			ft = time;
-		if (time >= lt) {
-			lt = time;
-			lv = bits;
-		}
+		stats_take(&a, step, time, bits);
 	}
 	*p = q;
 	s->samples += cnt;
-	s->first_step = fs;
-	s->last_step  = ls;
-	s->first_time = ft;
-	s->last_time  = lt;
-	memcpy(&s->last_value, &lv, sizeof(lv));
+	s->first_step = a.fs;
+	s->last_step  = a.ls;
+	s->first_time = a.ft;
+	s->last_time  = a.lt;
+	memcpy(&s->last_value, &a.lv, sizeof(a.lv));
 	return 0;
 }
 
@@ -921,7 +1082,7 @@ store_journal_put(
 	uint32_t            prev  = 0;
 	const store_sample *first = NULL;
 	MDB_val             k, v;
-	int                 rc;
+	int                 rc, s0 = 1;
 
 	if (ng == 0)
 		return 0;
@@ -970,6 +1131,7 @@ store_journal_put(
 			first = s + at;
 		nj++;
 		ns += g[i].n;
+		s0 &= s[at].step == first->step;
 	}
 	if (nj == 0)
 		goto out;
@@ -996,7 +1158,7 @@ store_journal_put(
 		if (direct == NULL || !direct[i])
 			unit = group_unit(first, &s[at], g[i].n, unit);
 	p = st->jbuf;
-	wire_put32(p, REC_TAG4);
+	wire_put32(p, s0 ? REC_TAG6S : REC_TAG4);
 	wire_put32(p + 4, (uint32_t) nj);
 	wire_put32(p + 8, (uint32_t) ns);
 	wire_put64(p + 12, first->step);
@@ -1015,7 +1177,8 @@ store_journal_put(
 			prev = g[i].sid;
 		}
 		j++;
-		q = group_put(q, g[i].sid - prev, first, unit, &s[at], g[i].n);
+		q = group_put(
+		    q, g[i].sid - prev, first, unit, &s[at], g[i].n, s0);
 		prev = g[i].sid;
 	}
 	be_put64(key, st->jnext);
@@ -1797,12 +1960,14 @@ buf_room(uint8_t **buf, size_t *cap, size_t len, size_t n)
  * groups) by sid, each series' samples in record order. Pass 0 counts
  * the groups and finds the time unit (*unit, from 10^6) and the first
  * sample (*first); pass 1 codes the groups into *pay (the chunk table
- * into tab, room for it counted in pass 0). Returns 0 or a store_err.
+ * into tab, room for it counted in pass 0) with enc (format 6's block
+ * code, bgroup_put). Returns 0 or a store_err.
  */
 static int
 merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
     uint64_t *unit, store_sample *first, uint8_t *tab, uint8_t **pay,
-    size_t *plen, size_t *pcap, store_sample **buf, size_t *bcap)
+    size_t *plen, size_t *pcap, store_sample **buf, size_t *bcap,
+    block_enc *enc)
 {
 	uint64_t g    = 0;
 	uint32_t prev = 0;
@@ -1833,7 +1998,12 @@ merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
 			*unit = group_unit(first, *buf, len, *unit);
 			continue;
 		}
-		if (buf_room(pay, pcap, *plen, 20 + len * SAMPLE_MAX) != 0)
+		if (buf_room(pay, pcap, *plen,
+		        30
+		            + (len * SAMPLE_MAX > BLOCK_MAX_BYTES
+		                    ? len * SAMPLE_MAX
+		                    : BLOCK_MAX_BYTES))
+		    != 0)
 			goto nomem;
 		{
 			uint8_t *q = *pay + *plen;
@@ -1844,7 +2014,8 @@ merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
 				    (uint32_t) *plen);
 				prev = sid;
 			}
-			q = group_put(q, sid - prev, first, *unit, *buf, len);
+			q = bgroup_put(
+			    q, sid - prev, first, *unit, *buf, len, enc);
 			prev  = sid;
 			*plen = (size_t) (q - *pay);
 		}
@@ -1867,6 +2038,7 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 	size_t        npos = 0, cap = 0, plen = 0, pcap = 0, bcap = 0, nch;
 	uint8_t      *pay = NULL, *rec = NULL, key[8];
 	store_sample *buf = NULL, first = { 0, 0, 0 };
+	block_enc    *enc = NULL;
 	uint64_t      ng = 0, unit = 1000000, ns = 0;
 	int           rc, op = MDB_LAST;
 
@@ -1884,8 +2056,8 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 			goto out;
 		/* Nor a counted record: its samples would move past the
 		 * jseen of their series, and be counted again. */
-		if ((r.v4 && wire_get32(r.p) == REC_TAG4M)
-		    || r.nsamples < min_samples || r.no <= st->jcounted)
+		if (r.merged || r.nsamples < min_samples
+		    || r.no <= st->jcounted)
 			break;
 		if ((x = jpos_add(&pos, &npos, &cap)) == NULL)
 			goto nomem;
@@ -1919,17 +2091,19 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 	if (ns > UINT32_MAX / SAMPLE_MAX)
 		goto out;
 	if ((rc = merge_pass(st, pos, npos, 0, &ng, &unit, &first, NULL, &pay,
-	         &plen, &pcap, &buf, &bcap))
+	         &plen, &pcap, &buf, &bcap, NULL))
 	    != 0)
 		goto out;
 	nch = (ng + MERGE_CHUNK - 1) / MERGE_CHUNK;
-	if ((rec = malloc(REC3_HEAD + nch * 8)) == NULL)
+	if ((rec = malloc(REC3_HEAD + nch * 8)) == NULL
+	    || (enc = malloc(sizeof(*enc))) == NULL)
 		goto nomem;
+	block_enc_init(enc);
 	if ((rc = merge_pass(st, pos, npos, 1, &ng, &unit, &first,
-	         rec + REC3_HEAD, &pay, &plen, &pcap, &buf, &bcap))
+	         rec + REC3_HEAD, &pay, &plen, &pcap, &buf, &bcap, enc))
 	    != 0)
 		goto out;
-	wire_put32(rec, REC_TAG4M);
+	wire_put32(rec, REC_TAG6M);
 	wire_put32(rec + 4, (uint32_t) ng);
 	wire_put32(rec + 8, (uint32_t) ns);
 	wire_put64(rec + 12, first.step);
@@ -1986,5 +2160,6 @@ out:
 	free(buf);
 	free(pay);
 	free(rec);
+	free(enc);
 	return rc;
 }

@@ -90,8 +90,10 @@ int store_journal_uncounted(
  * many as hold at most max_samples samples (2 at least), into one
  * record numbered as the newest of those, in the write transaction t: each
  * series' samples in the order they arrived, so readers read the same before
- * and after. Memory: the merged record (about 7 bytes a realistic sample, at
- * most 31). *merged: the records merged (0: none). Commit t to keep it.
+ * and after. Its groups are coded with the block code (format 6: about 3.5
+ * bytes a realistic sample). Memory: the merged record (at most 31 bytes a
+ * sample, or 4 KB a group) and a block encoder. *merged: the records merged
+ * (0: none). Commit t to keep it.
  * Returns 0 or a store_err.
  */
 int store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,

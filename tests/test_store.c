@@ -788,10 +788,16 @@ jcollect(void *ctx, uint64_t step, int64_t t, double v)
  * rank). */
 static jgot jsent[J_RANKS * J_METRICS];
 
+/* journal_counts: every metric of a batch as its first (the same
+ * count from the same step, as a trainer logging each metric at each
+ * step sends them); journal_batch: times in whole ms. */
+static int jaligned;
+
 /* The counts of rank r's next batch: for each metric k[m] samples from
  * step s0[m], mostly a few, sometimes a block's worth, sometimes from a
  * step back (a restart); next holds where each series goes on. Returns
  * the samples in all. */
+
 static uint64_t
 journal_counts(
     uint64_t *x, uint64_t next[J_METRICS], uint64_t *s0, uint32_t *k)
@@ -801,6 +807,13 @@ journal_counts(
 	for (int m = 0; m < J_METRICS; m++) {
 		uint64_t c = rnd(x) % 16;
 
+		if (jaligned && m > 0) {
+			k[m]    = k[0];
+			s0[m]   = s0[0];
+			next[m] = next[0];
+			sent += k[m];
+			continue;
+		}
 		k[m] = c < 10 ? (uint32_t) (rnd(x) % 6)
 		    : c < 14  ? (uint32_t) (rnd(x) % 400)
 		              : (uint32_t) (rnd(x) % 30);
@@ -871,9 +884,11 @@ journal_batch(uint64_t *x, int r, uint64_t seq, const uint64_t *s0,
 				v = (double) (s0[m] + i) * 0.5;
 			w.name    = (uint16_t) m;
 			w.step    = s0[m] + i;
-			w.time_ns = 1700000000000000000ll +
-			    (int64_t) w.step * 1000000 +
-			    (int64_t) (bits % 3);
+			/* Aligned batches' times in whole ms (vitalsd's
+			 * default quantum: records coded in ms). */
+			w.time_ns = 1700000000000000000ll
+			    + (int64_t) w.step * 1000000
+			    + (int64_t) (bits % 3) * (jaligned ? 1000000 : 1);
 			w.value = v;
 			wire_put_sample(msg, &off, &w);
 			jcollect(&jsent[m * J_RANKS + r], w.step, w.time_ns, v);
@@ -1014,12 +1029,14 @@ journal_compare(store *a, store *b, uint64_t from, uint64_t to, uint64_t *n,
  */
 static uint64_t le_get(const uint8_t *p, int width);
 
-/* Whether the journal of st holds a merged record (tag 0xfffffffd,
- * store_journal_merge) now. */
+/* The journal records with tag (store_journal_merge's: 0xfffffffc,
+ * format 6's, in the block code; 0xfffffffd, format 4's and 5's) in the
+ * store in path now: their count, bytes (*bytes) and samples
+ * (*samples). */
 static int
-merged_records(store *st)
+merged_bytes(
+    const char *path, uint32_t tag, uint64_t *bytes, uint64_t *samples)
 {
-	char        path[400];
 	MDB_env    *env;
 	MDB_txn    *txn;
 	MDB_dbi     jdb;
@@ -1027,8 +1044,7 @@ merged_records(store *st)
 	MDB_val     k, v;
 	int         n = 0;
 
-	(void) st;
-	snprintf(path, sizeof(path), "%s/a", dir);
+	*bytes = *samples = 0;
 	if (mdb_env_create(&env) != 0)
 		return 0;
 	mdb_env_set_maxdbs(env, 10);
@@ -1036,9 +1052,15 @@ merged_records(store *st)
 	    && mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
 		if (mdb_dbi_open(txn, "journal", 0, &jdb) == 0
 		    && mdb_cursor_open(txn, jdb, &cur) == 0) {
-			while (mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0)
-				n |= v.mv_size >= 4
-				    && le_get(v.mv_data, 4) == 0xfffffffdu;
+			while (mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0) {
+				if (v.mv_size < 12
+				    || le_get(v.mv_data, 4) != tag)
+					continue;
+				n++;
+				*bytes += v.mv_size;
+				*samples += le_get(
+				    (const uint8_t *) v.mv_data + 8, 4);
+			}
 			mdb_cursor_close(cur);
 		}
 		mdb_txn_abort(txn);
@@ -1046,6 +1068,23 @@ merged_records(store *st)
 	mdb_env_close(env);
 	return n;
 }
+
+/* Whether the journal of st holds a merged record in the block code
+ * (format 6) now. */
+static int
+merged_records(store *st)
+{
+	char     path[400];
+	uint64_t bytes, samples;
+
+	(void) st;
+	snprintf(path, sizeof(path), "%s/a", dir);
+	return merged_bytes(path, 0xfffffffcu, &bytes, &samples) > 0;
+}
+
+/* Checks of journal_vs_reference that saw a record of a commit whose
+ * groups all start at its base step (format 6: tag 0xfffffffb). */
+static int jbase_records;
 
 static void
 journal_vs_reference(
@@ -1107,6 +1146,15 @@ journal_vs_reference(
 		if (jrec > 2 * jrecords) /* twice: a wide journal's */
 			bad++;
 		*merged += merged_records(ra);
+		{
+			char     path[400];
+			uint64_t bytes, samples;
+
+			snprintf(path, sizeof(path), "%s/a", dir);
+			jbase_records += merged_bytes(path, 0xfffffffbu,
+			                     &bytes, &samples)
+			    > 0;
+		}
 		/* Now and then, the samples themselves against what was
 		 * sent (while the journal holds some). */
 		if (round % 50 == 0 && jrec > 0)
@@ -1170,6 +1218,23 @@ TEST(wide_merged_journal_reads_equal_folded_reference)
 	uint64_t counts;
 
 	journal_vs_reference(700, 4, &merged, &counts);
+	CHECK(merged > 20);
+}
+
+/* The same with every metric of a batch from the same step (a trainer's
+ * batches) and times in whole ms: the commits' records code no first
+ * step (format 6), the records' time unit is 1 ms, and they read as
+ * the reference. */
+TEST(aligned_journal_reads_equal_folded_reference)
+{
+	int      merged = 0;
+	uint64_t counts;
+
+	jaligned      = 1;
+	jbase_records = 0;
+	journal_vs_reference(700, 4, &merged, &counts);
+	jaligned = 0;
+	CHECK(jbase_records > 20);
 	CHECK(merged > 20);
 }
 
@@ -1789,6 +1854,104 @@ TEST(journal_keeps_extreme_samples)
 	store_close(st);
 }
 
+/* Extreme samples (steps near 2^64, times jumping between both ends of
+ * int64, NaN payloads, -0.0, infinities, random bit patterns) read back
+ * bit for bit from a merged record in the block code (format 6) and
+ * after the fold: three commits of 40 samples, merged past 2 records
+ * (a group of 80 samples: the block code takes them). */
+TEST(merged_record_keeps_extreme_samples)
+{
+	static const uint64_t nan_bits = 0x7ff8dead0000beefull;
+	store                *st;
+	ingest               *in;
+	ingest_opts           o;
+	wire_ident            id = { 0 };
+	store_sample          want[3 * 40];
+	char                  why[200];
+	uint64_t              bytes, samples;
+	int                   is_new;
+	jsids                 js;
+
+	fresh_dir();
+	ingest_opts_init(&o);
+	o.journal_samples = 40 * 1024; /* records of 40 are merged */
+	o.journal_records = 2;
+	open_with(&st, &in, &o);
+	id.incarnation = 1;
+	id.world_size  = 1;
+	id.run         = "jr";
+	id.run_len     = 2;
+	id.host        = "h";
+	id.host_len    = 1;
+	for (int c = 0; c < 3; c++) {
+		wire_batch b;
+		size_t     off = wire_put_batch_head(
+		        msg, &id, (uint64_t) c + 1, (uint64_t) c + 1, 0);
+
+		wire_put_names_count(msg, &off, 1);
+		wire_put_name(msg, &off, "x", 1);
+		wire_put_samples_count(msg, &off, 40);
+		for (int j = 0; j < 40; j++) {
+			int         i = c * 40 + j;
+			wire_sample w = { 0, 0, 0, 0 };
+			uint64_t    bits;
+
+			w.step    = UINT64_MAX - 3 * 40 + (uint64_t) i;
+			w.time_ns = i % 3 == 0 ? INT64_MIN + i
+			    : i % 3 == 1       ? INT64_MAX - i
+			                       : (int64_t) i * -7919;
+			bits      = i % 5 == 0 ? nan_bits + (uint64_t) i
+			         : i % 5 == 1  ? 0x8000000000000000ull
+			         : i % 5 == 2  ? 0x7ff0000000000000ull
+			         : i % 5 == 3
+			         ? 0xfff0000000000000ull
+			         : (uint64_t) i * 0x9e3779b97f4a7c15ull;
+			memcpy(&w.value, &bits, 8);
+			wire_put_sample(msg, &off, &w);
+			want[i].step    = w.step;
+			want[i].time_ns = w.time_ns;
+			want[i].value   = w.value;
+		}
+		REQUIRE(
+		    wire_batch_decode(msg, off, &b, why, sizeof(why)) == 0);
+		REQUIRE(ingest_begin(in) == 0);
+		REQUIRE(ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+		    == WIRE_ACK_STORED);
+		REQUIRE(ingest_commit(in) == 0);
+	}
+	CHECK(merged_bytes(dir, 0xfffffffcu, &bytes, &samples) == 1
+	    && samples >= 2 * 40);
+	for (int pass = 0; pass < 2; pass++) {
+		store_txn *txn;
+		jgot       g  = { 0 };
+		int        eq = 1;
+
+		if (pass == 1)
+			REQUIRE(ingest_fold(in, INGEST_FOLD_ALL) == 0);
+		memset(&js, 0, sizeof(js));
+		REQUIRE(store_read_begin(st, &txn) == 0);
+		scan_series_of(st, txn, "jr", jlist, &js);
+		REQUIRE(js.n == 1);
+		CHECK(scan_samples(
+		          st, txn, js.sid[0], 0, UINT64_MAX, jcollect, &g)
+		    == 0);
+		CHECK_EQ_INT(g.n, 3 * 40);
+		/* In step order, which is the order sent. */
+		for (size_t i = 0; i < g.n && i < 3 * 40; i++)
+			eq &= g.s[i].step == want[i].step
+			    && g.s[i].time_ns == want[i].time_ns
+			    && memcmp(&g.s[i].value, &want[i].value, 8) == 0;
+		CHECK(eq);
+		CHECK_EQ_INT(js.rec[0].samples, 3 * 40);
+		CHECK(js.rec[0].first_step == want[0].step
+		    && js.rec[0].last_step == UINT64_MAX - 1);
+		free(g.s);
+		store_read_end(txn);
+	}
+	ingest_close(in);
+	store_close(st);
+}
+
 /* Small commits (a narrow run committing every 20 ms) do not pile up in
  * the journal: past 64 records they are merged (or folded), so a reader
  * looks a series up in at most that many. */
@@ -2095,6 +2258,78 @@ TEST(wide_merges_take_the_oldest_records)
 }
 
 /*
+ * A merge codes its record's groups with the block code (format 6):
+ * the wide records of wide_merges_take_the_oldest_records, merged four
+ * to a record (groups of 64 samples), take under 3 bytes a sample (1.7)
+ * where format 4's sample code took 5.6, and read back as sent.
+ */
+TEST(merged_records_take_the_block_code)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	got         g;
+	uint64_t    seq = 0, step = 0, bytes = 0, samples = 0;
+	int         ordered = 1;
+
+	fresh_dir();
+	ingest_opts_init(&o);
+	o.journal_samples = 4096;
+	o.journal_records = 8;
+	open_with(&st, &in, &o);
+	for (int c = 1; c <= 24; c++, step += 16)
+		REQUIRE(wide_commit_n(in, &seq, step, 16) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(merged_bytes(dir, 0xfffffffcu, &bytes, &samples) > 0);
+	CHECK(samples >= 4 * 1024);
+	printf("  merged records: %.2f bytes a sample\n",
+	    samples ? (double) bytes / (double) samples : 0.0);
+	CHECK(bytes < 3 * samples);
+	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 24 * 16);
+	for (uint64_t i = 0; i < g.n && i < 4096; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i)
+		    && g.times[i]
+		        == 1700000000000000000ll + (int64_t) i * 100000000;
+	CHECK(ordered);
+}
+
+/*
+ * A wide commit's record (one sample of each of 64 series, all at the
+ * commit's step) codes no step for its groups (format 6: the record's
+ * base step is theirs): 8.6 bytes a sample where format 5 wrote 9.6,
+ * and the samples read back as sent.
+ */
+TEST(wide_commit_records_code_no_first_step)
+{
+	store   *st;
+	ingest  *in;
+	got      g;
+	uint64_t seq = 0, bytes = 0, samples = 0;
+	int      ordered = 1;
+
+	fresh_dir();
+	open_both(&st, &in);
+	for (uint64_t step = 0; step < 8; step++)
+		REQUIRE(wide_commit_n(in, &seq, step, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK_EQ_INT(merged_bytes(dir, 0xfffffffbu, &bytes, &samples), 8);
+	CHECK_EQ_INT(samples, 8 * 64);
+	printf("  wide commits' records: %.2f bytes a sample\n",
+	    samples ? (double) bytes / (double) samples : 0.0);
+	CHECK(2 * bytes < 19 * samples);
+	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 8);
+	for (uint64_t i = 0; i < g.n && i < 8; i++)
+		ordered &= g.steps[i] == i && g.values[i] == val_lin(i)
+		    && g.times[i]
+		        == 1700000000000000000ll + (int64_t) i * 100000000;
+	CHECK(ordered);
+}
+
+/*
  * A commit that brings many samples of a series with none in the
  * journal (a narrow run) appends them to its blocks itself: nothing is
  * journalled, so they are coded and written once. One that brings a
@@ -2236,10 +2471,13 @@ TEST(format1_store_read_and_converted)
 	CHECK(r.samples == 2000 && r.first_step == 0 && r.last_step == 1999);
 	CHECK(r.last_value == val_lin(1999));
 
-	REQUIRE(set_format(dir, 6) == 0);
+	REQUIRE(set_format(dir, STORE_FORMAT + 1) == 0);
 	CHECK(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) ==
 	    STORE_EFORMAT);
-	CHECK(strstr(err, "database format 6") != NULL);
+	CHECK(strstr(err,
+	          "database format 7, this vitals reads formats 1 "
+	          "to 6")
+	    != NULL);
 	/* Stamped 3 again, it opens. */
 	REQUIRE(set_format(dir, 3) == 0);
 	CHECK(read_series("f1", "loss", 0, 0, UINT64_MAX, &g) == 0);
@@ -2265,7 +2503,10 @@ v2_zz(int64_t v)
 
 /*
  * Replace the one journal record of the store in dir by the record
- * format 2 (or 3: its header and chunk, below) wrote for the same samples
+ * format 2 (or 3: its header and chunk, below; 4: a commit's record of
+ * formats 4 and 5, the same but for its tag and group header; 5: a
+ * merged record of formats 4 and 5, the same as 4 but for its tag)
+ * wrote for the same samples
  * (make()'s: steps step0.., one series sid): u32 groups, u32 samples, u64 base
  * step, u64 base time, { u32 sid, u32 offset }, then a varint count and per
  * sample the step delta and the time's delta of deltas (zigzag varints, in ns)
@@ -2287,13 +2528,21 @@ journal_old(
 	int64_t     time = t0, dtime = 0;
 	int         rc;
 
-	if (n > 100)
+	if (n > 100 || n < 2)
 		return -1;
-	if (format == 3) {
+	if (format >= 3) {
 		/* Format 3: the tag, groups, samples, base step and time,
 		 * time unit (1: ns), one chunk { sid, 0 }, then the group:
-		 * a varint sid delta (0) and count, and the samples. */
-		le_put(rec, 0xffffffffu, 4);
+		 * a varint sid delta (0) and count, and the samples. Format
+		 * 4's records (and store_journal_merge's, until format 6):
+		 * their own tags, and the group's header is one varint, the
+		 * sid delta shifted left by one with the low bit set (n is
+		 * over 1), then the count. */
+		le_put(rec,
+		    format == 5       ? 0xfffffffdu
+		        : format == 4 ? 0xfffffffeu
+		                      : 0xffffffffu,
+		    4);
 		le_put(rec + 4, 1, 4);
 		le_put(rec + 8, n, 4);
 		le_put(rec + 12, step0, 8);
@@ -2302,7 +2551,7 @@ journal_old(
 		le_put(rec + 32, sid, 4);
 		le_put(rec + 36, 0, 4);
 		p    = rec + 40;
-		*p++ = 0;
+		*p++ = format >= 4 ? 1 : 0;
 	} else {
 		le_put(rec, 1, 4);
 		le_put(rec + 4, n, 4);
@@ -2511,7 +2760,8 @@ TEST(format3_store_with_journal_converted)
 	open_both(&st, &in);
 	ingest_close(in);
 	store_close(st);
-	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 5);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4
+	    && fmt == STORE_FORMAT);
 	CHECK_EQ_INT(raw_value(dir, "stats", sk, 4, &first), 56);
 	CHECK(read_series("f3", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 200);
@@ -2577,7 +2827,8 @@ TEST(format4_store_with_journal_converted)
 	usage_now(st, &u);
 	ingest_close(in);
 	store_close(st);
-	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 5);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4
+	    && fmt == STORE_FORMAT);
 	CHECK(raw_value(dir, "meta", "journal_counted", 15, &x) == 8);
 	CHECK(u.blocks == 0 && u.journal_records > 0);
 	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
@@ -2588,6 +2839,87 @@ TEST(format4_store_with_journal_converted)
 	REQUIRE(listed("jw", "m17", 0, &r) == 0);
 	CHECK(r.samples == 5 * 64 && r.first_step == 0
 	    && r.last_step == 5 * 64 - 1);
+}
+
+/*
+ * A format-5 store whose journal holds a record of format 5's codes (a
+ * merged one, tag 0xfffffffd, or a commit's, 0xfffffffe, whose groups
+ * code their first step) reads as it is; the writer converts it by
+ * writing the number 6 alone, the record is read as it is until it is
+ * folded, and samples and listings stay those sent.
+ */
+static void
+format5_record_read_and_converted(int kind)
+{
+	store     *st;
+	ingest    *in;
+	got        g;
+	series_rec r;
+	uint32_t   fmt;
+	spec       a = { "f5", 10, 1, 1, 0, 0, "loss", 0, 100, val_lin };
+	spec       b = { "f5", 10, 2, 2, 0, 0, "loss", 100, 100, val_lin };
+	int        in_order = 1;
+
+	fresh_dir();
+	open_both(&st, &in);
+	CHECK_EQ_INT(apply(in, &a), WIRE_ACK_STORED);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED); /* journalled */
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(listed("f5", "loss", 0, &r) == 0);
+	REQUIRE(set_format(dir, 5) == 0);
+	REQUIRE(journal_old(dir, kind, r.sid, 100, 100) == 0);
+
+	/* Read as it is, read-only. */
+	CHECK(read_series("f5", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 200);
+	for (uint64_t i = 0; i < g.n && i < 200; i++)
+		in_order &= g.steps[i] == i && g.values[i] == val_lin(i)
+		    && g.times[i]
+		        == 1700000000000000000ll + (int64_t) i * 100000000;
+	CHECK(in_order);
+	REQUIRE(listed("f5", "loss", 0, &r) == 0);
+	CHECK(r.samples == 200 && r.first_step == 0 && r.last_step == 199);
+	CHECK(r.last_value == val_lin(199));
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 5);
+
+	/* The writer converts it: the number only. */
+	open_both(&st, &in);
+	ingest_close(in);
+	store_close(st);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 6);
+	CHECK(read_series("f5", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 200);
+	CHECK(g.n == 200 && g.values[150] == val_lin(150));
+	REQUIRE(listed("f5", "loss", 0, &r) == 0);
+	CHECK(r.samples == 200 && r.last_step == 199);
+
+	/* Folded with new samples: all in order. */
+	open_both(&st, &in);
+	b.seq = 3, b.floor = 3, b.step0 = 200;
+	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("f5", "loss", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 300);
+	for (uint64_t i = 0; i < g.n && i < 300; i++)
+		in_order &= g.steps[i] == i && g.values[i] == val_lin(i);
+	CHECK(in_order);
+	REQUIRE(listed("f5", "loss", 0, &r) == 0);
+	CHECK(r.samples == 300 && r.first_step == 0 && r.last_step == 299);
+	CHECK(r.last_value == val_lin(299));
+}
+
+TEST(format5_merged_record_read_and_converted)
+{
+	format5_record_read_and_converted(5);
+}
+
+TEST(format5_commit_record_read_and_converted)
+{
+	format5_record_read_and_converted(4);
 }
 
 TEST(readonly_missing_db_is_clear)
@@ -2865,20 +3197,26 @@ main(void)
 	RUN(journal_reads_equal_folded_reference);
 	RUN(merged_journal_reads_equal_folded_reference);
 	RUN(wide_merged_journal_reads_equal_folded_reference);
+	RUN(aligned_journal_reads_equal_folded_reference);
 	RUN(counted_journal_reads_equal_folded_reference);
 	RUN(listing_statistics_equal_their_samples);
 	RUN(counted_listing_statistics_equal_their_samples);
 	RUN(journal_read_once_equals_scan_samples);
 	RUN(journal_keeps_extreme_samples);
+	RUN(merged_record_keeps_extreme_samples);
 	RUN(journal_records_bounded);
 	RUN(records_past_bound_are_merged);
 	RUN(wide_journal_folds_more_samples_a_series);
 	RUN(wide_merges_take_the_oldest_records);
+	RUN(merged_records_take_the_block_code);
+	RUN(wide_commit_records_code_no_first_step);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
 	RUN(format3_store_with_journal_converted);
 	RUN(format4_store_with_journal_converted);
+	RUN(format5_merged_record_read_and_converted);
+	RUN(format5_commit_record_read_and_converted);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
