@@ -36,7 +36,9 @@
  * fold (the heap: caches, the commit's samples, LMDB's dirty pages);
  * then wchar per sample by transaction, and the size of data.mdb at the
  * end of the measure (the file grows to the highest page used: the
- * peak of the journal, the blocks and LMDB's free pages).
+ * peak of the journal, the blocks and LMDB's free pages); then wchar
+ * in bytes by transaction (exact: a change that must write the same
+ * bytes compares these).
  * Figures only; the machine may be shared.
  *
  * BENCH_WIDE_KEEP=N instead leaves, for each width, a store in DIR/wN
