@@ -36,7 +36,9 @@
  * fold (the heap: caches, the commit's samples, LMDB's dirty pages);
  * then wchar per sample by transaction, and the size of data.mdb at the
  * end of the measure (the file grows to the highest page used: the
- * peak of the journal, the blocks and LMDB's free pages).
+ * peak of the journal, the blocks and LMDB's free pages); then wchar
+ * in bytes by transaction (exact: a change that must write the same
+ * bytes compares these).
  * Figures only; the machine may be shared.
  *
  * BENCH_WIDE_KEEP=N instead leaves, for each width, a store in DIR/wN
@@ -476,6 +478,13 @@ main(int argc, char **argv)
 		    splits[i].w_fold / splits[i].samples, splits[i].n_fold,
 		    splits[i].w_count / splits[i].samples, splits[i].n_count,
 		    splits[i].w_left / splits[i].samples, splits[i].file_mib);
+	printf("\nwchar in bytes (exact; deterministic): all, commits, "
+	       "merges, folds, counts, the rest\n");
+	for (int i = 0; i < nsplit; i++)
+		printf("%9.0f %14.0f %14.0f %14.0f %14.0f %14.0f %14.0f\n",
+		    splits[i].series, splits[i].wchar, splits[i].w_commit,
+		    splits[i].w_merge, splits[i].w_fold, splits[i].w_count,
+		    splits[i].w_left);
 	printf("\nCPU (us) per sample in ingest_commit, by transaction as "
 	       "above: commits, merges, folds, counts\n");
 	for (int i = 0; i < nsplit; i++)

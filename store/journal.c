@@ -119,6 +119,17 @@ sample_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep)
 	return p;
 }
 
+/* Whether unit (10^6, 10^3 or 1) divides x: by constants, which the
+ * compiler turns into multiplications (a merge asks it of every sample
+ * it codes). */
+static inline int
+unit_divides(uint64_t unit, int64_t x)
+{
+	return unit == 1000000 ? x % 1000000 == 0
+	    : unit == 1000     ? x % 1000 == 0
+	                       : 1;
+}
+
 /* unit narrowed to the largest of itself, 10^3 and 1 that divides the
  * time delta of deltas of each of the n samples of a group at s, coded
  * from the record's first sample. */
@@ -131,7 +142,7 @@ group_unit(
 	for (size_t m = 0; m < n && unit > 1; m++) {
 		int64_t dd = sample_dd(&c, &s[m]);
 
-		while (unit > 1 && dd % (int64_t) unit != 0)
+		while (!unit_divides(unit, dd))
 			unit /= 1000;
 	}
 	return unit;
@@ -301,13 +312,16 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 /* Code a group at q as a merged record of format 6 does (the header as
  * group_put's), with enc, which it leaves cleared. Returns the byte
  * after: at most 30 bytes past the larger of its n samples' sample code
- * and BLOCK_MAX_BYTES. */
+ * and BLOCK_MAX_BYTES. The bytes are right only if unit divides each
+ * time delta of deltas of the group coded from first (group_unit). */
 static uint8_t *
 bgroup_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
     const store_sample *s, size_t n, block_enc *enc)
 {
 	const uint8_t *bs;
 	size_t         m, bl;
+	int64_t        dt
+	    = (int64_t) ((uint64_t) s->time_ns - (uint64_t) first->time_ns);
 
 	for (m = 0; m < n; m++)
 		if (block_enc_append(enc, s[m].step, s[m].time_ns, s[m].value)
@@ -328,10 +342,7 @@ bgroup_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
 	bs = block_enc_stream(enc, &bl);
 	q  = put_var(q, bl);
 	q  = put_var(q, zz((int64_t) (s->step - first->step)));
-	/* The unit divides it: group_unit counts it in. */
-	q = put_var(q,
-	    zz((int64_t) ((uint64_t) s->time_ns - (uint64_t) first->time_ns)
-	        / (int64_t) unit));
+	q  = put_var(q, zz(dt / (int64_t) unit));
 	memcpy(q, bs, bl);
 	block_enc_clear(enc);
 	return q + bl;
@@ -1956,29 +1967,69 @@ buf_room(uint8_t **buf, size_t *cap, size_t len, size_t n)
 }
 
 /*
- * One pass of the merge of the records at pos (reset to their first
- * groups) by sid, each series' samples in record order. Pass 0 counts
- * the groups and finds the time unit (*unit, from 10^6) and the first
- * sample (*first); pass 1 codes the groups into *pay (the chunk table
- * into tab, room for it counted in pass 0) with enc (format 6's block
- * code, bgroup_put). Returns 0 or a store_err.
+ * The time unit a merge of the records at pos whose first sample is
+ * first most likely takes, read from their headers: the largest of
+ * 10^6, 10^3 and 1 that divides each record's unit and its base time
+ * less first's time. Since format 3 a record's unit is the largest
+ * that divides each of its samples' times less its base time
+ * (group_unit, from 10^6), and its base time is one of its samples'
+ * times, so this is the unit group_unit finds over all their samples
+ * from first, but where times wrap around (2^63 apart) or a record is
+ * of format 2 (no unit: 1). merge_pass checks it.
+ */
+static uint64_t
+merge_unit(const jpos *pos, size_t npos, const store_sample *first)
+{
+	uint64_t unit = 1000000;
+
+	for (size_t i = 0; i < npos; i++) {
+		int64_t d = (int64_t) ((uint64_t) pos[i].r.time
+		    - (uint64_t) first->time_ns);
+
+		if (pos[i].r.unit < unit)
+			unit = pos[i].r.unit;
+		while (!unit_divides(unit, d))
+			unit /= 1000;
+	}
+	return unit;
+}
+
+/* What a merge builds: its chunk table (tab, tlen bytes of tcap) and
+ * payload (pay, plen of pcap), its groups, the time unit it coded them
+ * in (unit) and the one they take (found: group_unit over them all). */
+typedef struct merge_out {
+	uint8_t *tab, *pay;
+	size_t   tlen, tcap, plen, pcap;
+	uint64_t ngroups, unit, found;
+} merge_out;
+
+/*
+ * Merge the records at pos (reset to their first groups) by sid, each
+ * series' samples in record order (decoded into *buf, of *bcap), and
+ * code the groups into o in format 6's block code (bgroup_put, with
+ * enc) in time unit `unit` (0: merge_unit's), *first their first
+ * sample. The bytes are the merged record's when o->found, the unit
+ * the samples take, is o->unit; else merge again in o->found (a guess
+ * from the headers that was wrong). Returns 0 or a store_err.
  */
 static int
-merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
-    uint64_t *unit, store_sample *first, uint8_t *tab, uint8_t **pay,
-    size_t *plen, size_t *pcap, store_sample **buf, size_t *bcap,
-    block_enc *enc)
+merge_pass(store *st, jpos *pos, size_t npos, uint64_t unit, merge_out *o,
+    store_sample *first, store_sample **buf, size_t *bcap, block_enc *enc)
 {
 	uint64_t g    = 0;
 	uint32_t prev = 0;
 	int      rc;
 
+	o->tlen = o->plen = 0;
+	o->unit           = unit ? unit : 1000000;
+	o->found          = 1000000;
 	for (size_t i = 0; i < npos; i++)
 		if ((rc = cur_first(st, &pos[i].r, &pos[i].c)) != 0)
 			return rc;
 	for (long b; (b = lowest(pos, npos)) >= 0; g++) {
 		uint32_t sid = pos[b].c.sid;
 		size_t   len = 0;
+		uint8_t *q;
 
 		for (size_t i = (size_t) b; i < npos; i++) {
 			uint32_t n;
@@ -1992,35 +2043,32 @@ merge_pass(store *st, jpos *pos, size_t npos, int pass, uint64_t *ngroups,
 			    || (rc = cur_next(st, &pos[i].r, &pos[i].c)) != 0)
 				return rc;
 		}
-		if (pass == 0) {
-			if (g == 0)
-				*first = (*buf)[0];
-			*unit = group_unit(first, *buf, len, *unit);
-			continue;
+		if (g == 0) {
+			*first = (*buf)[0];
+			if (unit == 0)
+				o->unit = merge_unit(pos, npos, first);
 		}
-		if (buf_room(pay, pcap, *plen,
+		o->found = group_unit(first, *buf, len, o->found);
+		if (buf_room(&o->pay, &o->pcap, o->plen,
 		        30
 		            + (len * SAMPLE_MAX > BLOCK_MAX_BYTES
 		                    ? len * SAMPLE_MAX
 		                    : BLOCK_MAX_BYTES))
-		    != 0)
+		        != 0
+		    || buf_room(&o->tab, &o->tcap, o->tlen, 8) != 0)
 			goto nomem;
-		{
-			uint8_t *q = *pay + *plen;
-
-			if (g % MERGE_CHUNK == 0) {
-				wire_put32(tab + (g / MERGE_CHUNK) * 8, sid);
-				wire_put32(tab + (g / MERGE_CHUNK) * 8 + 4,
-				    (uint32_t) *plen);
-				prev = sid;
-			}
-			q = bgroup_put(
-			    q, sid - prev, first, *unit, *buf, len, enc);
-			prev  = sid;
-			*plen = (size_t) (q - *pay);
+		if (g % MERGE_CHUNK == 0) {
+			wire_put32(o->tab + o->tlen, sid);
+			wire_put32(o->tab + o->tlen + 4, (uint32_t) o->plen);
+			o->tlen += 8;
+			prev = sid;
 		}
+		q    = bgroup_put(o->pay + o->plen, sid - prev, first, o->unit,
+		       *buf, len, enc);
+		prev = sid;
+		o->plen = (size_t) (q - o->pay);
 	}
-	*ngroups = g;
+	o->ngroups = g;
 	return 0;
 nomem:
 	snprintf(st->err, sizeof(st->err), "%s: out of memory", st->dir);
@@ -2035,11 +2083,12 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 	MDB_cursor   *cur = NULL;
 	MDB_val       k, v;
 	jpos         *pos  = NULL;
-	size_t        npos = 0, cap = 0, plen = 0, pcap = 0, bcap = 0, nch;
-	uint8_t      *pay = NULL, *rec = NULL, key[8];
+	size_t        npos = 0, cap = 0, bcap = 0;
+	uint8_t       key[8], head[REC3_HEAD];
+	merge_out     o   = { NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
 	store_sample *buf = NULL, first = { 0, 0, 0 };
 	block_enc    *enc = NULL;
-	uint64_t      ng = 0, unit = 1000000, ns = 0;
+	uint64_t      ng = 0, ns = 0;
 	int           rc, op = MDB_LAST;
 
 	*merged = 0;
@@ -2090,37 +2139,35 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 	}
 	if (ns > UINT32_MAX / SAMPLE_MAX)
 		goto out;
-	if ((rc = merge_pass(st, pos, npos, 0, &ng, &unit, &first, NULL, &pay,
-	         &plen, &pcap, &buf, &bcap, NULL))
-	    != 0)
-		goto out;
-	nch = (ng + MERGE_CHUNK - 1) / MERGE_CHUNK;
-	if ((rec = malloc(REC3_HEAD + nch * 8)) == NULL
-	    || (enc = malloc(sizeof(*enc))) == NULL)
+	if ((enc = malloc(sizeof(*enc))) == NULL)
 		goto nomem;
 	block_enc_init(enc);
-	if ((rc = merge_pass(st, pos, npos, 1, &ng, &unit, &first,
-	         rec + REC3_HEAD, &pay, &plen, &pcap, &buf, &bcap, enc))
-	    != 0)
+	/* One pass in the unit the headers give, a second where the
+	 * samples take another (what decoding them first would find). */
+	rc = merge_pass(st, pos, npos, 0, &o, &first, &buf, &bcap, enc);
+	if (rc == 0 && o.found != o.unit)
+		rc = merge_pass(
+		    st, pos, npos, o.found, &o, &first, &buf, &bcap, enc);
+	if (rc != 0)
 		goto out;
-	wire_put32(rec, REC_TAG6M);
-	wire_put32(rec + 4, (uint32_t) ng);
-	wire_put32(rec + 8, (uint32_t) ns);
-	wire_put64(rec + 12, first.step);
-	wire_put64(rec + 20, (uint64_t) first.time_ns);
-	wire_put32(rec + 28, (uint32_t) unit);
+	ng = o.ngroups;
+	wire_put32(head, REC_TAG6M);
+	wire_put32(head + 4, (uint32_t) ng);
+	wire_put32(head + 8, (uint32_t) ns);
+	wire_put64(head + 12, first.step);
+	wire_put64(head + 20, (uint64_t) first.time_ns);
+	wire_put32(head + 28, (uint32_t) o.unit);
 	/* The record goes together before the old ones are deleted (their
 	 * pages are read until then). */
 	{
-		size_t   hl = REC3_HEAD + nch * 8;
-		uint8_t *whole;
+		size_t hl = REC3_HEAD + o.tlen;
 
-		if (buf_room(&pay, &pcap, plen, hl) != 0)
+		if (buf_room(&o.pay, &o.pcap, o.plen, hl) != 0)
 			goto nomem;
-		memmove(pay + hl, pay, plen);
-		memcpy(pay, rec, hl);
-		whole = pay;
-		plen += hl;
+		memmove(o.pay + hl, o.pay, o.plen);
+		memcpy(o.pay, head, REC3_HEAD);
+		memcpy(o.pay + REC3_HEAD, o.tab, o.tlen);
+		o.plen += hl;
 		mdb_cursor_close(cur);
 		cur = NULL;
 		for (size_t i = 0; i + 1 < npos; i++) {
@@ -2137,8 +2184,8 @@ store_journal_merge(store_txn *t, uint64_t min_fresh, uint64_t min_samples,
 		be_put64(key, pos[npos - 1].r.no);
 		k.mv_data = key;
 		k.mv_size = 8;
-		v.mv_data = whole;
-		v.mv_size = plen;
+		v.mv_data = o.pay;
+		v.mv_size = o.plen;
 		if ((rc = mdb_put(t->txn, st->journal, &k, &v, 0)) != 0) {
 			rc = store_fail(st, rc, "merging journal records");
 			goto out;
@@ -2158,8 +2205,8 @@ out:
 		mdb_cursor_close(cur);
 	free(pos);
 	free(buf);
-	free(pay);
-	free(rec);
+	free(o.pay);
+	free(o.tab);
 	free(enc);
 	return rc;
 }

@@ -1952,6 +1952,95 @@ TEST(merged_record_keeps_extreme_samples)
 	store_close(st);
 }
 
+/* A merge reads its time unit from its records' headers, and must code
+ * in the one its samples take where the two differ: times 2^63 apart,
+ * whose deltas wrap around. Record 1 at time 0 and step 5, record 2 at
+ * -9 * 10^18 and 2 * 10^17 (steps 1 and 2), record 3 at 0 (step 3):
+ * each record's unit and base time say 10^6, but coded one after the
+ * other from time 0 the third sample's delta of deltas wraps to a
+ * number 10^3 does not divide; the step going back keeps the group in
+ * the sample code, where every delta of deltas is in the unit. Each
+ * sample reads back from the merged record and after the fold. */
+TEST(merged_record_unit_when_times_wrap)
+{
+	static const uint64_t steps[4] = { 5, 1, 2, 3 };
+	static const int64_t  times[4]
+	    = { 0, -9000000000000000000, 200000000000000000, 0 };
+	static const int first[4] = { 0, 1, 3, 4 }; /* commits' samples */
+	store           *st;
+	ingest          *in;
+	ingest_opts      o;
+	wire_ident       id = { 0 };
+	char             why[200];
+	uint64_t         bytes, samples;
+	int              is_new;
+	jsids            js;
+
+	fresh_dir();
+	ingest_opts_init(&o);
+	o.journal_samples = 1024; /* records of a sample are merged */
+	o.journal_records = 2;
+	open_with(&st, &in, &o);
+	id.incarnation = 1;
+	id.world_size  = 1;
+	id.run         = "jw";
+	id.run_len     = 2;
+	id.host        = "h";
+	id.host_len    = 1;
+	for (int c = 0; c < 3; c++) {
+		wire_batch b;
+		size_t     off = wire_put_batch_head(
+		        msg, &id, (uint64_t) c + 1, (uint64_t) c + 1, 0);
+
+		wire_put_names_count(msg, &off, 1);
+		wire_put_name(msg, &off, "x", 1);
+		wire_put_samples_count(
+		    msg, &off, (uint32_t) (first[c + 1] - first[c]));
+		for (int i = first[c]; i < first[c + 1]; i++) {
+			wire_sample w = { 0, 0, 0, 0 };
+
+			w.step    = steps[i];
+			w.time_ns = times[i];
+			w.value   = (double) i + 0.5;
+			wire_put_sample(msg, &off, &w);
+		}
+		REQUIRE(
+		    wire_batch_decode(msg, off, &b, why, sizeof(why)) == 0);
+		REQUIRE(ingest_begin(in) == 0);
+		REQUIRE(ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+		    == WIRE_ACK_STORED);
+		REQUIRE(ingest_commit(in) == 0);
+	}
+	CHECK(merged_bytes(dir, 0xfffffffcu, &bytes, &samples) == 1
+	    && samples == 4);
+	for (int pass = 0; pass < 2; pass++) {
+		store_txn *txn;
+		jgot       g     = { 0 };
+		int        found = 0;
+
+		if (pass == 1)
+			REQUIRE(ingest_fold(in, INGEST_FOLD_ALL) == 0);
+		memset(&js, 0, sizeof(js));
+		REQUIRE(store_read_begin(st, &txn) == 0);
+		scan_series_of(st, txn, "jw", jlist, &js);
+		REQUIRE(js.n == 1);
+		CHECK(scan_samples(
+		          st, txn, js.sid[0], 0, UINT64_MAX, jcollect, &g)
+		    == 0);
+		CHECK_EQ_INT(g.n, 4);
+		for (int i = 0; i < 4; i++)
+			for (size_t j = 0; j < g.n; j++)
+				found += g.s[j].step == steps[i]
+				    && g.s[j].time_ns == times[i]
+				    && g.s[j].value == (double) i + 0.5;
+		CHECK_EQ_INT(found, 4);
+		free(g.s);
+		store_read_end(txn);
+	}
+	ingest_close(in);
+	store_close(st);
+}
+
 /* Small commits (a narrow run committing every 20 ms) do not pile up in
  * the journal: past 64 records they are merged (or folded), so a reader
  * looks a series up in at most that many. */
@@ -3204,6 +3293,7 @@ main(void)
 	RUN(journal_read_once_equals_scan_samples);
 	RUN(journal_keeps_extreme_samples);
 	RUN(merged_record_keeps_extreme_samples);
+	RUN(merged_record_unit_when_times_wrap);
 	RUN(journal_records_bounded);
 	RUN(records_past_bound_are_merged);
 	RUN(wide_journal_folds_more_samples_a_series);
