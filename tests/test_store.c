@@ -2084,6 +2084,22 @@ usage_now(store *st, scan_usage *u)
 	store_read_end(txn);
 }
 
+/* Whether the first samples of g (up to 4,096) are as val_lin made
+ * them: the i-th at step i with value val_lin(i), and, when times is
+ * set, stamped 100 ms a step from spec's first time. */
+static int
+read_as_sent(const got *g, int times)
+{
+	for (uint64_t i = 0; i < g->n && i < 4096; i++)
+		if (g->steps[i] != i || g->values[i] != val_lin(i)
+		    || (times
+		        && g->times[i]
+		            != 1700000000000000000ll
+		                + (int64_t) i * 100000000))
+			return 0;
+	return 1;
+}
+
 /* One commit of 64 series x n samples each from step0 (a wide record,
  * journalled as the groups are small). */
 static int
@@ -2177,7 +2193,7 @@ TEST(records_past_bound_are_merged)
 	scan_usage  u;
 	got         g;
 	uint64_t    seq = 0, step = 0;
-	int         ordered = 1, over = 0;
+	int         over = 0;
 	run_list    before, after;
 	spec        s = { "jw", 8, 0, 0, 0, 1, "small", 0, 1, val_lin };
 
@@ -2214,9 +2230,7 @@ TEST(records_past_bound_are_merged)
 	store_close(st);
 	CHECK(read_series("jw", "m63", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 12 * 64);
-	for (uint64_t i = 0; i < g.n && i < 4096; i++)
-		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
-	CHECK(ordered);
+	CHECK(read_as_sent(&g, 0));
 	CHECK(read_series("jw", "small", 1, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 40);
 }
@@ -2238,7 +2252,7 @@ TEST(wide_journal_folds_more_samples_a_series)
 	scan_usage  u;
 	got         g;
 	uint64_t    seq = 0, step = 0, blocks;
-	int         early = 0, over = 0, ordered = 1;
+	int          early = 0, over = 0;
 	ingest_stats is;
 	spec        s = { "jn", 9, 0, 0, 0, 1, "few", 0, 200, val_lin };
 
@@ -2293,9 +2307,7 @@ TEST(wide_journal_folds_more_samples_a_series)
 	store_close(st);
 	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 17 * 64);
-	for (uint64_t i = 0; i < g.n && i < 4096; i++)
-		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
-	CHECK(ordered);
+	CHECK(read_as_sent(&g, 0));
 	CHECK(read_series("jn", "few", 1, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 25 * 200);
 }
@@ -2315,7 +2327,7 @@ TEST(wide_merges_take_the_oldest_records)
 	scan_usage  u;
 	got         g;
 	uint64_t    seq = 0, step = 0;
-	int         over = 0, first_fold = 0, ordered = 1;
+	int         over = 0, first_fold = 0;
 
 	fresh_dir();
 	ingest_opts_init(&o);
@@ -2341,9 +2353,7 @@ TEST(wide_merges_take_the_oldest_records)
 	store_close(st);
 	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 24 * 16);
-	for (uint64_t i = 0; i < g.n && i < 4096; i++)
-		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
-	CHECK(ordered);
+	CHECK(read_as_sent(&g, 0));
 }
 
 /*
@@ -2359,7 +2369,6 @@ TEST(merged_records_take_the_block_code)
 	ingest_opts o;
 	got         g;
 	uint64_t    seq = 0, step = 0, bytes = 0, samples = 0;
-	int         ordered = 1;
 
 	fresh_dir();
 	ingest_opts_init(&o);
@@ -2377,11 +2386,7 @@ TEST(merged_records_take_the_block_code)
 	CHECK(bytes < 3 * samples);
 	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 24 * 16);
-	for (uint64_t i = 0; i < g.n && i < 4096; i++)
-		ordered &= g.steps[i] == i && g.values[i] == val_lin(i)
-		    && g.times[i]
-		        == 1700000000000000000ll + (int64_t) i * 100000000;
-	CHECK(ordered);
+	CHECK(read_as_sent(&g, 1));
 }
 
 /*
@@ -2396,7 +2401,6 @@ TEST(wide_commit_records_code_no_first_step)
 	ingest  *in;
 	got      g;
 	uint64_t seq = 0, bytes = 0, samples = 0;
-	int      ordered = 1;
 
 	fresh_dir();
 	open_both(&st, &in);
@@ -2411,11 +2415,7 @@ TEST(wide_commit_records_code_no_first_step)
 	CHECK(2 * bytes < 19 * samples);
 	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 8);
-	for (uint64_t i = 0; i < g.n && i < 8; i++)
-		ordered &= g.steps[i] == i && g.values[i] == val_lin(i)
-		    && g.times[i]
-		        == 1700000000000000000ll + (int64_t) i * 100000000;
-	CHECK(ordered);
+	CHECK(read_as_sent(&g, 1));
 }
 
 /*
@@ -2486,9 +2486,7 @@ TEST(narrow_commit_writes_blocks_directly)
 	store_close(st);
 	CHECK(read_series("nd", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 3003);
-	for (uint64_t i = 0; i < g.n && i < 4096; i++)
-		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
-	CHECK(ordered);
+	CHECK(read_as_sent(&g, 0));
 }
 
 /* The series (run, metric, rank) as scan_series_of lists it. Returns 0
@@ -2891,7 +2889,6 @@ TEST(format4_store_with_journal_converted)
 	got         g;
 	uint32_t    fmt, x;
 	uint64_t    seq = 0, step = 0;
-	int         ordered = 1;
 
 	fresh_dir();
 	ingest_opts_init(&o);
@@ -2922,9 +2919,7 @@ TEST(format4_store_with_journal_converted)
 	CHECK(u.blocks == 0 && u.journal_records > 0);
 	CHECK(read_series("jw", "m17", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 5 * 64);
-	for (uint64_t i = 0; i < g.n && i < 4096; i++)
-		ordered &= g.steps[i] == i && g.values[i] == val_lin(i);
-	CHECK(ordered);
+	CHECK(read_as_sent(&g, 0));
 	REQUIRE(listed("jw", "m17", 0, &r) == 0);
 	CHECK(r.samples == 5 * 64 && r.first_step == 0
 	    && r.last_step == 5 * 64 - 1);
