@@ -19,7 +19,12 @@ cleanup() {
 	[ -n "${VPID:-}" ] && kill -TERM "$VPID" 2>/dev/null && wait "$VPID"
 	rm -rf "$T"
 }
-trap cleanup EXIT INT TERM
+# A closed terminal (an SSH session that drops) sends HUP, which vitalsd
+# takes as "reload the rules": the demo stops it itself.
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 echo "== vitalsd on $VITALS_ENDPOINT, database $DB"
 "$B/vitalsd" --listen "$VITALS_ENDPOINT" --db "$DB" >"$T/alerts.jsonl" 2>"$T/vitalsd.log" &
