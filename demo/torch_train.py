@@ -17,7 +17,8 @@ Fault switches make the failures vitals is built to catch happen for real:
                          (--nan-rank R: on rank R only)
     --stall-rank R --stall-at S --stall-s N
                          rank R sleeps N seconds in step S (a hang)
-    --slow-rank R        rank R is --slow-factor times slower (a slow GPU)
+    --slow-rank R        rank R's steps last --slow-factor times as long (a
+                         slow GPU), paced or not, however loaded the machine
 
 --nprocs N starts N processes (RANK, LOCAL_RANK, WORLD_SIZE set as torchrun
 does); each trains its own replica (no gradient exchange, so one rank's
@@ -153,8 +154,6 @@ def train(args):
     if args.barrier:
         args.end = barrier(args.barrier, rank)
     pace = args.pace_ms / 1000.0
-    if args.slow_rank == rank:
-        pace *= args.slow_factor
     tokens = args.batch * args.ctx
     lr = args.lr
     compute, step_times, log_cost, first_loss = [], [], [], None
@@ -178,11 +177,15 @@ def train(args):
         opt.step()
         loss_v = loss.item()
         t1 = time.perf_counter()
-        if args.slow_rank == rank and args.pace_ms == 0:
-            time.sleep((t1 - t0) * (args.slow_factor - 1))
+        # A step lasts its pace, or its compute when that is longer (a
+        # loaded machine); the slow rank's lasts --slow-factor times
+        # that, so it stays that much slower however long compute takes.
+        want = max(pace, t1 - t0)
+        if args.slow_rank == rank:
+            want *= args.slow_factor
         if rank == args.stall_rank and step == args.stall_at:
             time.sleep(args.stall_s)
-        rest = pace - (time.perf_counter() - t0)
+        rest = want - (time.perf_counter() - t0)
         if rest > 0:
             time.sleep(rest)
         dt = time.perf_counter() - t0
