@@ -954,6 +954,7 @@ store_journal_widest(store_txn *t, uint64_t *groups)
  */
 typedef struct fold_cur {
 	MDB_cursor *stats, *blocks;
+	int         absent; /* series_of_sid found no entry (format 7) */
 } fold_cur;
 
 static int  fold_cur_open(store_txn *t, fold_cur *fc);
@@ -1509,6 +1510,24 @@ store_journal_add_stats(store_txn *t, series_rec *recs, size_t n)
 	return records_each(t, counted + 1, stats_of, &x);
 }
 
+/*
+ * Whether series without an entry in stats have empty statistics in the
+ * store t reads (format 7: none is written when a series is created),
+ * rather than a corrupt store. A reader that opened an older store asks
+ * the format again, as a writer may have converted it since (formats
+ * only grow). 1 or 0.
+ */
+static int
+stats_sparse(store_txn *t)
+{
+	uint64_t fmt;
+
+	if (!t->st->stats_sparse
+	    && store_meta_get(t, "format", 6, 4, &fmt) == 0 && fmt >= 7)
+		t->st->stats_sparse = 1;
+	return t->st->stats_sparse;
+}
+
 int
 journal_series_stats(store_txn *t, series_rec *r)
 {
@@ -1524,6 +1543,10 @@ journal_series_stats(store_txn *t, series_rec *r)
 	k.mv_data = sk;
 	k.mv_size = 4;
 	rc        = mdb_get(t->txn, st->stats, &k, &sv);
+	if (rc == MDB_NOTFOUND && stats_sparse(t)) {
+		store_stats_empty(r);
+		return 0;
+	}
 	if (rc == MDB_NOTFOUND
 	    || (rc == 0
 	        && store_stats_decode(sv.mv_data, sv.mv_size, r) != 0)) {
@@ -1677,7 +1700,8 @@ fold_cur_close(fold_cur *fc)
 }
 
 /* The statistics of series sid, leaving fc->stats on them (for
- * series_put). Returns 0 or a store_err. */
+ * series_put), or empty ones where it has no entry in a format-7 store
+ * (fc->absent: series_put adds it). Returns 0 or a store_err. */
 static int
 series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r)
 {
@@ -1688,9 +1712,15 @@ series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r)
 	int     rc;
 
 	memset(r, 0, sizeof(*r));
-	r->sid = sid;
-	if ((rc = mdb_cursor_get(fc->stats, &k, &v, MDB_SET_KEY)) != 0
-	    || store_stats_decode(v.mv_data, v.mv_size, r) != 0) {
+	r->sid     = sid;
+	fc->absent = 0;
+	rc         = mdb_cursor_get(fc->stats, &k, &v, MDB_SET_KEY);
+	if (rc == MDB_NOTFOUND && stats_sparse(t)) {
+		store_stats_empty(r);
+		fc->absent = 1;
+		return 0;
+	}
+	if (rc != 0 || store_stats_decode(v.mv_data, v.mv_size, r) != 0) {
 		if (rc == MDB_NOTFOUND || rc == 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: series %u has samples and its statistics are "
@@ -1705,7 +1735,9 @@ series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r)
 
 /* Rewrite the statistics series_of_sid left fc->stats on (only blocks
  * were written since, in another database), where they are (in place
- * when their size is the same). Returns 0 or a store_err. */
+ * when their size is the same), or add them where it found none: the
+ * fold and the count go in sid order, so into a wide run's empty stats
+ * they go in key order, filling its pages. Returns 0 or a store_err. */
 static int
 series_put(store_txn *t, fold_cur *fc, const series_rec *r)
 {
@@ -1715,7 +1747,9 @@ series_put(store_txn *t, fold_cur *fc, const series_rec *r)
 
 	be_put32(sk, r->sid);
 	v.mv_size = store_stats_encode(buf, r);
-	if ((rc = mdb_cursor_put(fc->stats, &k, &v, MDB_CURRENT)) != 0)
+	rc = mdb_cursor_put(fc->stats, &k, &v, fc->absent ? 0 : MDB_CURRENT);
+	fc->absent = 0;
+	if (rc != 0)
 		return store_fail(t->st, rc, "writing a series");
 	return 0;
 }
@@ -1769,7 +1803,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	size_t        npos = 0, cap = 0, len = 0, scap = 0;
 	store_sample *buf   = NULL;
 	block_enc    *enc   = NULL;
-	fold_cur      fc    = { NULL, NULL };
+	fold_cur      fc    = { NULL, NULL, 0 };
 	uint64_t      total = 0;
 	int           rc;
 
@@ -1869,7 +1903,7 @@ store_journal_count(store_txn *t, uint64_t max_samples, uint64_t *counted)
 	store      *st   = t->st;
 	jpos       *pos  = NULL;
 	size_t      npos = 0, cap = 0;
-	fold_cur    fc   = { NULL, NULL };
+	fold_cur    fc    = { NULL, NULL, 0 };
 	uint64_t    total = 0, last;
 	int         rc;
 

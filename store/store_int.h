@@ -29,6 +29,10 @@ struct store {
 	int     has_journal; /* 0: a format-1 store opened read-only */
 	int     has_stats;   /* 0: a format-1 or 2 store opened read-only:
 	                      * the statistics are in the series records */
+	/* Format 7: a series with no entry in stats has empty statistics
+	 * (none is written when it is created); before, that entry is
+	 * missing only in a corrupt store. */
+	int     stats_sparse;
 	int     flags;
 	int     lock_fd; /* writer: holds the folder's writer.lock */
 	/*

@@ -136,56 +136,23 @@ store_get_series(
 	return 0;
 }
 
-/*
- * Put key -> val at the end of dbi (MDB_APPEND: pages filled to the
- * brim, no descent), or where it belongs when it does not sort last.
- * Returns 0 or a store_err naming what.
- */
-static int
-put_last(store_txn *t, MDB_dbi dbi, const void *key, size_t klen,
-    const void *val, size_t vlen, const char *what)
-{
-	MDB_val k, v;
-	int     rc;
-
-	k.mv_data = (void *) (uintptr_t) key;
-	k.mv_size = klen;
-	v.mv_data = (void *) (uintptr_t) val;
-	v.mv_size = vlen;
-	rc        = mdb_put(t->txn, dbi, &k, &v, MDB_APPEND);
-	if (rc == MDB_KEYEXIST)
-		rc = mdb_put(t->txn, dbi, &k, &v, 0);
-	if (rc != 0)
-		return store_fail(t->st, rc, what);
-	return 0;
-}
-
 int
 store_put_new_series(
     store_txn *t, const uint8_t *key, size_t klen, uint32_t sid)
 {
-	series_rec r = { 0 };
-	uint8_t    sk[4] = { (uint8_t) (sid >> 24), (uint8_t) (sid >> 16),
-		   (uint8_t) (sid >> 8), (uint8_t) sid };
-	uint8_t    rec[SERIES_REC_SIZE_V3], stats[STATS_REC_SIZE];
-	size_t     sl;
-	int        rc;
+	uint8_t rec[SERIES_REC_SIZE_V3];
 
 	/* Format 3: the series record is its id, never rewritten; the
-	 * statistics go by id (appended, as ids only grow), where the
-	 * fold rewrites them in id order. The sid index (sids) is no
-	 * longer written: nothing reads it since format 3 (its entries
-	 * of older series stay, unread). */
-	r.sid = sid;
-	store_stats_empty(&r);
-	sl = store_stats_encode(stats, &r);
+	 * statistics go by id, where the fold rewrites them in id order.
+	 * Format 7 writes them only once samples are counted in them (a
+	 * fold, a count or a direct append adds them, in id order): the
+	 * empty statistics of a new series were about 45 bytes of a stats
+	 * page each, 2.2 bytes a sample of a run of 50,000 series x 20
+	 * steps. The sid index (sids) is no longer written: nothing reads
+	 * it since format 3 (its entries of older series stay, unread). */
 	wire_put32(rec, sid);
-	if ((rc = put(t, t->st->series, key, klen, rec, sizeof(rec),
-	         "writing a series"))
-	    != 0)
-		return rc;
-	return put_last(t, t->st->stats, sk, sizeof(sk), stats, sl,
-	    "writing a series' statistics");
+	return put(
+	    t, t->st->series, key, klen, rec, sizeof(rec), "writing a series");
 }
 
 int

@@ -58,9 +58,10 @@ make_batch(int rank, uint64_t seq, uint64_t step)
 	return off;
 }
 
-/* Ingest and commit the batches of ranks 0 and 1 for steps [0, steps). */
+/* Ingest and commit the batches of ranks 0 and 1 for steps [0, steps),
+ * then, when all is not 0, ingest_fold(in, all). */
 static void
-ingest_steps(uint64_t steps)
+ingest_fold_steps(uint64_t steps, int all)
 {
 	store     *st;
 	ingest    *in;
@@ -87,8 +88,16 @@ ingest_steps(uint64_t steps)
 		}
 		REQUIRE(ingest_commit(in) == 0);
 	}
+	if (all != 0)
+		CHECK(ingest_fold(in, all) == 0);
 	ingest_close(in);
 	store_close(st);
+}
+
+static void
+ingest_steps(uint64_t steps)
+{
+	ingest_fold_steps(steps, 0);
 }
 
 /* Entries of database name in the test's store (-1: no such database). */
@@ -145,9 +154,10 @@ add_series(void *ctx, const scan_series *ss)
 }
 
 /*
- * A new series writes its key (series) and its statistics (stats), and
- * no longer the sid index (sids: read by nothing since format 3); the
- * readers list every series and read its samples without it.
+ * A new series writes its key (series) alone: no longer the sid index
+ * (sids: read by nothing since format 3) nor, since format 7, its empty
+ * statistics (stats); the readers list every series, with the
+ * statistics of its samples, and read its samples without them.
  */
 TEST(new_series_write_no_sid_index)
 {
@@ -159,7 +169,7 @@ TEST(new_series_write_no_sid_index)
 	fresh_dir();
 	ingest_steps(3);
 	CHECK(entries("series") == 2 * NSERIES);
-	CHECK(entries("stats") == 2 * NSERIES);
+	CHECK(entries("stats") == 0);
 	CHECK(entries("sids") <= 0);
 	REQUIRE(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) == 0);
 	REQUIRE(store_read_begin(st, &s.txn) == 0);
@@ -175,10 +185,75 @@ TEST(new_series_write_no_sid_index)
 	CHECK(s.total == want);
 }
 
+/* What a listing says of a series: its samples and steps (list_one). */
+typedef struct listed {
+	long     series, right;
+	uint64_t samples;
+} listed;
+
+static int
+list_one(void *ctx, const scan_series *ss)
+{
+	listed *l = ctx;
+	int     k;
+
+	l->series++;
+	l->samples += ss->rec.samples;
+	/* "m%03d": its value at the last step, 2, is k + 2. */
+	k = ss->mlen == 4 ? (ss->metric[1] - '0') * 100
+	        + (ss->metric[2] - '0') * 10 + (ss->metric[3] - '0')
+	                  : -1;
+	l->right += ss->rec.samples == 3 && ss->rec.first_step == 0
+	    && ss->rec.last_step == 2 && ss->rec.last_value == k + 2.0;
+	return 0;
+}
+
+/* The listing of run "wide" in the test's store. */
+static void
+list_wide(listed *l)
+{
+	store     *st;
+	store_txn *txn;
+	char       err[1400];
+
+	memset(l, 0, sizeof(*l));
+	REQUIRE(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) == 0);
+	REQUIRE(store_read_begin(st, &txn) == 0);
+	CHECK(scan_series_of(st, txn, "wide", list_one, l) == 0);
+	store_read_end(txn);
+	store_close(st);
+}
+
+/*
+ * Format 7: a series' statistics are written once samples are counted
+ * in them, by a fold or a count (each series in sid order, so into
+ * empty stats as appends), and a listing says the same before and
+ * after: from the journal alone, then from stats.
+ */
+TEST(statistics_written_once_counted)
+{
+	listed l;
+
+	for (int all = INGEST_FOLD_ALL; all <= INGEST_COUNT_ALL; all++) {
+		fresh_dir();
+		ingest_steps(3);
+		CHECK(entries("stats") == 0);
+		list_wide(&l);
+		CHECK(l.series == 2 * NSERIES && l.right == 2 * NSERIES);
+		CHECK(l.samples == 2 * 3 * NSERIES);
+		ingest_fold_steps(0, all);
+		CHECK(entries("stats") == 2 * NSERIES);
+		list_wide(&l);
+		CHECK(l.series == 2 * NSERIES && l.right == 2 * NSERIES);
+		CHECK(l.samples == 2 * 3 * NSERIES);
+	}
+}
+
 int
 main(void)
 {
 	RUN(new_series_write_no_sid_index);
+	RUN(statistics_written_once_counted);
 	if (dir[0]) {
 		char cmd[300];
 

@@ -1672,9 +1672,50 @@ stats_fixed(MDB_txn *txn, MDB_dbi stats)
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* Give each series of the store without statistics (format 7 writes
+ * none until samples are counted in it) the empty ones formats 3 to 6
+ * wrote when the series was created. Returns 0 or an LMDB error. */
+static int
+stats_dense(MDB_txn *txn)
+{
+	MDB_dbi     series, stats;
+	MDB_cursor *cur;
+	MDB_val     k, v, sk, sv;
+	uint8_t     key[4], b[56];
+	int         rc;
+
+	memset(b, 0, sizeof(b));
+	le_put(b + 8, UINT64_MAX, 8);            /* first step */
+	le_put(b + 24, (uint64_t) INT64_MAX, 8); /* first time */
+	le_put(b + 32, (uint64_t) INT64_MIN, 8); /* last time */
+	if ((rc = mdb_dbi_open(txn, "series", 0, &series)) != 0
+	    || (rc = mdb_dbi_open(txn, "stats", 0, &stats)) != 0
+	    || (rc = mdb_cursor_open(txn, series, &cur)) != 0)
+		return rc;
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		uint32_t sid;
+
+		if (v.mv_size != 4)
+			continue; /* format 1 or 2: in the record */
+		sid    = (uint32_t) le_get(v.mv_data, 4);
+		key[0] = (uint8_t) (sid >> 24), key[1] = (uint8_t) (sid >> 16);
+		key[2] = (uint8_t) (sid >> 8), key[3] = (uint8_t) sid;
+		sk.mv_data = key;
+		sk.mv_size = 4;
+		sv.mv_data = b;
+		sv.mv_size = sizeof(b);
+		rc         = mdb_put(txn, stats, &sk, &sv, MDB_NOOVERWRITE);
+		if (rc != 0 && rc != MDB_KEYEXIST)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 /*
  * Rewrite the store in dir as vitals wrote it in an older format, or
- * stamp another format number (format > 4). Format 3: the statistics
+ * stamp another format number (format > 4; before 7, with the empty
+ * statistics of the series that have none). Format 3: the statistics
  * in their fixed layout (56 bytes; format 4 writes them compactly).
  * Format 2 (the journal, and
  * each series' statistics in its 80-byte record: sid, blocks, samples,
@@ -1709,6 +1750,8 @@ set_format(const char *d, uint32_t format)
 	v.mv_data = f;
 	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) != 0 ||
 	    (rc = mdb_put(txn, meta, &k, &v, 0)) != 0)
+		goto fail;
+	if (format < 7 && (rc = stats_dense(txn)) != 0)
 		goto fail;
 	if (format > 3)
 		goto done;
@@ -2562,8 +2605,8 @@ TEST(format1_store_read_and_converted)
 	CHECK(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) ==
 	    STORE_EFORMAT);
 	CHECK(strstr(err,
-	          "database format 7, this vitals reads formats 1 "
-	          "to 6")
+	          "database format 8, this vitals reads formats 1 "
+	          "to 7")
 	    != NULL);
 	/* Stamped 3 again, it opens. */
 	REQUIRE(set_format(dir, 3) == 0);
@@ -2972,7 +3015,8 @@ format5_record_read_and_converted(int kind)
 	open_both(&st, &in);
 	ingest_close(in);
 	store_close(st);
-	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 6);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4
+	    && fmt == STORE_FORMAT);
 	CHECK(read_series("f5", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 200);
 	CHECK(g.n == 200 && g.values[150] == val_lin(150));
@@ -3004,6 +3048,69 @@ TEST(format5_merged_record_read_and_converted)
 TEST(format5_commit_record_read_and_converted)
 {
 	format5_record_read_and_converted(4);
+}
+
+/*
+ * Format 7 writes no statistics for a new series (format 6 wrote empty
+ * ones): a format-6 store is converted by writing the number alone, its
+ * empty statistics stay and are read, and a series created since has
+ * none until samples are counted in it. A reader that opened the store
+ * while it was format 6 lists that new series too (it asks the format
+ * again), and the fold writes its statistics.
+ */
+TEST(format6_store_converted_without_empty_statistics)
+{
+	store     *st, *ro;
+	store_txn *txn;
+	ingest    *in;
+	series_rec r;
+	find_ctx   f = { "gnorm", 0, 0, { 0 } };
+	uint32_t   fmt, x;
+	uint8_t    sk[4];
+	char       err[1400];
+	spec       a = { "f6", 10, 1, 1, 0, 0, "loss", 0, 100, val_lin };
+	spec       b = { "f6", 10, 2, 2, 0, 0, "gnorm", 0, 50, val_lin };
+
+	fresh_dir();
+	open_both(&st, &in);
+	CHECK_EQ_INT(apply(in, &a), WIRE_ACK_STORED); /* journalled */
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(listed("f6", "loss", 0, &r) == 0);
+	be_put32(sk, r.sid);
+	CHECK(raw_value(dir, "stats", sk, 4, &x) < 0);
+	REQUIRE(set_format(dir, 6) == 0); /* the empty statistics, as 6 */
+	CHECK(raw_value(dir, "stats", sk, 4, &x) > 0);
+	REQUIRE(store_open(dir, STORE_RDONLY, &ro, err, sizeof(err)) == 0);
+
+	open_both(&st, &in);
+	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED); /* a new series */
+	ingest_close(in);
+	store_close(st);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4
+	    && fmt == STORE_FORMAT && fmt == 7);
+	REQUIRE(listed("f6", "gnorm", 0, &r) == 0);
+	CHECK(r.samples == 50 && r.first_step == 0 && r.last_step == 49);
+	be_put32(sk, r.sid);
+	CHECK(raw_value(dir, "stats", sk, 4, &x) < 0);
+	REQUIRE(listed("f6", "loss", 0, &r) == 0);
+	CHECK(r.samples == 100 && r.last_value == val_lin(99));
+
+	/* The reader that opened format 6. */
+	REQUIRE(store_read_begin(ro, &txn) == 0);
+	CHECK(scan_series_of(ro, txn, "f6", find_series, &f) == 0);
+	store_read_end(txn);
+	store_close(ro);
+	CHECK(f.sid != 0 && f.rec.samples == 50 && f.rec.last_step == 49);
+
+	open_both(&st, &in);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(listed("f6", "gnorm", 0, &r) == 0);
+	be_put32(sk, r.sid);
+	CHECK(raw_value(dir, "stats", sk, 4, &x) > 0);
+	CHECK(r.samples == 50 && r.last_value == val_lin(49));
 }
 
 TEST(readonly_missing_db_is_clear)
@@ -3302,6 +3409,7 @@ main(void)
 	RUN(format4_store_with_journal_converted);
 	RUN(format5_merged_record_read_and_converted);
 	RUN(format5_commit_record_read_and_converted);
+	RUN(format6_store_converted_without_empty_statistics);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
