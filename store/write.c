@@ -122,15 +122,62 @@ corrupt(store_txn *t, const char *what)
 	return STORE_ECORRUPT;
 }
 
+/*
+ * Format 7's series index (store->by_metric): the series key's run NUL
+ * metric NUL is the key, and each rank's series one 8-byte duplicate of
+ * it, the rank+1 (u32 BE, the key's last 4 bytes: duplicates sort by
+ * rank, so the index reads in the order of the keys) and the sid (u32
+ * LE, the series record of format 3). A run's metric logged by many
+ * ranks costs its name once and 8 bytes a rank, where one entry a
+ * series costs the name, the rank, the sid and an 8-byte node header
+ * each (about 45 bytes, in pages about 60% full when ranks' keys
+ * interleave). The series of key in *v (its 8 bytes), found by the
+ * rank. Returns 0, STORE_ENOTFOUND or a store_err.
+ */
+static int
+metric_get(store_txn *t, const uint8_t *key, size_t klen, MDB_val *v)
+{
+	MDB_cursor *cur;
+	MDB_val     k = { klen - 4, (void *) (uintptr_t) key };
+	uint8_t     dup[8];
+	int         rc;
+
+	if (klen < 7)
+		return corrupt(t, "a series key");
+	memcpy(dup, key + klen - 4, 4);
+	memset(dup + 4, 0, 4);
+	v->mv_data = dup;
+	v->mv_size = 8;
+	if ((rc = mdb_cursor_open(t->txn, t->st->metrics, &cur)) != 0)
+		return store_fail(t->st, rc, "reading a series");
+	rc = mdb_cursor_get(cur, &k, v, MDB_GET_BOTH_RANGE);
+	mdb_cursor_close(cur);
+	if (rc == MDB_NOTFOUND
+	    || (rc == 0
+	        && (v->mv_size != 8 || memcmp(v->mv_data, key + klen - 4, 4))))
+		return STORE_ENOTFOUND;
+	if (rc != 0)
+		return store_fail(t->st, rc, "reading a series");
+	return 0;
+}
+
 int
 store_get_series(
     store_txn *t, const uint8_t *key, size_t klen, series_rec *out)
 {
 	MDB_val v;
-	int     rc = get(t, t->st->series, key, klen, &v, "reading a series");
+	int     rc;
 
-	if (rc != 0)
-		return rc;
+	if (t->st->by_metric) {
+		if ((rc = metric_get(t, key, klen, &v)) != 0)
+			return rc;
+		v.mv_data = (uint8_t *) v.mv_data + 4;
+		v.mv_size = 4;
+	} else {
+		rc = get(t, t->st->series, key, klen, &v, "reading a series");
+		if (rc != 0)
+			return rc;
+	}
 	if (store_series_decode(v.mv_data, v.mv_size, out) != 0)
 		return corrupt(t, "a series record");
 	return 0;
@@ -151,6 +198,16 @@ store_put_new_series(
 	 * steps. The sid index (sids) is no longer written: nothing reads
 	 * it since format 3 (its entries of older series stay, unread). */
 	wire_put32(rec, sid);
+	if (t->st->by_metric) {
+		uint8_t dup[8];
+
+		if (klen < 7)
+			return corrupt(t, "a series key");
+		memcpy(dup, key + klen - 4, 4);
+		wire_put32(dup + 4, sid);
+		return put(t, t->st->metrics, key, klen - 4, dup, sizeof(dup),
+		    "writing a series");
+	}
 	return put(
 	    t, t->st->series, key, klen, rec, sizeof(rec), "writing a series");
 }

@@ -1672,6 +1672,46 @@ stats_fixed(MDB_txn *txn, MDB_dbi stats)
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* Move format 7's series index by metric (metrics: run NUL metric NUL
+ * -> rank+1 BE, sid LE) back into series (one entry a series, as
+ * formats 3 to 6 kept it), if the store has one. Returns 0 or an LMDB
+ * error. */
+static int
+series_by_key(MDB_txn *txn)
+{
+	MDB_dbi     series, metrics;
+	MDB_cursor *cur;
+	MDB_val     k, v, sk, sv;
+	uint8_t     key[600];
+	int         rc;
+
+	rc = mdb_dbi_open(
+	    txn, "metrics", MDB_DUPSORT | MDB_DUPFIXED, &metrics);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc != 0 || (rc = mdb_dbi_open(txn, "series", 0, &series)) != 0
+	    || (rc = mdb_cursor_open(txn, metrics, &cur)) != 0)
+		return rc;
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		if (v.mv_size != 8 || k.mv_size + 4 > sizeof(key)) {
+			rc = -6;
+			break;
+		}
+		memcpy(key, k.mv_data, k.mv_size);
+		memcpy(key + k.mv_size, v.mv_data, 4);
+		sk.mv_data = key;
+		sk.mv_size = k.mv_size + 4;
+		sv.mv_data = (uint8_t *) v.mv_data + 4;
+		sv.mv_size = 4;
+		if ((rc = mdb_put(txn, series, &sk, &sv, 0)) != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_NOTFOUND)
+		return rc;
+	return mdb_drop(txn, metrics, 1);
+}
+
 /* Give each series of the store without statistics (format 7 writes
  * none until samples are counted in it) the empty ones formats 3 to 6
  * wrote when the series was created. Returns 0 or an LMDB error. */
@@ -1714,17 +1754,16 @@ stats_dense(MDB_txn *txn)
 
 /*
  * Rewrite the store in dir as vitals wrote it in an older format, or
- * stamp another format number (format > 4; before 7, with the empty
- * statistics of the series that have none). Format 3: the statistics
- * in their fixed layout (56 bytes; format 4 writes them compactly).
- * Format 2 (the journal, and
- * each series' statistics in its 80-byte record: sid, blocks, samples,
- * first/last step, first/last time, last value, tail first step, tail
- * number, 4 bytes of padding, jseen) or format 1 (no journal and no sids
- * database; 72-byte records, no jseen): the statistics go back from the
- * stats database into the series records, which format 3 keeps as the
- * bare sid, and the stats database goes. Format 1 wants the journal
- * folded first.
+ * stamp another format number (format > 4; before 7, with the series
+ * index by key and the empty statistics of the series that have none). Format
+ * 3: the statistics in their fixed layout (56 bytes; format 4 writes them
+ * compactly). Format 2 (the journal, and each series' statistics in its
+ * 80-byte record: sid, blocks, samples, first/last step, first/last time, last
+ * value, tail first step, tail number, 4 bytes of padding, jseen) or format 1
+ * (no journal and no sids database; 72-byte records, no jseen): the statistics
+ * go back from the stats database into the series records, which format 3
+ * keeps as the bare sid, and the stats database goes. Format 1 wants the
+ * journal folded first.
  */
 static int
 set_format(const char *d, uint32_t format)
@@ -1751,7 +1790,9 @@ set_format(const char *d, uint32_t format)
 	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) != 0 ||
 	    (rc = mdb_put(txn, meta, &k, &v, 0)) != 0)
 		goto fail;
-	if (format < 7 && (rc = stats_dense(txn)) != 0)
+	if (format < 7
+	    && ((rc = series_by_key(txn)) != 0
+	        || (rc = stats_dense(txn)) != 0))
 		goto fail;
 	if (format > 3)
 		goto done;
