@@ -30,7 +30,10 @@
 #include "wire/wire.h"
 
 /* The format this version writes (7: a series has an entry in "stats"
- * only once samples were counted in it, none is empty statistics; 6:
+ * only once samples were counted in it, none is empty statistics; a
+ * store it creates keeps the series index by metric in "metrics"; its
+ * commits' records leave out steps one apart and code float32 values
+ * as such; 6:
  * merged journal records code their groups with the block code; 5: journal
  * records may be counted in their series' statistics before they are folded,
  * meta journal_counted; 4: samples go through the journal, series statistics
