@@ -24,6 +24,11 @@
 #define REC_HEAD 24
 #define REC_GROUP 8
 #define SAMPLE_MAX 31 /* two 10-byte varints, a tag and a varint */
+/* Format 7's commit records: tag REC_TAG7 | these flags (at least one of
+ * REC7_C1 and REC7_F32; records, below). */
+#define REC7_S0 1u  /* every group from the base step: no first step */
+#define REC7_C1 2u  /* each group's steps one apart: only the first coded */
+#define REC7_F32 4u /* every value a float32: its 32-bit pattern's xor */
 
 /* A record as read: its groups and samples, checked against its size
  * (the layouts: "records", below). */
@@ -37,6 +42,8 @@ typedef struct jrec {
 	int            merged;     /* made by store_journal_merge */
 	int            bc;         /* format 6: groups in the block code */
 	int            s0;         /* format 6: first steps not coded */
+	int            c1;         /* format 7: later steps not coded */
+	int            f32;        /* format 7: values as float32 */
 	uint64_t       step, unit; /* base step, time unit */
 	uint32_t       chunk;      /* groups a chunk (formats 3, 4) */
 	int64_t        time;       /* base time */
@@ -92,10 +99,55 @@ sample_dd(jcoder *c, const store_sample *s)
 	return dd;
 }
 
+/*
+ * Format 7: a double that is a float32 widened (what a trainer's float32
+ * tensors log), *f its 32-bit pattern: zero, an infinity or a normal
+ * float32 (not a NaN, not a float32 subnormal, so that widening it back,
+ * f32_widen, is the same bit operation on every machine). 1 or 0.
+ */
+static int
+f32_exact(uint64_t bits, uint32_t *f)
+{
+	uint32_t s = (uint32_t) (bits >> 63) << 31;
+	uint64_t e = bits >> 52 & 0x7ff, m = bits & 0xfffffffffffffull;
+
+	if (e == 0x7ff || e == 0) {
+		if (m != 0)
+			return 0; /* a NaN, or a double subnormal */
+		*f = s | (e ? 0x7f800000u : 0);
+		return 1;
+	}
+	if (e < 1023 - 126 || e > 1023 + 127 || (m & 0x1fffffff) != 0)
+		return 0;
+	*f = s | (uint32_t) (e - 1023 + 127) << 23 | (uint32_t) (m >> 29);
+	return 1;
+}
+
+/* The double bits of f32_exact's pattern f (-1 if it gives none). */
+static int
+f32_widen(uint32_t f, uint64_t *bits)
+{
+	uint64_t s = (uint64_t) (f >> 31) << 63, e = f >> 23 & 0xff;
+	uint64_t m = f & 0x7fffff;
+
+	if (e == 0 || e == 0xff) {
+		if (m != 0)
+			return -1;
+		*bits = s | (e ? 0x7ffull << 52 : 0);
+		return 0;
+	}
+	*bits = s | (e - 127 + 1023) << 52 | m << 29;
+	return 0;
+}
+
 /* Code s at p against c (moved on to s); without its step (nostep: a
- * format-6 record's first sample of a group, at the base step). */
+ * record's first sample of a group at the base step, format 6, or a
+ * later one, one step after the one before, format 7's REC7_C1); its
+ * value, when f32 (format 7's REC7_F32: every value of the record is
+ * f32_exact), as a varint of the xor of its 32-bit pattern with the
+ * previous one's (0 for a group's first). */
 static uint8_t *
-sample_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep)
+sample_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep, int f32)
 {
 	uint64_t bits, x;
 	int64_t  dd = sample_dd(c, s);
@@ -106,7 +158,13 @@ sample_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep)
 	/* dd is a multiple of the unit, which is at most 10^6. */
 	p = put_var(p, zz(dd / (int64_t) c->unit));
 	x = bits ^ c->bits;
-	if (x == 0) {
+	if (f32) {
+		uint32_t f = 0, pf = 0;
+
+		(void) f32_exact(bits, &f);
+		(void) f32_exact(c->bits, &pf);
+		p = put_var(p, f ^ pf);
+	} else if (x == 0) {
 		*p++ = 0;
 	} else {
 		unsigned tz = (unsigned) __builtin_ctzll(x);
@@ -151,11 +209,13 @@ group_unit(
 /* Code a group at q: the header (dsid, its sid less the one before it
  * in the chunk, shifted left by one, the low bit set when n is over 1),
  * the count when over 1, and its n samples at s, coded from the
- * record's first sample in the record's unit (s0: the first without
- * its step, which is the base step). Returns the byte after. */
+ * record's first sample in the record's unit, as the record's flags
+ * say (REC7_S0: the first without its step, which is the base step;
+ * REC7_C1: the others without theirs, each one past the one before;
+ * REC7_F32: values as float32). Returns the byte after. */
 static uint8_t *
 group_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
-    const store_sample *s, size_t n, int s0)
+    const store_sample *s, size_t n, unsigned flags)
 {
 	jcoder c = { first->step, 0, first->time_ns, 0, unit };
 
@@ -163,15 +223,18 @@ group_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
 	if (n > 1)
 		q = put_var(q, n);
 	for (size_t m = 0; m < n; m++)
-		q = sample_put(q, &c, &s[m], s0 && m == 0);
+		q = sample_put(q, &c, &s[m],
+		    m == 0 ? (flags & REC7_S0) != 0 : (flags & REC7_C1) != 0,
+		    (flags & REC7_F32) != 0);
 	return q;
 }
 
-/* Decode the sample at *p (sample_put's, with the same nostep) into s,
- * moving c and *p on. 0 or -1. */
+/* Decode the sample at *p (sample_put's, with the same nostep and f32)
+ * into s, moving c and *p on; without a step, it is dstep past the one
+ * before (0: a group's first at the base step; 1: REC7_C1's). 0 or -1. */
 static int
 sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s,
-    int nostep)
+    int nostep, uint64_t dstep, int f32)
 {
 	uint64_t d = 0, dd, x = 0;
 	int64_t  dt;
@@ -184,7 +247,19 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s,
 	    || get_var(p, end, &dd) != 0 || *p >= end) {
 		return -1;
 	}
-	if (**p != 0) {
+	if (nostep)
+		d = zz((int64_t) dstep);
+	if (f32) {
+		uint32_t pf = 0;
+		uint64_t nb;
+
+		if ((end - *p >= 10 ? get_var10(p, &x) : get_var(p, end, &x))
+		        != 0
+		    || x > UINT32_MAX || !f32_exact(c->bits, &pf)
+		    || f32_widen(pf ^ (uint32_t) x, &nb) != 0)
+			return -1;
+		x = nb ^ c->bits;
+	} else if (**p != 0) {
 		unsigned tz = (unsigned) **p - 1;
 
 		(*p)++;
@@ -242,6 +317,7 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s,
 #define REC_TAG4M 0xfffffffdu /* format 4, a merge of records */
 #define REC_TAG6M 0xfffffffcu /* format 6, a merge in the block code */
 #define REC_TAG6S 0xfffffffbu /* format 6, every group from the base step */
+#define REC_TAG7 0xfffffff0u  /* format 7, | REC7_S0, REC7_C1, REC7_F32 */
 #define REC3_HEAD 32
 #define REC_CHUNK 16
 /* A merged record's groups hold many samples each, so that walking
@@ -254,6 +330,8 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 {
 	const uint8_t *p = v->mv_data;
 	uint64_t       table;
+	uint32_t       tag;
+	int            t7;
 
 	if (k->mv_size != 8)
 		return corrupt(st, 0);
@@ -262,10 +340,14 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 		return corrupt(st, r->no);
 	r->p    = p;
 	r->size = v->mv_size;
-	r->bc     = wire_get32(p) == REC_TAG6M;
-	r->s0     = wire_get32(p) == REC_TAG6S;
-	r->merged = r->bc || wire_get32(p) == REC_TAG4M;
-	r->v4     = r->merged || r->s0 || wire_get32(p) == REC_TAG4;
+	tag       = wire_get32(p);
+	t7        = (tag & ~7u) == REC_TAG7;
+	r->bc     = tag == REC_TAG6M;
+	r->s0     = tag == REC_TAG6S || (t7 && (tag & REC7_S0));
+	r->c1     = t7 && (tag & REC7_C1);
+	r->f32    = t7 && (tag & REC7_F32);
+	r->merged = r->bc || tag == REC_TAG4M;
+	r->v4     = r->merged || r->s0 || t7 || tag == REC_TAG4;
 	r->chunk  = r->merged ? MERGE_CHUNK : REC_CHUNK;
 	r->v3     = r->v4 || wire_get32(p) == REC_TAG;
 	if (r->v3) {
@@ -336,7 +418,7 @@ bgroup_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
 		block_enc_clear(enc);
 		*q++ = 0;
 		for (m = 0; m < n; m++)
-			q = sample_put(q, &c, &s[m], 0);
+			q = sample_put(q, &c, &s[m], 0, 0);
 		return q;
 	}
 	bs = block_enc_stream(enc, &bl);
@@ -458,10 +540,11 @@ grp_skip(const jrec *r, const jcur *c)
 	    || cnt > (uint64_t) (end - p))
 		return NULL;
 	for (uint64_t i = 0; i < cnt; i++) {
-		if ((!(r->s0 && i == 0) && get_var(&p, end, &x) != 0)
+		if ((!(i == 0 ? r->s0 : r->c1) && get_var(&p, end, &x) != 0)
 		    || get_var(&p, end, &x) != 0 || p >= end)
 			return NULL;
-		if (*p++ != 0 && get_var(&p, end, &x) != 0)
+		if (r->f32 ? get_var(&p, end, &x) != 0
+		           : *p++ != 0 && get_var(&p, end, &x) != 0)
 			return NULL;
 	}
 	return p;
@@ -706,8 +789,8 @@ grp_decode(store *st, const jrec *r, const uint8_t **p, uint64_t cnt,
 	jc.bits  = 0;
 	jc.unit  = r->unit;
 	for (uint64_t i = 0; i < cnt; i++)
-		if (sample_get(
-		        p, r->p + r->size, &jc, &out[i], r->s0 && i == 0)
+		if (sample_get(p, r->p + r->size, &jc, &out[i],
+		        i == 0 ? r->s0 : r->c1, i > 0, r->f32)
 		    != 0)
 			return corrupt(st, r->no);
 	return 0;
@@ -768,6 +851,23 @@ grp_add_stats(
 			return corrupt(st, r->no);
 		memcpy(&bits, &v, sizeof(bits));
 		stats_take(&a, step, time, bits);
+	}
+	/* Format 7's flags: by sample_get (the loop below is format 4's
+	 * code, which older records and fallback groups keep). */
+	if (b != 0 && (r->c1 || r->f32)) {
+		jcoder jc = { r->step, 0, r->time, 0, r->unit };
+
+		for (uint64_t i = 0; i < cnt; i++) {
+			store_sample o;
+
+			if (sample_get(&q, end, &jc, &o,
+			        i == 0 ? r->s0 : r->c1, i > 0, r->f32)
+			    != 0)
+				return corrupt(st, r->no);
+			memcpy(&bits, &o.value, sizeof(bits));
+			stats_take(&a, o.step, o.time_ns, bits);
+		}
+		b = 0;
 	}
 	for (uint64_t i = 0; b != 0 && i < cnt; i++) {
 		uint64_t d = 0, dd, x = 0;
@@ -954,6 +1054,7 @@ store_journal_widest(store_txn *t, uint64_t *groups)
  */
 typedef struct fold_cur {
 	MDB_cursor *stats, *blocks;
+	int         absent; /* series_of_sid found no entry (format 7) */
 } fold_cur;
 
 static int  fold_cur_open(store_txn *t, fold_cur *fc);
@@ -1093,7 +1194,8 @@ store_journal_put(
 	uint32_t            prev  = 0;
 	const store_sample *first = NULL;
 	MDB_val             k, v;
-	int                 rc, s0 = 1;
+	int                 rc, s0 = 1, c1 = 1, f32 = 1, many = 0;
+	unsigned            flags;
 
 	if (ng == 0)
 		return 0;
@@ -1143,7 +1245,20 @@ store_journal_put(
 		nj++;
 		ns += g[i].n;
 		s0 &= s[at].step == first->step;
+		many |= g[i].n > 1;
+		/* Format 7: what its samples let the record leave out. */
+		for (size_t m = 0; m < g[i].n && (c1 || f32); m++) {
+			uint64_t bits;
+			uint32_t f;
+
+			memcpy(&bits, &s[at + m].value, sizeof(bits));
+			f32 &= f32_exact(bits, &f);
+			c1 &= m == 0
+			    || s[at + m].step == s[at + m - 1].step + 1;
+		}
 	}
+	flags = (s0 ? REC7_S0 : 0) | (c1 && many ? REC7_C1 : 0)
+	    | (f32 ? REC7_F32 : 0);
 	if (nj == 0)
 		goto out;
 	if (nj > UINT32_MAX / REC_GROUP || ns > UINT32_MAX / SAMPLE_MAX) {
@@ -1169,7 +1284,11 @@ store_journal_put(
 		if (direct == NULL || !direct[i])
 			unit = group_unit(first, &s[at], g[i].n, unit);
 	p = st->jbuf;
-	wire_put32(p, s0 ? REC_TAG6S : REC_TAG4);
+	/* Format 6's tags where format 7's flags leave out nothing more. */
+	wire_put32(p,
+	    flags & (REC7_C1 | REC7_F32) ? REC_TAG7 | flags
+	        : s0                     ? REC_TAG6S
+	                                 : REC_TAG4);
 	wire_put32(p + 4, (uint32_t) nj);
 	wire_put32(p + 8, (uint32_t) ns);
 	wire_put64(p + 12, first->step);
@@ -1189,7 +1308,7 @@ store_journal_put(
 		}
 		j++;
 		q = group_put(
-		    q, g[i].sid - prev, first, unit, &s[at], g[i].n, s0);
+		    q, g[i].sid - prev, first, unit, &s[at], g[i].n, flags);
 		prev = g[i].sid;
 	}
 	be_put64(key, st->jnext);
@@ -1509,6 +1628,24 @@ store_journal_add_stats(store_txn *t, series_rec *recs, size_t n)
 	return records_each(t, counted + 1, stats_of, &x);
 }
 
+/*
+ * Whether series without an entry in stats have empty statistics in the
+ * store t reads (format 7: none is written when a series is created),
+ * rather than a corrupt store. A reader that opened an older store asks
+ * the format again, as a writer may have converted it since (formats
+ * only grow). 1 or 0.
+ */
+static int
+stats_sparse(store_txn *t)
+{
+	uint64_t fmt;
+
+	if (!t->st->stats_sparse
+	    && store_meta_get(t, "format", 6, 4, &fmt) == 0 && fmt >= 7)
+		t->st->stats_sparse = 1;
+	return t->st->stats_sparse;
+}
+
 int
 journal_series_stats(store_txn *t, series_rec *r)
 {
@@ -1524,6 +1661,10 @@ journal_series_stats(store_txn *t, series_rec *r)
 	k.mv_data = sk;
 	k.mv_size = 4;
 	rc        = mdb_get(t->txn, st->stats, &k, &sv);
+	if (rc == MDB_NOTFOUND && stats_sparse(t)) {
+		store_stats_empty(r);
+		return 0;
+	}
 	if (rc == MDB_NOTFOUND
 	    || (rc == 0
 	        && store_stats_decode(sv.mv_data, sv.mv_size, r) != 0)) {
@@ -1677,7 +1818,8 @@ fold_cur_close(fold_cur *fc)
 }
 
 /* The statistics of series sid, leaving fc->stats on them (for
- * series_put). Returns 0 or a store_err. */
+ * series_put), or empty ones where it has no entry in a format-7 store
+ * (fc->absent: series_put adds it). Returns 0 or a store_err. */
 static int
 series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r)
 {
@@ -1688,9 +1830,15 @@ series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r)
 	int     rc;
 
 	memset(r, 0, sizeof(*r));
-	r->sid = sid;
-	if ((rc = mdb_cursor_get(fc->stats, &k, &v, MDB_SET_KEY)) != 0
-	    || store_stats_decode(v.mv_data, v.mv_size, r) != 0) {
+	r->sid     = sid;
+	fc->absent = 0;
+	rc         = mdb_cursor_get(fc->stats, &k, &v, MDB_SET_KEY);
+	if (rc == MDB_NOTFOUND && stats_sparse(t)) {
+		store_stats_empty(r);
+		fc->absent = 1;
+		return 0;
+	}
+	if (rc != 0 || store_stats_decode(v.mv_data, v.mv_size, r) != 0) {
 		if (rc == MDB_NOTFOUND || rc == 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: series %u has samples and its statistics are "
@@ -1705,7 +1853,9 @@ series_of_sid(store_txn *t, fold_cur *fc, uint32_t sid, series_rec *r)
 
 /* Rewrite the statistics series_of_sid left fc->stats on (only blocks
  * were written since, in another database), where they are (in place
- * when their size is the same). Returns 0 or a store_err. */
+ * when their size is the same), or add them where it found none: the
+ * fold and the count go in sid order, so into a wide run's empty stats
+ * they go in key order, filling its pages. Returns 0 or a store_err. */
 static int
 series_put(store_txn *t, fold_cur *fc, const series_rec *r)
 {
@@ -1715,7 +1865,9 @@ series_put(store_txn *t, fold_cur *fc, const series_rec *r)
 
 	be_put32(sk, r->sid);
 	v.mv_size = store_stats_encode(buf, r);
-	if ((rc = mdb_cursor_put(fc->stats, &k, &v, MDB_CURRENT)) != 0)
+	rc = mdb_cursor_put(fc->stats, &k, &v, fc->absent ? 0 : MDB_CURRENT);
+	fc->absent = 0;
+	if (rc != 0)
 		return store_fail(t->st, rc, "writing a series");
 	return 0;
 }
@@ -1769,7 +1921,7 @@ store_fold(store_txn *t, uint64_t max_samples, uint64_t *folded)
 	size_t        npos = 0, cap = 0, len = 0, scap = 0;
 	store_sample *buf   = NULL;
 	block_enc    *enc   = NULL;
-	fold_cur      fc    = { NULL, NULL };
+	fold_cur      fc    = { NULL, NULL, 0 };
 	uint64_t      total = 0;
 	int           rc;
 
@@ -1869,7 +2021,7 @@ store_journal_count(store_txn *t, uint64_t max_samples, uint64_t *counted)
 	store      *st   = t->st;
 	jpos       *pos  = NULL;
 	size_t      npos = 0, cap = 0;
-	fold_cur    fc   = { NULL, NULL };
+	fold_cur    fc    = { NULL, NULL, 0 };
 	uint64_t    total = 0, last;
 	int         rc;
 

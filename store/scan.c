@@ -255,8 +255,35 @@ list_flush(store_txn *txn, list_batch *b, scan_series_fn fn, void *ctx)
 }
 
 /*
+ * One series of format 7's index (store->by_metric): its key, run NUL
+ * metric NUL, and its duplicate, the rank+1 (u32 BE) and the sid (u32
+ * LE). run and metric point into k (the map). 0 or -1.
+ */
+static int
+metric_parse(const MDB_val *k, const MDB_val *v, scan_series *s)
+{
+	const uint8_t *key = k->mv_data, *z1, *d = v->mv_data;
+	uint32_t       bias;
+
+	if (k->mv_size < 3 || key[k->mv_size - 1] != 0 || v->mv_size != 8
+	    || (z1 = memchr(key, 0, k->mv_size - 1)) == NULL
+	    || memchr(z1 + 1, 0, (size_t) (key + k->mv_size - 2 - z1)))
+		return -1;
+	s->run    = (const char *) key;
+	s->runlen = (size_t) (z1 - key);
+	s->metric = (const char *) z1 + 1;
+	s->mlen   = (size_t) (key + k->mv_size - 1 - (z1 + 1));
+	bias      = ((uint32_t) d[0] << 24) | ((uint32_t) d[1] << 16)
+	    | ((uint32_t) d[2] << 8) | d[3];
+	s->rank = (int32_t) (bias - 1u);
+	return store_series_decode(d + 4, 4, &s->rec) != 0 ? -1 : 0;
+}
+
+/*
  * The series whose key starts with run NUL (and metric NUL, if metric is
- * given): one contiguous key range, since keys sort by run, metric, rank.
+ * given): one contiguous key range, since keys sort by run, metric, rank
+ * (format 7's index by metric: its keys sort by run and metric, each
+ * one's ranks in order).
  */
 static int
 series_range(store *st, store_txn *txn, const char *run, const char *metric,
@@ -272,7 +299,9 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 
 	if (rl > WIRE_RUN_MAX || ml > WIRE_NAME_MAX)
 		return 0;
-	if ((rc = mdb_cursor_open(txn->txn, st->series, &cur)) != 0)
+	if ((rc = mdb_cursor_open(
+	         txn->txn, st->by_metric ? st->metrics : st->series, &cur))
+	    != 0)
 		return store_fail(st, rc, "reading series");
 	if (run != NULL) {
 		memcpy(key, run, rl);
@@ -297,11 +326,14 @@ series_range(store *st, store_txn *txn, const char *run, const char *metric,
 			break;
 		}
 		s = &b.s[b.n];
-		if (store_series_key_parse(k.mv_data, k.mv_size, &s->run,
-		        &s->runlen, &s->metric, &s->mlen, &s->rank)
-		        != 0
-		    || store_series_decode(v.mv_data, v.mv_size, &s->rec)
-		        != 0) {
+		if (st->by_metric
+		        ? metric_parse(&k, &v, s) != 0
+		        : store_series_key_parse(k.mv_data, k.mv_size, &s->run,
+		              &s->runlen, &s->metric, &s->mlen, &s->rank)
+		                != 0
+		            || store_series_decode(
+		                   v.mv_data, v.mv_size, &s->rec)
+		                != 0) {
 			snprintf(st->err, sizeof(st->err),
 			    "%s: a series record does not parse", st->dir);
 			rc = STORE_ECORRUPT;
@@ -926,8 +958,8 @@ scan_samples_in(store *st, store_txn *txn, const scan_journal *j, uint32_t sid,
 int
 scan_usage_get(store *st, store_txn *txn, scan_usage *out)
 {
-	MDB_dbi dbs[]
-	    = { st->meta, st->series, st->blocks, st->emitters, st->runs };
+	MDB_dbi dbs[] = { st->meta, st->by_metric ? st->metrics : st->series,
+		st->blocks, st->emitters, st->runs };
 	MDB_stat    ms;
 	MDB_envinfo info;
 	MDB_cursor *cur;

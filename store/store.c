@@ -185,13 +185,38 @@ open_dbs(store *st, char *err, size_t errlen)
 		    STORE_FORMAT_OLDEST, STORE_FORMAT);
 		return STORE_EFORMAT;
 	}
+	/* Format 7: a new store keeps its series index by metric (no
+	 * conversion: a store written before keeps it in series, with
+	 * what readers that opened it then read). */
+	{
+		unsigned int mf = MDB_DUPSORT | MDB_DUPFIXED;
+		int          r2;
+
+		if (!(st->flags & STORE_RDONLY) && rc == MDB_NOTFOUND)
+			mf |= MDB_CREATE;
+		r2 = mdb_dbi_open(txn, "metrics", mf, &st->metrics);
+		if (r2 != 0 && r2 != MDB_NOTFOUND) {
+			mdb_txn_abort(txn);
+			rc = r2;
+			goto fail;
+		}
+		st->by_metric = r2 == 0;
+	}
+	/* Format 7 writes no statistics for a series until samples are
+	 * counted in it; a writer converts any store to it (below), a
+	 * reader of an older one still takes a missing entry as corrupt.
+	 * A store with no format yet is new: it has no series. */
+	st->stats_sparse = !(st->flags & STORE_RDONLY) || rc != 0
+	    || wire_get32(v.mv_data) >= 7;
 	/* A writer converts format 1 (no journal) by creating the empty
 	 * journal above, and formats 1 and 2 by moving the statistics to
 	 * the stats database (convert_series), then writes the new number;
 	 * blocks and journal records are not rewritten. Format 3 needs only
 	 * the number: its journal records and statistics are read as they
 	 * are (the statistics are written compactly when next rewritten,
-	 * its records are folded). Older readers then refuse the store
+	 * its records are folded); so do formats 4 to 6 (format 7 only
+	 * stops writing the empty statistics of new series: the entries
+	 * there stay and are read). Older readers then refuse the store
 	 * with their format message. */
 	if (!(st->flags & STORE_RDONLY) && rc == 0
 	    && (had = wire_get32(v.mv_data)) < 3
@@ -360,7 +385,7 @@ store_open(const char *dir, int flags, store **out, char *err, size_t errlen)
 
 	if ((rc = mdb_env_create(&st->env)) != 0)
 		goto fail;
-	if ((rc = mdb_env_set_maxdbs(st->env, 10)) != 0)
+	if ((rc = mdb_env_set_maxdbs(st->env, 16)) != 0)
 		goto fail;
 	if ((rc = mdb_env_set_maxreaders(st->env, 512)) != 0)
 		goto fail;

@@ -29,14 +29,18 @@
 
 #include "wire/wire.h"
 
-/* The format this version writes (6: merged journal records code their
- * groups with the block code; 5: journal records may be counted in
- * their series' statistics before they are folded, meta journal_counted;
- * 4: samples go through the journal, series statistics are kept by
- * series id in "stats", both compactly),
- * and the oldest it reads (1: blocks only; 1 to 3 are converted by a
- * writer on open). docs/storage.md, "Existing databases". */
-#define STORE_FORMAT 6
+/* The format this version writes (7: a series has an entry in "stats"
+ * only once samples were counted in it, none is empty statistics; a
+ * store it creates keeps the series index by metric in "metrics"; its
+ * commits' records leave out steps one apart and code float32 values
+ * as such; 6:
+ * merged journal records code their groups with the block code; 5: journal
+ * records may be counted in their series' statistics before they are folded,
+ * meta journal_counted; 4: samples go through the journal, series statistics
+ * are kept by series id in "stats", both compactly), and the oldest it reads
+ * (1: blocks only; 1 to 3 are converted by a writer on open). docs/storage.md,
+ * "Existing databases". */
+#define STORE_FORMAT 7
 #define STORE_FORMAT_OLDEST 1
 
 enum store_flags {

@@ -19,6 +19,8 @@ struct store {
 	MDB_dbi  meta;    /* "format" -> u32; "next_sid" -> u32;
 	                   * "next_alert" -> u64; "refused:" run -> u64 */
 	MDB_dbi series;   /* series key -> series record */
+	MDB_dbi  metrics;  /* format 7: run NUL metric NUL -> rank+1 BE, sid
+	                    * LE (MDB_DUPSORT | MDB_DUPFIXED), if by_metric */
 	MDB_dbi blocks;   /* sid BE, first step BE, block no BE -> block */
 	MDB_dbi emitters; /* run NUL incarnation BE -> emitter record */
 	MDB_dbi runs;     /* run -> run record */
@@ -29,6 +31,15 @@ struct store {
 	int     has_journal; /* 0: a format-1 store opened read-only */
 	int     has_stats;   /* 0: a format-1 or 2 store opened read-only:
 	                      * the statistics are in the series records */
+	/* Format 7: a series with no entry in stats has empty statistics
+	 * (none is written when it is created); before, that entry is
+	 * missing only in a corrupt store. */
+	int     stats_sparse;
+	/* Format 7: the store keeps its series index in metrics, one entry
+	 * a run's metric and its ranks' series as 8-byte duplicates of it
+	 * (a store created by format 7); 0: in series, one entry a series
+	 * (a store converted from an older format keeps that layout). */
+	int     by_metric;
 	int     flags;
 	int     lock_fd; /* writer: holds the folder's writer.lock */
 	/*

@@ -1069,6 +1069,28 @@ merged_bytes(
 	return n;
 }
 
+/* Format 7's commit records in the store in path now whose tag
+ * (0xfffffff0 | its flags: 1 no first step, 2 no later steps, 4
+ * float32 values) has every flag of want: their count, bytes and
+ * samples, as merged_bytes. */
+static int
+f7_bytes(const char *path, uint32_t want, uint64_t *bytes, uint64_t *samples)
+{
+	int n = 0;
+
+	*bytes = *samples = 0;
+	for (uint32_t f = 0; f < 8; f++) {
+		uint64_t b, s;
+
+		if ((f & want) != want)
+			continue;
+		n += merged_bytes(path, 0xfffffff0u | f, &b, &s);
+		*bytes += b;
+		*samples += s;
+	}
+	return n;
+}
+
 /* Whether the journal of st holds a merged record in the block code
  * (format 6) now. */
 static int
@@ -1153,6 +1175,7 @@ journal_vs_reference(
 			snprintf(path, sizeof(path), "%s/a", dir);
 			jbase_records += merged_bytes(path, 0xfffffffbu,
 			                     &bytes, &samples)
+			        + f7_bytes(path, 1, &bytes, &samples)
 			    > 0;
 		}
 		/* Now and then, the samples themselves against what was
@@ -1672,18 +1695,98 @@ stats_fixed(MDB_txn *txn, MDB_dbi stats)
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* Move format 7's series index by metric (metrics: run NUL metric NUL
+ * -> rank+1 BE, sid LE) back into series (one entry a series, as
+ * formats 3 to 6 kept it), if the store has one. Returns 0 or an LMDB
+ * error. */
+static int
+series_by_key(MDB_txn *txn)
+{
+	MDB_dbi     series, metrics;
+	MDB_cursor *cur;
+	MDB_val     k, v, sk, sv;
+	uint8_t     key[600];
+	int         rc;
+
+	rc = mdb_dbi_open(
+	    txn, "metrics", MDB_DUPSORT | MDB_DUPFIXED, &metrics);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc != 0 || (rc = mdb_dbi_open(txn, "series", 0, &series)) != 0
+	    || (rc = mdb_cursor_open(txn, metrics, &cur)) != 0)
+		return rc;
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		if (v.mv_size != 8 || k.mv_size + 4 > sizeof(key)) {
+			rc = -6;
+			break;
+		}
+		memcpy(key, k.mv_data, k.mv_size);
+		memcpy(key + k.mv_size, v.mv_data, 4);
+		sk.mv_data = key;
+		sk.mv_size = k.mv_size + 4;
+		sv.mv_data = (uint8_t *) v.mv_data + 4;
+		sv.mv_size = 4;
+		if ((rc = mdb_put(txn, series, &sk, &sv, 0)) != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_NOTFOUND)
+		return rc;
+	return mdb_drop(txn, metrics, 1);
+}
+
+/* Give each series of the store without statistics (format 7 writes
+ * none until samples are counted in it) the empty ones formats 3 to 6
+ * wrote when the series was created. Returns 0 or an LMDB error. */
+static int
+stats_dense(MDB_txn *txn)
+{
+	MDB_dbi     series, stats;
+	MDB_cursor *cur;
+	MDB_val     k, v, sk, sv;
+	uint8_t     key[4], b[56];
+	int         rc;
+
+	memset(b, 0, sizeof(b));
+	le_put(b + 8, UINT64_MAX, 8);            /* first step */
+	le_put(b + 24, (uint64_t) INT64_MAX, 8); /* first time */
+	le_put(b + 32, (uint64_t) INT64_MIN, 8); /* last time */
+	if ((rc = mdb_dbi_open(txn, "series", 0, &series)) != 0
+	    || (rc = mdb_dbi_open(txn, "stats", 0, &stats)) != 0
+	    || (rc = mdb_cursor_open(txn, series, &cur)) != 0)
+		return rc;
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+		uint32_t sid;
+
+		if (v.mv_size != 4)
+			continue; /* format 1 or 2: in the record */
+		sid    = (uint32_t) le_get(v.mv_data, 4);
+		key[0] = (uint8_t) (sid >> 24), key[1] = (uint8_t) (sid >> 16);
+		key[2] = (uint8_t) (sid >> 8), key[3] = (uint8_t) sid;
+		sk.mv_data = key;
+		sk.mv_size = 4;
+		sv.mv_data = b;
+		sv.mv_size = sizeof(b);
+		rc         = mdb_put(txn, stats, &sk, &sv, MDB_NOOVERWRITE);
+		if (rc != 0 && rc != MDB_KEYEXIST)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 /*
  * Rewrite the store in dir as vitals wrote it in an older format, or
- * stamp another format number (format > 4). Format 3: the statistics
- * in their fixed layout (56 bytes; format 4 writes them compactly).
- * Format 2 (the journal, and
- * each series' statistics in its 80-byte record: sid, blocks, samples,
- * first/last step, first/last time, last value, tail first step, tail
- * number, 4 bytes of padding, jseen) or format 1 (no journal and no sids
- * database; 72-byte records, no jseen): the statistics go back from the
- * stats database into the series records, which format 3 keeps as the
- * bare sid, and the stats database goes. Format 1 wants the journal
- * folded first.
+ * stamp another format number (format > 4; before 7, with the series
+ * index by key and the empty statistics of the series that have none). Format
+ * 3: the statistics in their fixed layout (56 bytes; format 4 writes them
+ * compactly). Format 2 (the journal, and each series' statistics in its
+ * 80-byte record: sid, blocks, samples, first/last step, first/last time, last
+ * value, tail first step, tail number, 4 bytes of padding, jseen) or format 1
+ * (no journal and no sids database; 72-byte records, no jseen): the statistics
+ * go back from the stats database into the series records, which format 3
+ * keeps as the bare sid, and the stats database goes. Format 1 wants the
+ * journal folded first.
  */
 static int
 set_format(const char *d, uint32_t format)
@@ -1709,6 +1812,10 @@ set_format(const char *d, uint32_t format)
 	v.mv_data = f;
 	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) != 0 ||
 	    (rc = mdb_put(txn, meta, &k, &v, 0)) != 0)
+		goto fail;
+	if (format < 7
+	    && ((rc = series_by_key(txn)) != 0
+	        || (rc = stats_dense(txn)) != 0))
 		goto fail;
 	if (format > 3)
 		goto done;
@@ -2408,7 +2515,8 @@ TEST(wide_commit_records_code_no_first_step)
 		REQUIRE(wide_commit_n(in, &seq, step, 1) == 0);
 	ingest_close(in);
 	store_close(st);
-	CHECK_EQ_INT(merged_bytes(dir, 0xfffffffbu, &bytes, &samples), 8);
+	/* Format 7: its values, float32, take 0.6 bytes a sample less. */
+	CHECK_EQ_INT(f7_bytes(dir, 5, &bytes, &samples), 8);
 	CHECK_EQ_INT(samples, 8 * 64);
 	printf("  wide commits' records: %.2f bytes a sample\n",
 	    samples ? (double) bytes / (double) samples : 0.0);
@@ -2427,6 +2535,140 @@ TEST(wide_commit_records_code_no_first_step)
  * reads stay in arrival order. Listing and samples are right at each
  * moment.
  */
+/*
+ * Format 7's commit records: where each series' samples in a commit are
+ * one step apart (a wide run's several steps a commit) only the first
+ * step is coded, and where every value is a float32 (what trainers log)
+ * its 32-bit pattern is: commits of 64 series x 5 steps take 5.1 bytes
+ * a sample (format 6: 6.5), and read back as sent from the records,
+ * from a merged record and from blocks.
+ */
+TEST(commit_records_code_steps_and_float32)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	got         g;
+	uint64_t    seq = 0, bytes = 0, samples = 0;
+
+	fresh_dir();
+	ingest_opts_init(&o);
+	o.journal_records = 4;
+	o.journal_samples = 65536; /* records of 320 merged past 4 */
+	open_with(&st, &in, &o);
+	for (uint64_t c = 0; c < 4; c++)
+		REQUIRE(wide_commit_n(in, &seq, c * 5, 5) == 0);
+	CHECK_EQ_INT(f7_bytes(dir, 6, &bytes, &samples), 4);
+	CHECK_EQ_INT(samples, 4 * 5 * 64);
+	printf("  commits' records of 5 steps a series: %.2f bytes a "
+	       "sample\n",
+	    samples ? (double) bytes / (double) samples : 0.0);
+	CHECK(2 * bytes < 11 * samples);
+	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 20);
+	CHECK(read_as_sent(&g, 1));
+	for (uint64_t c = 4; c < 8; c++)
+		REQUIRE(wide_commit_n(in, &seq, c * 5, 5) == 0);
+	CHECK(merged_bytes(dir, 0xfffffffcu, &bytes, &samples) > 0);
+	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 40);
+	CHECK(read_as_sent(&g, 1));
+	REQUIRE(ingest_fold(in, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(read_series("jw", "m63", 0, 0, UINT64_MAX, &g) == 0);
+	CHECK_EQ_INT(g.n, 40);
+	CHECK(read_as_sent(&g, 1));
+}
+
+/*
+ * Format 7's float32 code keeps every float32 (zeros of both signs,
+ * infinities, the largest and the least normal) bit for bit; a record
+ * with a value it does not take (a NaN, a float32 subnormal, a double
+ * that is no float32) codes them all as format 6 did; both read back
+ * bit for bit, from the journal and after the fold.
+ */
+TEST(float32_records_keep_edge_values)
+{
+	static const uint64_t f32s[]   = { 0, 0x8000000000000000ull,
+		  0x7ff0000000000000ull, 0xfff0000000000000ull,
+		  0x47efffffe0000000ull, /* FLT_MAX */
+		  0xb810000000000000ull, /* -FLT_MIN */
+		  0x3ff0000000000000ull, 0xbff8000000000000ull,
+		  0x3e45798ee0000000ull };                        /* 1e-8f */
+	static const uint64_t others[] = { 0x36a0000000000000ull, /* 2^-149 */
+		0x7ff8000000000000ull, 0x3fb999999999999aull };   /* 0.1 */
+	store                *st;
+	ingest               *in;
+	uint64_t              bytes, samples, step = 0;
+
+	fresh_dir();
+	open_both(&st, &in);
+	for (int rec = 0; rec < 4; rec++) {
+		const uint64_t *v = rec % 2 ? others : f32s;
+		size_t     n = rec % 2 ? sizeof(others) / 8 : sizeof(f32s) / 8;
+		wire_ident id = { 0 };
+		wire_batch b;
+		size_t     off;
+		char       why[200];
+		int        is_new;
+
+		id.incarnation = 1;
+		id.world_size  = 1;
+		id.run         = "fe";
+		id.run_len     = 2;
+		id.host        = "h";
+		id.host_len    = 1;
+		off            = wire_put_batch_head(
+		               msg, &id, (uint64_t) rec + 1, (uint64_t) rec + 1, 0);
+		wire_put_names_count(msg, &off, 1);
+		wire_put_name(msg, &off, "x", 1);
+		wire_put_samples_count(msg, &off, (uint32_t) n);
+		for (size_t i = 0; i < n; i++, step++) {
+			wire_sample w = { 0, step,
+				1700000000000000000ll + (int64_t) step * 1000,
+				0 };
+
+			memcpy(&w.value, &v[i], 8);
+			wire_put_sample(msg, &off, &w);
+		}
+		REQUIRE(
+		    wire_batch_decode(msg, off, &b, why, sizeof(why)) == 0);
+		REQUIRE(ingest_begin(in) == 0);
+		REQUIRE(ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+		    == WIRE_ACK_STORED);
+		REQUIRE(ingest_commit(in) == 0);
+	}
+	CHECK_EQ_INT(f7_bytes(dir, 4, &bytes, &samples), 2);
+	CHECK_EQ_INT(f7_bytes(dir, 0, &bytes, &samples), 4); /* all C1 */
+	for (int pass = 0; pass < 2; pass++) {
+		got g;
+		int same = 1;
+
+		if (pass == 1)
+			REQUIRE(ingest_fold(in, 1) == 0);
+		CHECK(read_series("fe", "x", 0, 0, UINT64_MAX, &g) == 0);
+		CHECK_EQ_INT(g.n, step);
+		for (uint64_t i = 0; i < g.n && i < step; i++) {
+			uint64_t m
+			    = i % (sizeof(f32s) / 8 + sizeof(others) / 8);
+			uint64_t bits;
+
+			memcpy(&bits, &g.values[i], 8);
+			same &= g.steps[i] == i
+			    && g.times[i]
+			        == 1700000000000000000ll + (int64_t) i * 1000
+			    && bits
+			        == (m < sizeof(f32s) / 8
+			                ? f32s[m]
+			                : others[m - sizeof(f32s) / 8]);
+		}
+		CHECK(same);
+	}
+	ingest_close(in);
+	store_close(st);
+}
+
 TEST(narrow_commit_writes_blocks_directly)
 {
 	store     *st;
@@ -2562,8 +2804,8 @@ TEST(format1_store_read_and_converted)
 	CHECK(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) ==
 	    STORE_EFORMAT);
 	CHECK(strstr(err,
-	          "database format 7, this vitals reads formats 1 "
-	          "to 6")
+	          "database format 8, this vitals reads formats 1 "
+	          "to 7")
 	    != NULL);
 	/* Stamped 3 again, it opens. */
 	REQUIRE(set_format(dir, 3) == 0);
@@ -2972,7 +3214,8 @@ format5_record_read_and_converted(int kind)
 	open_both(&st, &in);
 	ingest_close(in);
 	store_close(st);
-	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 6);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4
+	    && fmt == STORE_FORMAT);
 	CHECK(read_series("f5", "loss", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 200);
 	CHECK(g.n == 200 && g.values[150] == val_lin(150));
@@ -3004,6 +3247,69 @@ TEST(format5_merged_record_read_and_converted)
 TEST(format5_commit_record_read_and_converted)
 {
 	format5_record_read_and_converted(4);
+}
+
+/*
+ * Format 7 writes no statistics for a new series (format 6 wrote empty
+ * ones): a format-6 store is converted by writing the number alone, its
+ * empty statistics stay and are read, and a series created since has
+ * none until samples are counted in it. A reader that opened the store
+ * while it was format 6 lists that new series too (it asks the format
+ * again), and the fold writes its statistics.
+ */
+TEST(format6_store_converted_without_empty_statistics)
+{
+	store     *st, *ro;
+	store_txn *txn;
+	ingest    *in;
+	series_rec r;
+	find_ctx   f = { "gnorm", 0, 0, { 0 } };
+	uint32_t   fmt, x;
+	uint8_t    sk[4];
+	char       err[1400];
+	spec       a = { "f6", 10, 1, 1, 0, 0, "loss", 0, 100, val_lin };
+	spec       b = { "f6", 10, 2, 2, 0, 0, "gnorm", 0, 50, val_lin };
+
+	fresh_dir();
+	open_both(&st, &in);
+	CHECK_EQ_INT(apply(in, &a), WIRE_ACK_STORED); /* journalled */
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(listed("f6", "loss", 0, &r) == 0);
+	be_put32(sk, r.sid);
+	CHECK(raw_value(dir, "stats", sk, 4, &x) < 0);
+	REQUIRE(set_format(dir, 6) == 0); /* the empty statistics, as 6 */
+	CHECK(raw_value(dir, "stats", sk, 4, &x) > 0);
+	REQUIRE(store_open(dir, STORE_RDONLY, &ro, err, sizeof(err)) == 0);
+
+	open_both(&st, &in);
+	CHECK_EQ_INT(apply(in, &b), WIRE_ACK_STORED); /* a new series */
+	ingest_close(in);
+	store_close(st);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4
+	    && fmt == STORE_FORMAT && fmt == 7);
+	REQUIRE(listed("f6", "gnorm", 0, &r) == 0);
+	CHECK(r.samples == 50 && r.first_step == 0 && r.last_step == 49);
+	be_put32(sk, r.sid);
+	CHECK(raw_value(dir, "stats", sk, 4, &x) < 0);
+	REQUIRE(listed("f6", "loss", 0, &r) == 0);
+	CHECK(r.samples == 100 && r.last_value == val_lin(99));
+
+	/* The reader that opened format 6. */
+	REQUIRE(store_read_begin(ro, &txn) == 0);
+	CHECK(scan_series_of(ro, txn, "f6", find_series, &f) == 0);
+	store_read_end(txn);
+	store_close(ro);
+	CHECK(f.sid != 0 && f.rec.samples == 50 && f.rec.last_step == 49);
+
+	open_both(&st, &in);
+	REQUIRE(ingest_fold(in, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	REQUIRE(listed("f6", "gnorm", 0, &r) == 0);
+	be_put32(sk, r.sid);
+	CHECK(raw_value(dir, "stats", sk, 4, &x) > 0);
+	CHECK(r.samples == 50 && r.last_value == val_lin(49));
 }
 
 TEST(readonly_missing_db_is_clear)
@@ -3295,6 +3601,8 @@ main(void)
 	RUN(wide_merges_take_the_oldest_records);
 	RUN(merged_records_take_the_block_code);
 	RUN(wide_commit_records_code_no_first_step);
+	RUN(commit_records_code_steps_and_float32);
+	RUN(float32_records_keep_edge_values);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
@@ -3302,6 +3610,7 @@ main(void)
 	RUN(format4_store_with_journal_converted);
 	RUN(format5_merged_record_read_and_converted);
 	RUN(format5_commit_record_read_and_converted);
+	RUN(format6_store_converted_without_empty_statistics);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);
 	RUN(names_in_changing_orders_land_in_their_series);
