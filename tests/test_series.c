@@ -25,37 +25,47 @@ fresh_dir(void)
 	harness_fresh_dir(dir, sizeof(dir), "vitals-test-series");
 }
 
-/* One batch of rank's emitter: a sample of step for each of NSERIES
- * names "m%03d", valued k + step. */
+/* One batch of rank's emitter (incarnation inc) in run of world_size
+ * ranks: a sample of step for each of nnames names "m%03d", valued
+ * base + k + step. Returns its size in msg. */
 static size_t
-make_batch(int rank, uint64_t seq, uint64_t step)
+rank_batch(const char *run, int world_size, uint64_t inc, int rank, int nnames,
+    double base, uint64_t seq, uint64_t step)
 {
 	wire_ident id = { 0 };
 	size_t     off;
 	char       name[16];
 
-	id.incarnation = 100 + (uint64_t) rank;
+	id.incarnation = inc;
 	id.pid         = 1;
 	id.rank        = rank;
-	id.world_size  = 2;
-	id.run         = "wide";
-	id.run_len     = 4;
+	id.world_size  = world_size;
+	id.run         = run;
+	id.run_len     = strlen(run);
 	id.host        = "h";
 	id.host_len    = 1;
 	off            = wire_put_batch_head(msg, &id, seq, seq, 0);
-	wire_put_names_count(msg, &off, NSERIES);
-	for (int k = 0; k < NSERIES; k++) {
+	wire_put_names_count(msg, &off, (uint32_t) nnames);
+	for (int k = 0; k < nnames; k++) {
 		snprintf(name, sizeof(name), "m%03d", k);
 		wire_put_name(msg, &off, name, strlen(name));
 	}
-	wire_put_samples_count(msg, &off, NSERIES);
-	for (int k = 0; k < NSERIES; k++) {
+	wire_put_samples_count(msg, &off, (uint32_t) nnames);
+	for (int k = 0; k < nnames; k++) {
 		wire_sample w = { (uint16_t) k, step,
 			1700000000000000000ll + (int64_t) step * 1000000000,
-			(double) k + (double) step };
+			base + k + (double) step };
 		wire_put_sample(msg, &off, &w);
 	}
 	return off;
+}
+
+/* One batch of run "wide" (2 ranks, NSERIES names, valued k + step). */
+static size_t
+make_batch(int rank, uint64_t seq, uint64_t step)
+{
+	return rank_batch(
+	    "wide", 2, 100 + (uint64_t) rank, rank, NSERIES, 0, seq, step);
 }
 
 /* Ingest and commit the batches of ranks 0 and 1 for steps [0, steps),
@@ -252,40 +262,6 @@ TEST(statistics_written_once_counted)
 	}
 }
 
-/* One batch of rank's emitter (incarnation 1000 + rank): a sample of
- * step for each of nnames names "m%03d", valued rank * 1000 + k + step.
- * Returns its size in msg. */
-static size_t
-rank_batch(int rank, int nnames, uint64_t seq, uint64_t step)
-{
-	wire_ident id = { 0 };
-	size_t     off;
-	char       name[16];
-
-	id.incarnation = 1000 + (uint64_t) rank;
-	id.pid         = 1;
-	id.rank        = rank;
-	id.world_size  = 1000;
-	id.run         = "many";
-	id.run_len     = 4;
-	id.host        = "h";
-	id.host_len    = 1;
-	off            = wire_put_batch_head(msg, &id, seq, seq, 0);
-	wire_put_names_count(msg, &off, (uint32_t) nnames);
-	for (int k = 0; k < nnames; k++) {
-		snprintf(name, sizeof(name), "m%03d", k);
-		wire_put_name(msg, &off, name, strlen(name));
-	}
-	wire_put_samples_count(msg, &off, (uint32_t) nnames);
-	for (int k = 0; k < nnames; k++) {
-		wire_sample w = { (uint16_t) k, step,
-			1700000000000000000ll + (int64_t) step * 1000000000,
-			rank * 1000.0 + k + (double) step };
-		wire_put_sample(msg, &off, &w);
-	}
-	return off;
-}
-
 /* Steps [from, to) of ranks [first, ranks) with nnames names each, a commit
  * a step, by a collector opened for them (a new one finds the series
  * in the store, not in its cache). */
@@ -303,7 +279,9 @@ ingest_ranks(int first, int ranks, int nnames, uint64_t from, uint64_t to)
 	for (uint64_t s = from; s < to; s++) {
 		REQUIRE(ingest_begin(in) == 0);
 		for (int r = first; r < ranks; r++) {
-			size_t n = rank_batch(r, nnames, s + 1, s);
+			size_t n
+			    = rank_batch("many", 1000, 1000 + (uint64_t) r, r,
+			        nnames, r * 1000.0, s + 1, s);
 
 			REQUIRE(wire_batch_decode(msg, n, &b, err, sizeof(err))
 			    == 0);

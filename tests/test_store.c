@@ -1961,6 +1961,37 @@ TEST(journal_keeps_extreme_samples)
 	store_close(st);
 }
 
+/* Commit one batch of run's emitter (incarnation 1, rank 0) with the
+ * n samples w of its one series "x", as seq. */
+static void
+commit_x(ingest *in, const char *run, uint64_t seq, const wire_sample *w,
+    uint32_t n)
+{
+	wire_ident id = { 0 };
+	wire_batch b;
+	size_t     off;
+	char       why[200];
+	int        is_new;
+
+	id.incarnation = 1;
+	id.world_size  = 1;
+	id.run         = run;
+	id.run_len     = strlen(run);
+	id.host        = "h";
+	id.host_len    = 1;
+	off            = wire_put_batch_head(msg, &id, seq, seq, 0);
+	wire_put_names_count(msg, &off, 1);
+	wire_put_name(msg, &off, "x", 1);
+	wire_put_samples_count(msg, &off, n);
+	for (uint32_t i = 0; i < n; i++)
+		wire_put_sample(msg, &off, &w[i]);
+	REQUIRE(wire_batch_decode(msg, off, &b, why, sizeof(why)) == 0);
+	REQUIRE(ingest_begin(in) == 0);
+	REQUIRE(ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+	    == WIRE_ACK_STORED);
+	REQUIRE(ingest_commit(in) == 0);
+}
+
 /* Extreme samples (steps near 2^64, times jumping between both ends of
  * int64, NaN payloads, -0.0, infinities, random bit patterns) read back
  * bit for bit from a merged record in the block code (format 6) and
@@ -1972,11 +2003,8 @@ TEST(merged_record_keeps_extreme_samples)
 	store                *st;
 	ingest               *in;
 	ingest_opts           o;
-	wire_ident            id = { 0 };
 	store_sample          want[3 * 40];
-	char                  why[200];
 	uint64_t              bytes, samples;
-	int                   is_new;
 	jsids                 js;
 
 	fresh_dir();
@@ -1984,20 +2012,9 @@ TEST(merged_record_keeps_extreme_samples)
 	o.journal_samples = 40 * 1024; /* records of 40 are merged */
 	o.journal_records = 2;
 	open_with(&st, &in, &o);
-	id.incarnation = 1;
-	id.world_size  = 1;
-	id.run         = "jr";
-	id.run_len     = 2;
-	id.host        = "h";
-	id.host_len    = 1;
 	for (int c = 0; c < 3; c++) {
-		wire_batch b;
-		size_t     off = wire_put_batch_head(
-		        msg, &id, (uint64_t) c + 1, (uint64_t) c + 1, 0);
+		wire_sample ws[40];
 
-		wire_put_names_count(msg, &off, 1);
-		wire_put_name(msg, &off, "x", 1);
-		wire_put_samples_count(msg, &off, 40);
 		for (int j = 0; j < 40; j++) {
 			int         i = c * 40 + j;
 			wire_sample w = { 0, 0, 0, 0 };
@@ -2014,17 +2031,12 @@ TEST(merged_record_keeps_extreme_samples)
 			         ? 0xfff0000000000000ull
 			         : (uint64_t) i * 0x9e3779b97f4a7c15ull;
 			memcpy(&w.value, &bits, 8);
-			wire_put_sample(msg, &off, &w);
+			ws[j]           = w;
 			want[i].step    = w.step;
 			want[i].time_ns = w.time_ns;
 			want[i].value   = w.value;
 		}
-		REQUIRE(
-		    wire_batch_decode(msg, off, &b, why, sizeof(why)) == 0);
-		REQUIRE(ingest_begin(in) == 0);
-		REQUIRE(ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
-		    == WIRE_ACK_STORED);
-		REQUIRE(ingest_commit(in) == 0);
+		commit_x(in, "jr", (uint64_t) c + 1, ws, 40);
 	}
 	CHECK(merged_bytes(dir, 0xfffffffcu, &bytes, &samples) == 1
 	    && samples >= 2 * 40);
@@ -2077,10 +2089,7 @@ TEST(merged_record_unit_when_times_wrap)
 	store           *st;
 	ingest          *in;
 	ingest_opts      o;
-	wire_ident       id = { 0 };
-	char             why[200];
 	uint64_t         bytes, samples;
-	int              is_new;
 	jsids            js;
 
 	fresh_dir();
@@ -2088,35 +2097,19 @@ TEST(merged_record_unit_when_times_wrap)
 	o.journal_samples = 1024; /* records of a sample are merged */
 	o.journal_records = 2;
 	open_with(&st, &in, &o);
-	id.incarnation = 1;
-	id.world_size  = 1;
-	id.run         = "jw";
-	id.run_len     = 2;
-	id.host        = "h";
-	id.host_len    = 1;
 	for (int c = 0; c < 3; c++) {
-		wire_batch b;
-		size_t     off = wire_put_batch_head(
-		        msg, &id, (uint64_t) c + 1, (uint64_t) c + 1, 0);
+		wire_sample ws[4];
 
-		wire_put_names_count(msg, &off, 1);
-		wire_put_name(msg, &off, "x", 1);
-		wire_put_samples_count(
-		    msg, &off, (uint32_t) (first[c + 1] - first[c]));
 		for (int i = first[c]; i < first[c + 1]; i++) {
 			wire_sample w = { 0, 0, 0, 0 };
 
-			w.step    = steps[i];
-			w.time_ns = times[i];
-			w.value   = (double) i + 0.5;
-			wire_put_sample(msg, &off, &w);
+			w.step           = steps[i];
+			w.time_ns        = times[i];
+			w.value          = (double) i + 0.5;
+			ws[i - first[c]] = w;
 		}
-		REQUIRE(
-		    wire_batch_decode(msg, off, &b, why, sizeof(why)) == 0);
-		REQUIRE(ingest_begin(in) == 0);
-		REQUIRE(ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
-		    == WIRE_ACK_STORED);
-		REQUIRE(ingest_commit(in) == 0);
+		commit_x(in, "jw", (uint64_t) c + 1, ws,
+		    (uint32_t) (first[c + 1] - first[c]));
 	}
 	CHECK(merged_bytes(dir, 0xfffffffcu, &bytes, &samples) == 1
 	    && samples == 4);
@@ -2607,37 +2600,17 @@ TEST(float32_records_keep_edge_values)
 	for (int rec = 0; rec < 4; rec++) {
 		const uint64_t *v = rec % 2 ? others : f32s;
 		size_t     n = rec % 2 ? sizeof(others) / 8 : sizeof(f32s) / 8;
-		wire_ident id = { 0 };
-		wire_batch b;
-		size_t     off;
-		char       why[200];
-		int        is_new;
+		wire_sample     ws[16];
 
-		id.incarnation = 1;
-		id.world_size  = 1;
-		id.run         = "fe";
-		id.run_len     = 2;
-		id.host        = "h";
-		id.host_len    = 1;
-		off            = wire_put_batch_head(
-		               msg, &id, (uint64_t) rec + 1, (uint64_t) rec + 1, 0);
-		wire_put_names_count(msg, &off, 1);
-		wire_put_name(msg, &off, "x", 1);
-		wire_put_samples_count(msg, &off, (uint32_t) n);
 		for (size_t i = 0; i < n; i++, step++) {
 			wire_sample w = { 0, step,
 				1700000000000000000ll + (int64_t) step * 1000,
 				0 };
 
 			memcpy(&w.value, &v[i], 8);
-			wire_put_sample(msg, &off, &w);
+			ws[i] = w;
 		}
-		REQUIRE(
-		    wire_batch_decode(msg, off, &b, why, sizeof(why)) == 0);
-		REQUIRE(ingest_begin(in) == 0);
-		REQUIRE(ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
-		    == WIRE_ACK_STORED);
-		REQUIRE(ingest_commit(in) == 0);
+		commit_x(in, "fe", (uint64_t) rec + 1, ws, (uint32_t) n);
 	}
 	CHECK_EQ_INT(f7_bytes(dir, 4, &bytes, &samples), 2);
 	CHECK_EQ_INT(f7_bytes(dir, 0, &bytes, &samples), 4); /* all C1 */
