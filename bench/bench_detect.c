@@ -150,6 +150,7 @@ typedef struct event {
 	double   delay_iv[NDET]; /* stalls: in usual intervals */
 	int      paged;          /* blips: a warning or critical alert */
 	int      critical;       /* divergences: called critical (vitals) */
+	int      warned; /* drops: found by a warning or critical alert */
 } event;
 
 typedef struct alert_rec {
@@ -896,6 +897,7 @@ typedef struct score {
 	uint64_t false_warn[NDET], false_crit[NDET], false_info[NDET];
 	uint64_t healthy, samples;
 	uint64_t by_size_n[3], by_size_hit[3]; /* drops <4%, 4-5%, >=5% */
+	uint64_t by_size_warn[3]; /* found by a warning or critical alert */
 	uint64_t div_crit, spike_crit;
 	double  *div_crit_delay;
 	uint64_t runs, healthy_runs, healthy_flagged;
@@ -1119,6 +1121,14 @@ score_run(score *sc, sim *S)
 			}
 			if (ev->kind == EV_RESTART && a->cat != A_RESTART)
 				continue;
+			/* An info note (a deferred step time) counts as found
+			 * above; this counts what paged. */
+			if (ev->kind == EV_DROP && a->det == 0
+			    && a->sev >= DETECT_WARNING && !ev->warned) {
+				ev->warned = 1;
+				sc->by_size_warn[(ev->size >= 0.04)
+				    + (ev->size >= 0.05)]++;
+			}
 			if (ev->hit[a->det])
 				continue;
 			ev->hit[a->det] = 1;
@@ -1278,6 +1288,11 @@ print_table(score *sc)
 	       "/%" PRIu64 "\n",
 	    sc->by_size_hit[0], sc->by_size_n[0], sc->by_size_hit[1],
 	    sc->by_size_n[1], sc->by_size_hit[2], sc->by_size_n[2]);
+	printf("vitals: throughput drops found by a warning or critical "
+	       "alert: 3-4%%: %" PRIu64 "/%" PRIu64 ", 4-5%%: %" PRIu64
+	       "/%" PRIu64 ", 5-20%%: %" PRIu64 "/%" PRIu64 "\n",
+	    sc->by_size_warn[0], sc->by_size_n[0], sc->by_size_warn[1],
+	    sc->by_size_n[1], sc->by_size_warn[2], sc->by_size_n[2]);
 	printf("vitals: divergences called critical (divergence or "
 	       "nonfinite): %" PRIu64 "/%" PRIu64 ", median %.0f steps after "
 	       "onset (first alert: %.0f)\n",

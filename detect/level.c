@@ -106,6 +106,10 @@ typedef struct level_st {
 	int        has_prev;
 	double     scale_j;
 	uint64_t   nd_j, jump_n;
+	double     cand_thr; /* the windows' threshold when C began to move
+	                      * off B (0: C is not moving off) */
+	uint64_t   cand_n;   /* st->n then */
+	double     snap[2];  /* scale at the last two window boundaries */
 	double     buf[]; /* 3 windows of 2 x window doubles, then R and S
 	                   * of 2 x short doubles */
 } level_st;
@@ -327,6 +331,38 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	if (st->fsm.state == DETECT_FSM_CLEAR) {
 		/* Abrupt: C off B while B is about where A was. */
 		int steady = fabs(mb - ma) / fabs(ma) < thr / 3;
+
+		/* A drop coming into C moves C off B for tens of samples
+		 * before it is the threshold off, and the changes learned
+		 * meanwhile raise the threshold as fast (a drop of 8% on a
+		 * throughput whose threshold was 5% met one of 10%). So
+		 * once C is half the threshold below B, B steady, the
+		 * threshold of that moment holds for a window or until C
+		 * is back within a quarter of it. Only on a quiet series:
+		 * a threshold under twice `by`, and a noise scale that did
+		 * not grow over the last windows (a busy host's swings, or
+		 * those of one becoming busy, come in just so, and the
+		 * threshold must rise with them). Not for a rise: a
+		 * planned ramp of the work per step (a sequence length that
+		 * grows) raises the step time as a shift would where it
+		 * begins, and the threshold rising with it keeps it quiet;
+		 * the throughput stays level under such a ramp. */
+		if (st->cand_thr > 0
+		    && (st->n - st->cand_n > st->a.cap
+		        || shift_of(mc, mb, up) < st->cand_thr / 4))
+			st->cand_thr = 0;
+		if (st->n % st->a.cap == 0) {
+			st->snap[1] = st->snap[0];
+			st->snap[0] = st->scale;
+		}
+		if (st->cand_thr == 0 && !up && steady && thr < 2 * by
+		    && st->scale < 1.1 * st->snap[1]
+		    && shift_of(mc, mb, up) >= thr / 2) {
+			st->cand_thr = thr;
+			st->cand_n   = st->n;
+		}
+		if (st->cand_thr > 0)
+			thr = fmin(thr, st->cand_thr);
 		/* Quick: S off R while R is about where B was. The lag
 		 * from B to R is ten times the one from R to S, so a drift
 		 * cannot pass; on a series whose level wanders (a busy
@@ -489,6 +525,7 @@ level_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	detect_win_clear(&st->r);
 	detect_win_clear(&st->s);
 	st->has_prev = 0;
+	st->cand_thr = 0;
 	st->n      = 0;
 	st->settle = 0;
 }

@@ -111,12 +111,35 @@ feed(detect_engine *e, const char *run, int32_t rank, const char *metric,
 	detect_feed(e, &s, on_alert, NULL);
 }
 
-static uint64_t rs = 12345;
+/* The tests' random stream. Every test that draws from it seeds it
+ * first (jitter_seed), so that what a test sees does not depend on which
+ * tests ran before it; after each test it is unseeded again, and a draw
+ * from the unseeded stream fails the test that made it. */
+static uint64_t rs;
+static int      rs_seeded;
+
+static void
+jitter_seed(uint64_t seed)
+{
+	rs        = seed;
+	rs_seeded = 1;
+}
+
+static void
+jitter_unseed(void)
+{
+	rs_seeded = 0;
+}
 
 /* Uniform in [-1, 1), deterministic. */
 static double
 jitter(void)
 {
+	if (!rs_seeded) {
+		printf("  a draw from the random stream before jitter_seed\n");
+		harness_cur_failed = 1;
+		rs_seeded          = 1;
+	}
 	rs = rs * 6364136223846793005ull + 1442695040888963407ull;
 	return (double) (rs >> 11) * 0x1.0p-52 - 1;
 }
@@ -163,6 +186,7 @@ TEST(straggler_named_by_compute_and_wait)
 	detect_engine *e = engine();
 	const got     *g;
 
+	jitter_seed(12345);
 	REQUIRE(e != NULL);
 	for (uint64_t s = 1; s <= 120; s++)
 		ddp_step(e, "r", s, 1000 + 0.03 * (double) s, s >= 40 ? 2 : -1,
@@ -189,6 +213,7 @@ TEST(healthy_ranks_raise_nothing)
 {
 	detect_engine *e = engine();
 
+	jitter_seed(12345);
 	REQUIRE(e != NULL);
 	for (uint64_t s = 1; s <= 200; s++)
 		ddp_step(e, "r", s, 1000 + 0.03 * (double) s, -1, 1);
@@ -204,6 +229,7 @@ TEST(hang_names_the_rank_out_of_the_collective)
 	const got     *g;
 	double         t = 1000;
 
+	jitter_seed(12345);
 	REQUIRE(e != NULL);
 	for (uint64_t s = 1; s <= 50; s++)
 		ddp_step(e, "r", s, t += 0.03, -1, 1);
@@ -309,6 +335,7 @@ TEST(nan_origin_one_incident)
 int
 main(void)
 {
+	harness_after_each = jitter_unseed;
 	RUN(straggler_named_by_compute_and_wait);
 	RUN(healthy_ranks_raise_nothing);
 	RUN(hang_names_the_rank_out_of_the_collective);
