@@ -263,7 +263,6 @@ static int
 metric_parse(const MDB_val *k, const MDB_val *v, scan_series *s)
 {
 	const uint8_t *key = k->mv_data, *z1, *d = v->mv_data;
-	uint32_t       bias;
 
 	if (k->mv_size < 3 || key[k->mv_size - 1] != 0 || v->mv_size != 8
 	    || (z1 = memchr(key, 0, k->mv_size - 1)) == NULL
@@ -273,9 +272,7 @@ metric_parse(const MDB_val *k, const MDB_val *v, scan_series *s)
 	s->runlen = (size_t) (z1 - key);
 	s->metric = (const char *) z1 + 1;
 	s->mlen   = (size_t) (key + k->mv_size - 1 - (z1 + 1));
-	bias      = ((uint32_t) d[0] << 24) | ((uint32_t) d[1] << 16)
-	    | ((uint32_t) d[2] << 8) | d[3];
-	s->rank = (int32_t) (bias - 1u);
+	s->rank   = (int32_t) (be_get32(d) - 1u);
 	return store_series_decode(d + 4, 4, &s->rec) != 0 ? -1 : 0;
 }
 
