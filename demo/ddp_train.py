@@ -15,7 +15,8 @@ under torchrun, leave --nprocs out). Each step:
 
 Faults:
     --slow-rank R --slow-factor F --slow-from S   rank R's forward takes F
-                                  times as long from step S (a slow GPU)
+                                  times as long from step S (a slow GPU),
+                                  paced or not, however loaded the machine
     --hang-rank R --hang-at S --hang-s N          rank R sleeps N s in its
                                   forward at step S; the others wait in
                                   the all-reduce
@@ -65,8 +66,11 @@ def train(args):
             t0 = time.perf_counter()
             y = self.l2(torch.tanh(self.l1(x)))
             # Pace the forward pass as a real model's would take (a sleep,
-            # so 4 ranks share 2 CPUs without skewing each other).
-            want = args.forward_ms / 1000.0
+            # so 4 ranks share 2 CPUs without skewing each other). It
+            # lasts its pace, or its compute when that is longer (a
+            # loaded machine); the slow rank's lasts --slow-factor times
+            # that, so it stays that much slower however loaded.
+            want = max(args.forward_ms / 1000.0, time.perf_counter() - t0)
             if rank == args.slow_rank and net.step >= args.slow_from:
                 want *= args.slow_factor
             if rank == args.hang_rank and net.step == args.hang_at:

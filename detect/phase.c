@@ -417,30 +417,54 @@ const detect_kind detect_kind_hang = {
 /* ---- phase_straggler -----------------------------------------------------
  */
 
-enum { PS_BY, PS_WINDOW, PS_MIN_RANKS, PS_FOR };
+enum { PS_BY, PS_WINDOW, PS_MIN_RANKS, PS_FOR, PS_K, PS_LONG };
 static const detect_param ps_params[] = {
 	{ "by", DP_NUM, 0.1, 0, 0.001, 10, NULL },
 	{ "window", DP_COUNT, 16, 0, 4, 4096, NULL },
 	{ "min_ranks", DP_COUNT, 2, 0, 2, 1e6, NULL },
-	{ "for", DP_SPAN, 16, 0, 1, 1e9, NULL },
+	{ "for", DP_SPAN, 32, 0, 1, 1e9, NULL },
+	{ "k", DP_NUM, 3, 0, 0, 100, NULL },
+	{ "long_window", DP_COUNT, 64, 0, 4, 4096, NULL },
 };
 
+/* How fast the spread of the ranks follows the host: a share of the
+ * distance per round of judgments (about the last 64 rounds count). */
+#define PS_SPREAD_RATE (1.0 / 64)
+/* The smallest spread a figure is given weight by (1% of compute):
+ * idle hosts and synthetic runs are that quiet and no quieter. */
+#define PS_SPREAD_MIN 0.01
+
+/* The four windows of a rank: compute and wait per step, over `window`
+ * steps and over `long_window` steps. */
+enum { PS_COMP, PS_WAIT, PS_LCOMP, PS_LWAIT, PS_NWIN };
+
 typedef struct ps_group {
-	double   comp, wait; /* medians of the ranks' medians; NaN */
-	uint32_t nref, round;
+	double ref[PS_NWIN]; /* medians of the ranks' medians; NaN */
+	/* How far a rank's median usually is from the ranks' (the median
+	 * over ranks of |over| and |under|, followed round by round): the
+	 * noise of each figure on this host. */
+	double   sc, sw;
+	uint32_t nspread; /* rounds followed, up to `window` */
+	uint32_t nref, nlong, round;
 } ps_group;
 
-/* Per rank: the step being added up, then windows of compute and wait
- * per step (two windows of `window` values each in buf). */
+/* Per rank: the step being added up, then the windows (in buf, one
+ * after the other). */
 typedef struct ps_slot {
 	detect_fsm fsm;
 	uint64_t   step;
 	int        has;
 	double     comp_acc, wait_acc;
-	double     comp, wait; /* medians of the windows, NaN */
-	detect_win wc, ww;
+	double     med[PS_NWIN]; /* medians of full windows, else NaN */
+	detect_win w[PS_NWIN];
 	double     buf[];
 } ps_slot;
+
+static uint32_t
+ps_cap(const detect_rule *r, int which)
+{
+	return (uint32_t) detect_p(r, which < PS_LCOMP ? PS_WINDOW : PS_LONG);
+}
 
 static size_t
 ps_state_size(const detect_rule *r)
@@ -452,8 +476,8 @@ ps_state_size(const detect_rule *r)
 static size_t
 ps_slot_size(const detect_rule *r)
 {
-	return sizeof(ps_slot)
-	    + 2 * detect_win_bytes((uint32_t) detect_p(r, PS_WINDOW));
+	return sizeof(ps_slot) + 2 * detect_win_bytes(ps_cap(r, PS_COMP))
+	    + 2 * detect_win_bytes(ps_cap(r, PS_LCOMP));
 }
 
 static void
@@ -462,24 +486,29 @@ ps_init(void *state, const detect_rule *r)
 	ps_group *gs = state;
 
 	(void) r;
-	gs->comp = gs->wait = NAN;
+	for (int i = 0; i < PS_NWIN; i++)
+		gs->ref[i] = NAN;
 }
 
 static void
 ps_slot_init(void *slot, const detect_rule *r)
 {
 	ps_slot *sl = slot;
-	uint32_t w  = (uint32_t) detect_p(r, PS_WINDOW);
 
-	detect_win_init(&sl->wc, w);
-	detect_win_init(&sl->ww, w);
-	sl->comp = sl->wait = NAN;
+	for (int i = 0; i < PS_NWIN; i++) {
+		detect_win_init(&sl->w[i], ps_cap(r, i));
+		sl->med[i] = NAN;
+	}
 }
 
 static double *
 ps_buf(ps_slot *sl, int which, const detect_rule *r)
 {
-	return sl->buf + (which ? 2 * (size_t) detect_p(r, PS_WINDOW) : 0);
+	double *b = sl->buf;
+
+	for (int i = 0; i < which; i++)
+		b += detect_win_bytes(ps_cap(r, i)) / sizeof(double);
+	return b;
 }
 
 static int
@@ -497,30 +526,83 @@ median_of(double *v, uint32_t n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void
-ps_reference(detect_group *g, ps_group *gs)
+/* The medians over ranks of one figure (which) of the ranks with a full
+ * window; their count. v holds nslots doubles. */
+static uint32_t
+ps_median(detect_group *g, int which, double *v, double *out)
 {
-	double  *c = malloc(2 * (size_t) g->nslots * sizeof(*c));
-	double  *w = c + g->nslots;
 	uint32_t n = 0;
 
-	gs->round = 0;
-	if (c == NULL)
-		return;
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		const ps_slot *sl = detect_slot(g, i);
 
-		if (!isnan(sl->comp)) {
-			c[n]   = sl->comp;
-			w[n++] = sl->wait;
-		}
+		if (!isnan(sl->med[which]))
+			v[n++] = sl->med[which];
 	}
-	gs->nref = n;
-	if (n > 0) {
-		gs->comp = median_of(c, n);
-		gs->wait = median_of(w, n);
+	if (n > 0)
+		*out = median_of(v, n);
+	return n;
+}
+
+/* How far the ranks' short medians are from the reference, as a share
+ * of the reference compute: the median over ranks. */
+static double
+ps_spread(detect_group *g, ps_group *gs, int which, double *v)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g->nslots; i++) {
+		const ps_slot *sl = detect_slot(g, i);
+
+		if (!isnan(sl->med[which]))
+			v[n++] = fabs(sl->med[which] - gs->ref[which])
+			    / gs->ref[PS_COMP];
 	}
-	free(c);
+	return median_of(v, n);
+}
+
+static void
+ps_reference(detect_group *g, ps_group *gs, uint32_t window)
+{
+	double *v = malloc((size_t) g->nslots * sizeof(*v));
+	double  sc, sw, rate;
+
+	gs->round = 0;
+	if (v == NULL)
+		return;
+	gs->nref = ps_median(g, PS_COMP, v, &gs->ref[PS_COMP]);
+	ps_median(g, PS_WAIT, v, &gs->ref[PS_WAIT]);
+	gs->nlong = ps_median(g, PS_LCOMP, v, &gs->ref[PS_LCOMP]);
+	ps_median(g, PS_LWAIT, v, &gs->ref[PS_LWAIT]);
+	if (gs->nref > 0 && gs->ref[PS_COMP] > 0) {
+		sc = ps_spread(g, gs, PS_COMP, v);
+		sw = ps_spread(g, gs, PS_WAIT, v);
+		/* The mean of the rounds so far, then a moving one. */
+		if (gs->nspread < window)
+			gs->nspread++;
+		rate = fmax(PS_SPREAD_RATE, 1.0 / gs->nspread);
+		if (gs->nspread == 1)
+			gs->sc = gs->sw = 0;
+		gs->sc += rate * (sc - gs->sc);
+		gs->sw += rate * (sw - gs->sw);
+	}
+	free(v);
+}
+
+/* How far a rank is off (slower compute and a shorter wait, as a share
+ * of the ranks' median compute), over the short (l = 0) or long (l = 2)
+ * windows, each figure weighed by vc and vw. */
+static double
+ps_off(const ps_slot *sl, const ps_group *gs, int l, double vc, double vw,
+    double *over)
+{
+	double c = gs->ref[PS_COMP + l], w = gs->ref[PS_WAIT + l], under;
+
+	*over = (sl->med[PS_COMP + l] - c) / c;
+	under = (w - sl->med[PS_WAIT + l]) / c;
+	if (!(w > 0))
+		return *over;
+	return (*over / vc + under / vw) / (1 / vc + 1 / vw);
 }
 
 /* A step of this rank is complete: judge it against the others. */
@@ -530,34 +612,57 @@ ps_step_done(
 {
 	const detect_rule *r  = c->r;
 	ps_group          *gs = g->state;
-	double             by = detect_p(r, PS_BY), over, under, off;
-	int                cond, tr;
+	double             by = detect_p(r, PS_BY), over, lover, off, vc, vw;
+	double             thr, lim;
+	int                cond, tr, firing;
 	detect_origin      o;
 
-	detect_win_push(&sl->wc, ps_buf(sl, 0, r), sl->comp_acc);
-	detect_win_push(&sl->ww, ps_buf(sl, 1, r), sl->wait_acc);
+	for (int i = 0; i < PS_NWIN; i++) {
+		detect_win_push(&sl->w[i], ps_buf(sl, i, r),
+		    i % 2 ? sl->wait_acc : sl->comp_acc);
+		if (sl->w[i].n == sl->w[i].cap)
+			sl->med[i]
+			    = detect_win_median(&sl->w[i], ps_buf(sl, i, r));
+	}
 	sl->comp_acc = sl->wait_acc = 0;
-	if (sl->wc.n < sl->wc.cap)
+	if (isnan(sl->med[PS_COMP]))
 		return;
-	sl->comp = detect_win_median(&sl->wc, ps_buf(sl, 0, r));
-	sl->wait = detect_win_median(&sl->ww, ps_buf(sl, 1, r));
-	if (++gs->round >= g->nslots || isnan(gs->comp))
-		ps_reference(g, gs);
-	if (isnan(gs->comp) || gs->comp <= 0
-	    || gs->nref < detect_p(r, PS_MIN_RANKS))
+	if (++gs->round >= g->nslots || isnan(gs->ref[PS_COMP]))
+		ps_reference(g, gs, ps_cap(r, PS_COMP));
+	/* Judged once the spread has been followed for a window of
+	 * rounds: the first steps of a run are the noisiest. */
+	if (isnan(gs->ref[PS_COMP]) || gs->ref[PS_COMP] <= 0
+	    || gs->nref < detect_p(r, PS_MIN_RANKS)
+	    || gs->nspread < ps_cap(r, PS_COMP))
 		return;
-	/* Slower compute and a shorter wait, each as a share of the
-	 * ranks' median compute. Under data parallelism a slow rank shows
-	 * both by the same amount (the others wait for it), so their mean
-	 * is the signal; noise on a busy host moves one and not the other.
-	 * Where no rank reports a wait (no collective marked), compute
-	 * alone decides. */
-	over  = (sl->comp - gs->comp) / gs->comp;
-	under = (gs->wait - sl->wait) / gs->comp;
-	off   = gs->wait > 0 ? (over + under) / 2 : over;
-	cond  = off >= (sl->fsm.state == DETECT_FSM_FIRING ? by / 2 : by);
-	tr    = detect_fsm_update(&sl->fsm, cond, &r->p[PS_FOR], &r->clear,
-	       &r->cooldown, sl->step, s->time_ns);
+	/* Under data parallelism a slow rank computes longer and waits
+	 * less by the same amount (the others wait for it). Each figure is
+	 * weighed by how quiet it is on this host (inverse variance of the
+	 * ranks' spread): on a busy host the wait in the collective swings
+	 * far more than compute, and a short wait alone names no one. Over
+	 * the short windows the threshold is twice `by`, or `k` times the
+	 * spread of the weighed figure where the host is noisier than
+	 * that: a busy host slows any rank by 20 to 30% for tens of steps.
+	 * Over the long windows `by` alone decides: a rank slower for most
+	 * of them is no passing noise. Where no rank reports a wait (no
+	 * collective marked), compute alone decides. */
+	vc = fmax(gs->sc, PS_SPREAD_MIN);
+	vw = fmax(gs->sw, PS_SPREAD_MIN);
+	vc *= vc;
+	vw *= vw;
+	thr    = gs->ref[PS_WAIT] > 0 ? 1 / sqrt(1 / vc + 1 / vw) : sqrt(vc);
+	thr    = fmax(2 * by, detect_p(r, PS_K) * thr);
+	firing = sl->fsm.state == DETECT_FSM_FIRING;
+	off    = ps_off(sl, gs, 0, vc, vw, &over);
+	cond   = off >= (firing ? thr / 2 : thr);
+	if (!cond && !isnan(sl->med[PS_LCOMP])
+	    && gs->nlong >= detect_p(r, PS_MIN_RANKS)
+	    && gs->ref[PS_LCOMP] > 0) {
+		lim  = firing ? by / 2 : by;
+		cond = ps_off(sl, gs, 2, vc, vw, &lover) >= lim;
+	}
+	tr = detect_fsm_update(&sl->fsm, cond, &r->p[PS_FOR], &r->clear,
+	    &r->cooldown, sl->step, s->time_ns);
 	if (tr == DETECT_FSM_NONE)
 		return;
 	detect_origin_rank(&o, c->s->rk);
@@ -565,23 +670,28 @@ ps_step_done(
 	o.mlen   = 10;
 	if (tr == DETECT_FSM_FIRE)
 		detect_emit(c, &o, "straggler", r->severity, DETECT_FIRING, 0,
-		    sl->step, s->time_ns, sl->comp, gs->comp,
+		    sl->step, s->time_ns, sl->med[PS_COMP], gs->ref[PS_COMP],
 		    "rank %d (host %s) is a straggler: compute before the "
 		    "collective %s ms (median of %u ranks %s ms, %+.0f%%), "
 		    "wait in the collective %s ms (median %s ms), since "
 		    "step %llu",
 		    (int) o.rank, o.hostlen ? o.host : "unknown",
-		    detect_fmt(sl->comp).s, gs->nref, detect_fmt(gs->comp).s,
-		    100 * over, detect_fmt(sl->wait).s, detect_fmt(gs->wait).s,
+		    detect_fmt(sl->med[PS_COMP]).s, gs->nref,
+		    detect_fmt(gs->ref[PS_COMP]).s, 100 * over,
+		    detect_fmt(sl->med[PS_WAIT]).s,
+		    detect_fmt(gs->ref[PS_WAIT]).s,
 		    (unsigned long long) sl->fsm.step0);
 	else
 		detect_emit(c, &o, "straggler", r->severity, DETECT_RESOLVED,
-		    0, sl->step, s->time_ns, sl->comp, gs->comp,
+		    0, sl->step, s->time_ns, sl->med[PS_COMP],
+		    gs->ref[PS_COMP],
 		    "rank %d (host %s) is back with the others: compute %s "
 		    "ms, wait %s ms (medians of ranks %s, %s ms)",
 		    (int) o.rank, o.hostlen ? o.host : "unknown",
-		    detect_fmt(sl->comp).s, detect_fmt(sl->wait).s,
-		    detect_fmt(gs->comp).s, detect_fmt(gs->wait).s);
+		    detect_fmt(sl->med[PS_COMP]).s,
+		    detect_fmt(sl->med[PS_WAIT]).s,
+		    detect_fmt(gs->ref[PS_COMP]).s,
+		    detect_fmt(gs->ref[PS_WAIT]).s);
 }
 
 static void
@@ -623,8 +733,10 @@ ps_rollback(detect_ctx *c, detect_inst *in, const detect_sample *s,
 	(void) prev_time;
 	/* A restart: steps of the new attempt start a new window; an open
 	 * straggler alert resolves when the rank is judged again. */
-	detect_win_clear(&sl->wc);
-	detect_win_clear(&sl->ww);
+	for (int i = 0; i < PS_NWIN; i++) {
+		detect_win_clear(&sl->w[i]);
+		sl->med[i] = NAN;
+	}
 	sl->comp_acc = sl->wait_acc = 0;
 	sl->has                     = 0;
 }

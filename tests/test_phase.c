@@ -148,11 +148,15 @@ jitter(void)
  * One DDP step of 4 ranks, as vitals.torch and the emitter report it:
  * markers, then the phase times of the step. Rank `slow` computes its
  * forward `factor` times longer; every rank waits in the collective for
- * the slowest, so steps take the same time on every rank.
+ * the slowest, so steps take the same time on every rank. The wait
+ * swings by up to `noise` ms (a busy host: the all-reduce itself runs on
+ * shared CPUs), and rank `late` enters the collective `late_ms` later
+ * than its compute would have it (descheduled between phases), so its
+ * wait is that much shorter while its compute is not longer.
  */
 static void
-ddp_step(detect_engine *e, const char *run, uint64_t step, double t0, int slow,
-    double factor)
+ddp_step_busy(detect_engine *e, const char *run, uint64_t step, double t0,
+    int slow, double factor, double noise, int late, double late_ms)
 {
 	double fwd[4], comp[4], maxc = 0;
 
@@ -163,7 +167,10 @@ ddp_step(detect_engine *e, const char *run, uint64_t step, double t0, int slow,
 			maxc = comp[r];
 	}
 	for (int r = 0; r < 4; r++) {
-		double t = t0, wait = maxc - comp[r] + 1 + 0.2 * jitter();
+		double t = t0, wait;
+
+		wait = maxc - comp[r] + 1 + late_ms + noise * (1 + jitter())
+		    - (r == late ? late_ms : 0);
 
 		feed(e, run, r, "vitals/phase/data", step, t, 1);
 		feed(e, run, r, "vitals/phase/forward", step, t += 3e-4, 1);
@@ -179,6 +186,13 @@ ddp_step(detect_engine *e, const char *run, uint64_t step, double t0, int slow,
 		feed(e, run, r, "phase_time/optimizer", step - 1, t0, 0.5);
 		feed(e, run, r, "loss", step, t + 5e-4, 1.0 / (double) step);
 	}
+}
+
+static void
+ddp_step(detect_engine *e, const char *run, uint64_t step, double t0, int slow,
+    double factor)
+{
+	ddp_step_busy(e, run, step, t0, slow, factor, 0.2, -1, 0);
 }
 
 TEST(straggler_named_by_compute_and_wait)
@@ -220,6 +234,58 @@ TEST(healthy_ranks_raise_nothing)
 	if (count(NULL, -1, DETECT_WARNING) != 0)
 		dump();
 	CHECK(count(NULL, -1, DETECT_WARNING) == 0);
+	detect_engine_free(e);
+}
+
+/* A busy host: the wait in the collective swings by a third of compute
+ * from step to step, and rank 1 comes to the collective 4 ms late (a
+ * third of compute) while its compute is as long as the others'. Its
+ * short wait alone names no one; a rank whose forward is 30% slower on
+ * the same host is named. */
+TEST(straggler_busy_host_short_wait_alone_names_no_one)
+{
+	detect_engine *e = engine();
+	const got     *g;
+
+	jitter_seed(777);
+	REQUIRE(e != NULL);
+	for (uint64_t s = 1; s <= 200; s++)
+		ddp_step_busy(e, "r", s, 1000 + 0.03 * (double) s, -1, 1, 4,
+		    s >= 40 ? 1 : -1, 4);
+	if (count(NULL, -1, DETECT_WARNING) != 0)
+		dump();
+	CHECK(count("phase_straggler", -1, 0) == 0);
+	detect_engine_free(e);
+
+	e = engine();
+	REQUIRE(e != NULL);
+	for (uint64_t s = 1; s <= 200; s++)
+		ddp_step_busy(e, "r", s, 1000 + 0.03 * (double) s,
+		    s >= 40 ? 2 : -1, 1.3, 4, -1, 0);
+	g = first("phase_straggler", DETECT_FIRING);
+	if (g == NULL || count("phase_straggler", DETECT_FIRING, 0) != 1)
+		dump();
+	REQUIRE(g != NULL);
+	CHECK(g->rank == 2);
+	CHECK(g->step >= 40 && g->step <= 140);
+	CHECK(count("phase_straggler", DETECT_FIRING, 0) == 1);
+	detect_engine_free(e);
+}
+
+/* A rank slowed for 20 steps (a busy host, a neighbour's burst) and then
+ * back is not named; the same slowdown kept is (the test above). */
+TEST(straggler_passing_slowdown_not_named)
+{
+	detect_engine *e = engine();
+
+	jitter_seed(4242);
+	REQUIRE(e != NULL);
+	for (uint64_t s = 1; s <= 200; s++)
+		ddp_step(e, "r", s, 1000 + 0.03 * (double) s,
+		    s >= 60 && s < 80 ? 2 : -1, 1.3);
+	if (count("phase_straggler", -1, 0) != 0)
+		dump();
+	CHECK(count("phase_straggler", -1, 0) == 0);
 	detect_engine_free(e);
 }
 
@@ -338,6 +404,8 @@ main(void)
 	harness_after_each = jitter_unseed;
 	RUN(straggler_named_by_compute_and_wait);
 	RUN(healthy_ranks_raise_nothing);
+	RUN(straggler_busy_host_short_wait_alone_names_no_one);
+	RUN(straggler_passing_slowdown_not_named);
 	RUN(hang_names_the_rank_out_of_the_collective);
 	RUN(nan_origin_one_incident);
 	return harness_done();
