@@ -4,9 +4,9 @@
  *
  * A record holds the samples of one commit grouped by series (below,
  * "records"), coded compactly (sample_put: 6 to 10 bytes a realistic
- * sample). Its key is its number (u64 big-endian), one more than the
- * last record's, so every record is an append at the right edge of the
- * B-tree.
+ * sample; format 8's float32 records about 3, f32code). Its key is its number
+ * (u64 big-endian), one more than the last record's, so every record is an
+ * append at the right edge of the B-tree.
  */
 #include "store/journal.h"
 
@@ -115,7 +115,7 @@ sample_dd(jcoder *c, const store_sample *s)
  * record's first sample of a group at the base step, format 6, or a
  * later one, one step after the one before, format 7's REC7_C1); its
  * value, when f32 (format 7's REC7_F32: every value of the record is
- * f32_exact), as a varint of the xor of its 32-bit pattern with the
+ * f32code_exact), as a varint of the xor of its 32-bit pattern with the
  * previous one's (0 for a group's first). */
 static uint8_t *
 sample_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep, int f32)
@@ -214,7 +214,9 @@ group_unit(
 	return unit;
 }
 
-/* Code a group at q: the header (dsid, its sid less the one before it
+/* Code a group at q (format 8's, REC8_G, as the records' comment
+ * below says; same: it has the count, steps and times of its chunk's
+ * first group): the header (dsid, its sid less the one before it
  * in the chunk, shifted left by one, the low bit set when n is over 1),
  * the count when over 1, and its n samples at s, coded from the
  * record's first sample in the record's unit, as the record's flags
@@ -328,6 +330,16 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s,
  * writes merged records as REC_TAG6M: format 4's layout with each
  * group's samples in the block code (bgroup_put, below); REC_TAG4M
  * records are read as they are.
+ *
+ * Format 8 writes a commit's record whose values are all float32s as
+ * REC_TAG8 | format 7's flags (REC7_F32 always set): a group's header
+ * is one varint of (sid delta << 2) | (same << 1) | (count > 1), the
+ * count following only when that bit is set. A group without `same`
+ * codes the steps and times of its samples (time_put, as the flags
+ * say), then their values (f32code_put); one with `same` has the count,
+ * steps and times of its chunk's first group (which never has it) and
+ * codes its values alone. A reader walks a chunk from its first group
+ * (chunk_open), so the cursor knows where those are (jcur.tpl).
  *
  * Format 2's records (no tag: their first u32, the group count, is
  * below 2^29) are read as they are: u32 groups, u32 samples, u64 base
