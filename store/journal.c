@@ -4,9 +4,9 @@
  *
  * A record holds the samples of one commit grouped by series (below,
  * "records"), coded compactly (sample_put: 6 to 10 bytes a realistic
- * sample). Its key is its number (u64 big-endian), one more than the
- * last record's, so every record is an append at the right edge of the
- * B-tree.
+ * sample; format 8's float32 records about 3, f32code). Its key is its number
+ * (u64 big-endian), one more than the last record's, so every record is an
+ * append at the right edge of the B-tree.
  */
 #include "store/journal.h"
 
@@ -16,6 +16,7 @@
 
 #include "store/be.h"
 #include "store/block.h"
+#include "store/f32code.h"
 #include "store/store_int.h"
 #include "store/varint.h"
 #include "store/write.h"
@@ -29,6 +30,11 @@
 #define REC7_S0 1u  /* every group from the base step: no first step */
 #define REC7_C1 2u  /* each group's steps one apart: only the first coded */
 #define REC7_F32 4u /* every value a float32: its 32-bit pattern's xor */
+/* Format 8 (tag REC_TAG8 | REC7_S0, REC7_C1, REC7_F32, which it needs):
+ * a group's steps and times apart from its values, or those of its
+ * chunk's first group; its values in f32code (records, below). Not a
+ * bit of the tag: the writer's flag for it. */
+#define REC8_G 8u
 
 /* A record as read: its groups and samples, checked against its size
  * (the layouts: "records", below). */
@@ -44,6 +50,7 @@ typedef struct jrec {
 	int            s0;         /* format 6: first steps not coded */
 	int            c1;         /* format 7: later steps not coded */
 	int            f32;        /* format 7: values as float32 */
+	int            g8;         /* format 8: groups as REC8_G says */
 	uint64_t       step, unit; /* base step, time unit */
 	uint32_t       chunk;      /* groups a chunk (formats 3, 4) */
 	int64_t        time;       /* base time */
@@ -57,6 +64,11 @@ typedef struct jcur {
 	uint32_t       g, sid;
 	const uint8_t *p, *next;
 	uint64_t       cnt; /* format 4: the group's count (p: its code) */
+	/* Format 8: the steps and times of the chunk's first group, its
+	 * count, and whether the group c is at shares them. */
+	const uint8_t *tpl;
+	uint64_t       tcnt;
+	int            same;
 } jcur;
 
 static int
@@ -99,52 +111,11 @@ sample_dd(jcoder *c, const store_sample *s)
 	return dd;
 }
 
-/*
- * Format 7: a double that is a float32 widened (what a trainer's float32
- * tensors log), *f its 32-bit pattern: zero, an infinity or a normal
- * float32 (not a NaN, not a float32 subnormal, so that widening it back,
- * f32_widen, is the same bit operation on every machine). 1 or 0.
- */
-static int
-f32_exact(uint64_t bits, uint32_t *f)
-{
-	uint32_t s = (uint32_t) (bits >> 63) << 31;
-	uint64_t e = bits >> 52 & 0x7ff, m = bits & 0xfffffffffffffull;
-
-	if (e == 0x7ff || e == 0) {
-		if (m != 0)
-			return 0; /* a NaN, or a double subnormal */
-		*f = s | (e ? 0x7f800000u : 0);
-		return 1;
-	}
-	if (e < 1023 - 126 || e > 1023 + 127 || (m & 0x1fffffff) != 0)
-		return 0;
-	*f = s | (uint32_t) (e - 1023 + 127) << 23 | (uint32_t) (m >> 29);
-	return 1;
-}
-
-/* The double bits of f32_exact's pattern f (-1 if it gives none). */
-static int
-f32_widen(uint32_t f, uint64_t *bits)
-{
-	uint64_t s = (uint64_t) (f >> 31) << 63, e = f >> 23 & 0xff;
-	uint64_t m = f & 0x7fffff;
-
-	if (e == 0 || e == 0xff) {
-		if (m != 0)
-			return -1;
-		*bits = s | (e ? 0x7ffull << 52 : 0);
-		return 0;
-	}
-	*bits = s | (e - 127 + 1023) << 52 | m << 29;
-	return 0;
-}
-
 /* Code s at p against c (moved on to s); without its step (nostep: a
  * record's first sample of a group at the base step, format 6, or a
  * later one, one step after the one before, format 7's REC7_C1); its
  * value, when f32 (format 7's REC7_F32: every value of the record is
- * f32_exact), as a varint of the xor of its 32-bit pattern with the
+ * f32code_exact), as a varint of the xor of its 32-bit pattern with the
  * previous one's (0 for a group's first). */
 static uint8_t *
 sample_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep, int f32)
@@ -161,8 +132,8 @@ sample_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep, int f32)
 	if (f32) {
 		uint32_t f = 0, pf = 0;
 
-		(void) f32_exact(bits, &f);
-		(void) f32_exact(c->bits, &pf);
+		(void) f32code_exact(bits, &f);
+		(void) f32code_exact(c->bits, &pf);
 		p = put_var(p, f ^ pf);
 	} else if (x == 0) {
 		*p++ = 0;
@@ -175,6 +146,43 @@ sample_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep, int f32)
 	c->step = s->step;
 	c->bits = bits;
 	return p;
+}
+
+/* Format 8: code the step and time of s at p against c, moved on to
+ * s (sample_put's code without the value). */
+static uint8_t *
+time_put(uint8_t *p, jcoder *c, const store_sample *s, int nostep)
+{
+	int64_t dd = sample_dd(c, s);
+
+	if (!nostep)
+		p = put_var(p, zz((int64_t) (s->step - c->step)));
+	p       = put_var(p, zz(dd / (int64_t) c->unit));
+	c->step = s->step;
+	return p;
+}
+
+/* Format 8: decode time_put's code at *p into s's step and time (its
+ * value left), moving c and *p on; without a step, it is dstep past
+ * the one before. 0 or -1. */
+static int
+time_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s,
+    int nostep, uint64_t dstep)
+{
+	uint64_t d = 0, dd;
+	int64_t  dt;
+
+	if ((!nostep && get_var(p, end, &d) != 0) || get_var(p, end, &dd) != 0)
+		return -1;
+	if (nostep)
+		d = zz((int64_t) dstep);
+	dt = (int64_t) ((uint64_t) c->dtime + (uint64_t) unzz(dd) * c->unit);
+	c->step    = c->step + (uint64_t) unzz(d);
+	c->time    = (int64_t) ((uint64_t) c->time + (uint64_t) dt);
+	c->dtime   = dt;
+	s->step    = c->step;
+	s->time_ns = c->time;
+	return 0;
 }
 
 /* Whether unit (10^6, 10^3 or 1) divides x: by constants, which the
@@ -206,7 +214,9 @@ group_unit(
 	return unit;
 }
 
-/* Code a group at q: the header (dsid, its sid less the one before it
+/* Code a group at q (format 8's, REC8_G, as the records' comment
+ * below says; same: it has the count, steps and times of its chunk's
+ * first group): the header (dsid, its sid less the one before it
  * in the chunk, shifted left by one, the low bit set when n is over 1),
  * the count when over 1, and its n samples at s, coded from the
  * record's first sample in the record's unit, as the record's flags
@@ -215,10 +225,24 @@ group_unit(
  * REC7_F32: values as float32). Returns the byte after. */
 static uint8_t *
 group_put(uint8_t *q, uint32_t dsid, const store_sample *first, uint64_t unit,
-    const store_sample *s, size_t n, unsigned flags)
+    const store_sample *s, size_t n, unsigned flags, int same)
 {
 	jcoder c = { first->step, 0, first->time_ns, 0, unit };
 
+	if (flags & REC8_G) {
+		q = put_var(q,
+		    (uint64_t) dsid << 2 | (same ? 2u : 0u)
+		        | (!same && n > 1));
+		if (!same) {
+			if (n > 1)
+				q = put_var(q, n);
+			for (size_t m = 0; m < n; m++)
+				q = time_put(q, &c, &s[m],
+				    m == 0 ? (flags & REC7_S0) != 0
+				           : (flags & REC7_C1) != 0);
+		}
+		return f32code_put(q, s, n);
+	}
 	q = put_var(q, (uint64_t) dsid << 1 | (n > 1));
 	if (n > 1)
 		q = put_var(q, n);
@@ -255,8 +279,8 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s,
 
 		if ((end - *p >= 10 ? get_var10(p, &x) : get_var(p, end, &x))
 		        != 0
-		    || x > UINT32_MAX || !f32_exact(c->bits, &pf)
-		    || f32_widen(pf ^ (uint32_t) x, &nb) != 0)
+		    || x > UINT32_MAX || !f32code_exact(c->bits, &pf)
+		    || f32code_widen(pf ^ (uint32_t) x, &nb) != 0)
 			return -1;
 		x = nb ^ c->bits;
 	} else if (**p != 0) {
@@ -307,6 +331,16 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s,
  * group's samples in the block code (bgroup_put, below); REC_TAG4M
  * records are read as they are.
  *
+ * Format 8 writes a commit's record whose values are all float32s as
+ * REC_TAG8 | format 7's flags (REC7_F32 always set): a group's header
+ * is one varint of (sid delta << 2) | (same << 1) | (count > 1), the
+ * count following only when that bit is set. A group without `same`
+ * codes the steps and times of its samples (time_put, as the flags
+ * say), then their values (f32code_put); one with `same` has the count,
+ * steps and times of its chunk's first group (which never has it) and
+ * codes its values alone. A reader walks a chunk from its first group
+ * (chunk_open), so the cursor knows where those are (jcur.tpl).
+ *
  * Format 2's records (no tag: their first u32, the group count, is
  * below 2^29) are read as they are: u32 groups, u32 samples, u64 base
  * step, u64 base time; per group { u32 sid, u32 offset of its code },
@@ -318,6 +352,7 @@ sample_get(const uint8_t **p, const uint8_t *end, jcoder *c, store_sample *s,
 #define REC_TAG6M 0xfffffffcu /* format 6, a merge in the block code */
 #define REC_TAG6S 0xfffffffbu /* format 6, every group from the base step */
 #define REC_TAG7 0xfffffff0u  /* format 7, | REC7_S0, REC7_C1, REC7_F32 */
+#define REC_TAG8 0xffffffe0u  /* format 8, | REC7_S0, REC7_C1, REC7_F32 */
 #define REC3_HEAD 32
 #define REC_CHUNK 16
 /* A merged record's groups hold many samples each, so that walking
@@ -331,7 +366,7 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 	const uint8_t *p = v->mv_data;
 	uint64_t       table;
 	uint32_t       tag;
-	int            t7;
+	int            t7, t8;
 
 	if (k->mv_size != 8)
 		return corrupt(st, 0);
@@ -341,11 +376,15 @@ rec_parse(store *st, const MDB_val *k, const MDB_val *v, jrec *r)
 	r->p    = p;
 	r->size = v->mv_size;
 	tag       = wire_get32(p);
-	t7        = (tag & ~7u) == REC_TAG7;
+	t8        = (tag & ~7u) == REC_TAG8;
+	t7        = (tag & ~7u) == REC_TAG7 || t8;
 	r->bc     = tag == REC_TAG6M;
 	r->s0     = tag == REC_TAG6S || (t7 && (tag & REC7_S0));
 	r->c1     = t7 && (tag & REC7_C1);
 	r->f32    = t7 && (tag & REC7_F32);
+	r->g8     = t8;
+	if (r->g8 && !r->f32)
+		return corrupt(st, r->no);
 	r->merged = r->bc || tag == REC_TAG4M;
 	r->v4     = r->merged || r->s0 || t7 || tag == REC_TAG4;
 	r->chunk  = r->merged ? MERGE_CHUNK : REC_CHUNK;
@@ -465,8 +504,32 @@ grp_head(const jrec *r, jcur *c, uint64_t *d)
 	const uint8_t *end = r->p + r->size;
 	uint64_t       h;
 
+	c->same = 0;
 	if (get_var(&c->p, end, &h) != 0)
 		return -1;
+	if (r->g8) {
+		int first = c->g % r->chunk == 0;
+
+		/* A chunk's first group codes its steps and times; a later
+		 * one may share them (format 8). */
+		*d      = h >> 2;
+		c->same = (h & 2) != 0;
+		if (c->same) {
+			if ((h & 1) || first)
+				return -1;
+			c->cnt = c->tcnt;
+			return 0;
+		}
+		c->cnt = 1;
+		if ((h & 1)
+		    && (get_var(&c->p, end, &c->cnt) != 0 || c->cnt < 2))
+			return -1;
+		if (first) {
+			c->tpl  = c->p;
+			c->tcnt = c->cnt;
+		}
+		return 0;
+	}
 	if (!r->v4) {
 		*d = h;
 		return 0;
@@ -514,6 +577,23 @@ cur_first(store *st, const jrec *r, jcur *c)
 	return 0;
 }
 
+/* Format 8: the end of the steps and times of a group of cnt samples
+ * at p (time_put's), or NULL if they run past the record. */
+static const uint8_t *
+times_skip(const jrec *r, const uint8_t *p, uint64_t cnt)
+{
+	const uint8_t *end = r->p + r->size;
+	uint64_t       x;
+
+	if (cnt > (uint64_t) (end - p))
+		return NULL;
+	for (uint64_t i = 0; i < cnt; i++)
+		if ((!(i == 0 ? r->s0 : r->c1) && get_var(&p, end, &x) != 0)
+		    || get_var(&p, end, &x) != 0)
+			return NULL;
+	return p;
+}
+
 /* Formats 3 and 4: the end of the code of c's group (its count and
  * samples), read without decoding the samples. NULL if it does not
  * parse. */
@@ -523,6 +603,11 @@ grp_skip(const jrec *r, const jcur *c)
 	const uint8_t *end = r->p + r->size, *p = c->p;
 	uint64_t       cnt = c->cnt, x;
 
+	if (r->g8) {
+		if (!c->same && (p = times_skip(r, p, cnt)) == NULL)
+			return NULL;
+		return f32code_skip(p, end, cnt);
+	}
 	if (r->bc) {
 		uint64_t len, a;
 
@@ -725,20 +810,26 @@ cur_seek(store *st, const jrec *r, uint32_t sid, jcur *c, int *found)
 	return 0;
 }
 
-/* The code of the group c is at: where its samples start, and their
- * count. Returns 0 or STORE_ECORRUPT. */
+/* The code of the group c is at: where its samples start, their count,
+ * and (format 8) where the steps and times it shares with its chunk's
+ * first group are (NULL: its own, at *p). Returns 0 or STORE_ECORRUPT. */
 static int
-grp_open(
-    store *st, const jrec *r, const jcur *c, const uint8_t **p, uint64_t *cnt)
+grp_open(store *st, const jrec *r, const jcur *c, const uint8_t **p,
+    uint64_t *cnt, const uint8_t **tpl)
 {
 	const uint8_t *end = r->p + r->size;
 
+	*tpl = r->g8 && c->same ? c->tpl : NULL;
 	if (r->v4) {
 		*p   = c->p;
 		*cnt = c->cnt;
-		/* Format 6's block code takes at least 3 bits a sample. */
+		/* Format 6's block code takes at least 3 bits a sample,
+		 * format 8's values at least one. */
 		if (*cnt == 0
-		    || *cnt > (uint64_t) (end - *p) * (r->bc ? 3 : 1))
+		    || *cnt > (uint64_t) (end - *p)
+		            * (r->bc        ? 3
+		                    : r->g8 ? 8
+		                            : 1))
 			return corrupt(st, r->no);
 		return 0;
 	}
@@ -758,13 +849,35 @@ grp_open(
 	return 0;
 }
 
-/* Decode cnt samples of a group of r from *p (grp_open) into out; *p
- * ends after them. Returns 0 or STORE_ECORRUPT. */
+/* Decode cnt samples of a group of r from *p (grp_open, with its tpl)
+ * into out; *p ends after them. Returns 0 or STORE_ECORRUPT. */
 static int
 grp_decode(store *st, const jrec *r, const uint8_t **p, uint64_t cnt,
-    store_sample *out)
+    const uint8_t *tpl, store_sample *out)
 {
 	jcoder jc;
+
+	if (r->g8) {
+		const uint8_t *tp = tpl ? tpl : *p, *end = r->p + r->size;
+		f32code_dec    fd;
+
+		jc = (jcoder) { r->step, 0, r->time, 0, r->unit };
+		for (uint64_t i = 0; i < cnt; i++)
+			if (time_get(&tp, end, &jc, &out[i],
+			        i == 0 ? r->s0 : r->c1, i > 0)
+			    != 0)
+				return corrupt(st, r->no);
+		f32code_dec_init(&fd, tpl ? *p : tp, end, cnt);
+		for (uint64_t i = 0; i < cnt; i++) {
+			uint64_t b;
+
+			if (f32code_next(&fd, &b) != 0)
+				return corrupt(st, r->no);
+			memcpy(&out[i].value, &b, sizeof(b));
+		}
+		*p = fd.p;
+		return 0;
+	}
 
 	if (r->bc) {
 		block_dec d;
@@ -827,8 +940,8 @@ stats_take(stats_acc *a, uint64_t step, int64_t time, uint64_t bits)
  * block decoder). Returns 0 or STORE_ECORRUPT.
  */
 static int
-grp_add_stats(
-    store *st, const jrec *r, const uint8_t **p, uint64_t cnt, series_rec *s)
+grp_add_stats(store *st, const jrec *r, const uint8_t **p, uint64_t cnt,
+    const uint8_t *tpl, series_rec *s)
 {
 	const uint8_t *q = *p, *end = r->p + r->size;
 	uint64_t       step = r->step, bits = 0, unit = r->unit;
@@ -851,6 +964,29 @@ grp_add_stats(
 			return corrupt(st, r->no);
 		memcpy(&bits, &v, sizeof(bits));
 		stats_take(&a, step, time, bits);
+	}
+	/* Format 8: steps and times (its own, or its chunk's first
+	 * group's) and values side by side. */
+	if (r->g8) {
+		const uint8_t *tp = tpl ? tpl : q;
+		jcoder         jc = { r->step, 0, r->time, 0, r->unit };
+		f32code_dec    fd;
+
+		if (tpl == NULL && (q = times_skip(r, q, cnt)) == NULL)
+			return corrupt(st, r->no);
+		f32code_dec_init(&fd, q, end, cnt);
+		for (uint64_t i = 0; i < cnt; i++) {
+			store_sample o;
+
+			if (time_get(&tp, end, &jc, &o, i == 0 ? r->s0 : r->c1,
+			        i > 0)
+			        != 0
+			    || f32code_next(&fd, &bits) != 0)
+				return corrupt(st, r->no);
+			stats_take(&a, o.step, o.time_ns, bits);
+		}
+		q = fd.p;
+		b = 0;
 	}
 	/* Format 7's flags: by sample_get (the loop below is format 4's
 	 * code, which older records and fallback groups keep). */
@@ -916,11 +1052,11 @@ static int
 grp_copy(store *st, const jrec *r, jcur *c, store_sample **buf, size_t *len,
     size_t *cap, uint32_t *n)
 {
-	const uint8_t *p;
+	const uint8_t *p, *tpl;
 	uint64_t       cnt;
 	int            rc;
 
-	if ((rc = grp_open(st, r, c, &p, &cnt)) != 0)
+	if ((rc = grp_open(st, r, c, &p, &cnt, &tpl)) != 0)
 		return rc;
 	if (*len + cnt > *cap) {
 		size_t        nc = *cap ? *cap : 256;
@@ -936,7 +1072,7 @@ grp_copy(store *st, const jrec *r, jcur *c, store_sample **buf, size_t *len,
 		*buf = nb;
 		*cap = nc;
 	}
-	if ((rc = grp_decode(st, r, &p, cnt, *buf + *len)) != 0)
+	if ((rc = grp_decode(st, r, &p, cnt, tpl, *buf + *len)) != 0)
 		return rc;
 	c->next = p;
 	*len += cnt;
@@ -1139,6 +1275,17 @@ pending_in_journal(
 	return own ? rc : store_fail(st, rc, "reading the journal");
 }
 
+/* Format 8: whether the n samples at y have the steps and times of the
+ * n at x. */
+static int
+same_times(const store_sample *x, const store_sample *y, size_t n)
+{
+	for (size_t m = 0; m < n; m++)
+		if (x[m].step != y[m].step || x[m].time_ns != y[m].time_ns)
+			return 0;
+	return 1;
+}
+
 /*
  * Append the n samples of series sid (none of it in the journal) to its
  * blocks, as a fold would, and count them in its record. Its jseen
@@ -1252,13 +1399,13 @@ store_journal_put(
 			uint32_t f;
 
 			memcpy(&bits, &s[at + m].value, sizeof(bits));
-			f32 &= f32_exact(bits, &f);
+			f32 &= f32code_exact(bits, &f);
 			c1 &= m == 0
 			    || s[at + m].step == s[at + m - 1].step + 1;
 		}
 	}
 	flags = (s0 ? REC7_S0 : 0) | (c1 && many ? REC7_C1 : 0)
-	    | (f32 ? REC7_F32 : 0);
+	    | (f32 ? REC7_F32 | REC8_G : 0);
 	if (nj == 0)
 		goto out;
 	if (nj > UINT32_MAX / REC_GROUP || ns > UINT32_MAX / SAMPLE_MAX) {
@@ -1284,11 +1431,13 @@ store_journal_put(
 		if (direct == NULL || !direct[i])
 			unit = group_unit(first, &s[at], g[i].n, unit);
 	p = st->jbuf;
-	/* Format 6's tags where format 7's flags leave out nothing more. */
+	/* Format 8's tag where every value is a float32; format 6's
+	 * where format 7's flags leave out nothing more. */
 	wire_put32(p,
-	    flags & (REC7_C1 | REC7_F32) ? REC_TAG7 | flags
-	        : s0                     ? REC_TAG6S
-	                                 : REC_TAG4);
+	    flags & REC8_G        ? REC_TAG8 | (flags & 7u)
+	        : flags & REC7_C1 ? REC_TAG7 | flags
+	        : s0              ? REC_TAG6S
+	                          : REC_TAG4);
 	wire_put32(p + 4, (uint32_t) nj);
 	wire_put32(p + 8, (uint32_t) ns);
 	wire_put64(p + 12, first->step);
@@ -1296,7 +1445,10 @@ store_journal_put(
 	wire_put32(p + 28, (uint32_t) unit);
 	pay = p + REC3_HEAD + nch * 8;
 	q   = pay;
-	for (size_t i = 0, at = 0, j = 0; i < ng; at += g[i].n, i++) {
+	for (size_t i = 0, at = 0, j = 0, tpl = 0, tat = 0; i < ng;
+	     at += g[i].n, i++) {
+		int same = 0;
+
 		if (direct != NULL && direct[i])
 			continue;
 		if (j % REC_CHUNK == 0) {
@@ -1305,10 +1457,15 @@ store_journal_put(
 			wire_put32(e, g[i].sid);
 			wire_put32(e + 4, (uint32_t) (q - pay));
 			prev = g[i].sid;
+			tpl  = i;
+			tat  = at;
+		} else if (flags & REC8_G) {
+			same = g[i].n == g[tpl].n
+			    && same_times(&s[tat], &s[at], g[i].n);
 		}
 		j++;
-		q = group_put(
-		    q, g[i].sid - prev, first, unit, &s[at], g[i].n, flags);
+		q = group_put(q, g[i].sid - prev, first, unit, &s[at], g[i].n,
+		    flags, same);
 		prev = g[i].sid;
 	}
 	be_put64(key, st->jnext);
@@ -1505,8 +1662,8 @@ journal_of_series(store_txn *t, uint32_t sid, store_sample **out, size_t *n)
 /* The sid of the i-th wanted series, and what is done with its group:
  * decoded from *p (cnt samples), *p then after them, or left. */
 typedef uint32_t (*wanted_sid_fn)(void *ctx, size_t i);
-typedef int (*wanted_group_fn)(
-    void *ctx, size_t i, const jrec *r, const uint8_t **p, uint64_t cnt);
+typedef int (*wanted_group_fn)(void *ctx, size_t i, const jrec *r,
+    const uint8_t **p, uint64_t cnt, const uint8_t *tpl);
 
 /* The groups in record r of the n wanted series (in sid order), each
  * handed to on: one pass on through the record, by cur_seek. Returns 0
@@ -1521,7 +1678,7 @@ wanted_groups(store *st, const jrec *r, size_t n, wanted_sid_fn sid_at,
 	if ((rc = cur_first(st, r, &jc)) != 0)
 		return rc;
 	for (size_t i = 0; i < n && jc.g < r->ngroups; i++) {
-		const uint8_t *p, *start;
+		const uint8_t *p, *start, *tpl;
 		uint64_t       cnt;
 		int            found;
 
@@ -1529,10 +1686,10 @@ wanted_groups(store *st, const jrec *r, size_t n, wanted_sid_fn sid_at,
 			return rc;
 		if (!found)
 			continue;
-		if ((rc = grp_open(st, r, &jc, &p, &cnt)) != 0)
+		if ((rc = grp_open(st, r, &jc, &p, &cnt, &tpl)) != 0)
 			return rc;
 		start = p;
-		if ((rc = on(ctx, i, r, &p, cnt)) != 0)
+		if ((rc = on(ctx, i, r, &p, cnt, tpl)) != 0)
 			return rc;
 		if (p != start)
 			jc.next = p;
@@ -1556,13 +1713,13 @@ groups_sid(void *vctx, size_t i)
 }
 
 static int
-groups_decode(
-    void *vctx, size_t i, const jrec *r, const uint8_t **p, uint64_t cnt)
+groups_decode(void *vctx, size_t i, const jrec *r, const uint8_t **p,
+    uint64_t cnt, const uint8_t *tpl)
 {
 	groups_ctx   *g   = vctx;
 	store_sample *out = g->fn(g->ctx, g->sids[i], (size_t) cnt);
 
-	return out == NULL ? 0 : grp_decode(g->st, r, p, cnt, out);
+	return out == NULL ? 0 : grp_decode(g->st, r, p, cnt, tpl, out);
 }
 
 static int
@@ -1597,11 +1754,12 @@ stats_sid(void *vctx, size_t i)
 }
 
 static int
-stats_add(void *vctx, size_t i, const jrec *r, const uint8_t **p, uint64_t cnt)
+stats_add(void *vctx, size_t i, const jrec *r, const uint8_t **p, uint64_t cnt,
+    const uint8_t *tpl)
 {
 	stats_ctx *x = vctx;
 
-	return grp_add_stats(x->st, r, p, cnt, &x->recs[i]);
+	return grp_add_stats(x->st, r, p, cnt, tpl, &x->recs[i]);
 }
 
 static int
@@ -1691,15 +1849,15 @@ patch_series(void *vctx, const jrec *r)
 {
 	patch_ctx     *x = vctx;
 	jcur           jc;
-	const uint8_t *p;
+	const uint8_t *p, *tpl;
 	uint64_t       cnt;
 	int            rc, found;
 
 	if ((rc = cur_find(x->st, r, x->r->sid, &jc, &found)) != 0 || !found)
 		return rc;
-	if ((rc = grp_open(x->st, r, &jc, &p, &cnt)) != 0)
+	if ((rc = grp_open(x->st, r, &jc, &p, &cnt, &tpl)) != 0)
 		return rc;
-	return grp_add_stats(x->st, r, &p, cnt, x->r);
+	return grp_add_stats(x->st, r, &p, cnt, tpl, x->r);
 }
 
 int
@@ -2048,18 +2206,19 @@ store_journal_count(store_txn *t, uint64_t max_samples, uint64_t *counted)
 		if ((rc = series_of_sid(t, &fc, sid, &rec)) != 0)
 			goto out;
 		for (size_t i = (size_t) b; i < npos; i++) {
-			const uint8_t *p;
+			const uint8_t *p, *tpl;
 			uint64_t       cnt;
 
 			if (pos[i].c.g == pos[i].r.ngroups
 			    || pos[i].c.sid != sid)
 				continue;
-			if ((rc = grp_open(st, &pos[i].r, &pos[i].c, &p, &cnt))
+			if ((rc = grp_open(
+			         st, &pos[i].r, &pos[i].c, &p, &cnt, &tpl))
 			    != 0)
 				goto out;
 			if (pos[i].r.no > rec.jseen) {
 				if ((rc = grp_add_stats(
-				         st, &pos[i].r, &p, cnt, &rec))
+				         st, &pos[i].r, &p, cnt, tpl, &rec))
 				    != 0)
 					goto out;
 				pos[i].c.next = p;

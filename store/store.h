@@ -40,7 +40,7 @@
  * are kept by series id in "stats", both compactly), and the oldest it reads
  * (1: blocks only; 1 to 3 are converted by a writer on open). docs/storage.md,
  * "Existing databases". */
-#define STORE_FORMAT 7
+#define STORE_FORMAT 8
 #define STORE_FORMAT_OLDEST 1
 
 enum store_flags {

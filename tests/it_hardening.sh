@@ -93,11 +93,13 @@ fi
 # journal of wide records holds 1,024 samples of each series, up to 4
 # times that: 20,000 samples) so that a fold runs every few commits and the kills land in commits,
 # in folds and between them. Every acknowledged sample exactly once,
-# read back through the blocks and the journal alike.
+# read back through the blocks and the journal alike. Its values are
+# float32s (--float32, as a trainer's tensors log them), so that its
+# commits write format 8's records (those with a NaN, format 7's).
 if want 1w; then
 start_collector --no-detect --journal-samples 5000
 export VITALS_RUN=kill20wide
-"$BIN/tests/trainer" emit --ranks 16 --metrics 64 --steps 3000 \
+"$BIN/tests/trainer" emit --ranks 16 --metrics 64 --steps 3000 --float32 \
 	--step-us 10000 --flush-ms 60000 >"$T/emit.out" &
 TPID=$!
 opened=0
@@ -114,7 +116,7 @@ echo "killed vitalsd 20 times (wide run); the store opened cleanly $opened times
 check "kill x20, wide: store opens cleanly after every kill" [ "$opened" = 20 ]
 wait $TPID
 check "kill x20, wide: trainers finished, every sample acknowledged" [ $? = 0 ]
-verify_export kill20wide --ranks 16 --metrics 64 --steps 3000 >"$T/v.out"
+verify_export kill20wide --ranks 16 --metrics 64 --steps 3000 --float32 >"$T/v.out"
 check "kill x20, wide: every sample exactly once" [ $? = 0 ]
 figures "kill x20, wide" "$T/emit.out" "$T/v.out"
 check "kill x20, wide: the journal was folded (blocks in the store)" \

@@ -1069,12 +1069,13 @@ merged_bytes(
 	return n;
 }
 
-/* Format 7's commit records in the store in path now whose tag
- * (0xfffffff0 | its flags: 1 no first step, 2 no later steps, 4
- * float32 values) has every flag of want: their count, bytes and
- * samples, as merged_bytes. */
+/* The commit records in the store in path now whose tag is base (format
+ * 7: 0xfffffff0; format 8: 0xffffffe0) | flags (1 no first step, 2 no
+ * later steps, 4 float32 values) with every flag of want: their count,
+ * bytes and samples, as merged_bytes. */
 static int
-f7_bytes(const char *path, uint32_t want, uint64_t *bytes, uint64_t *samples)
+flag_bytes(const char *path, uint32_t base, uint32_t want, uint64_t *bytes,
+    uint64_t *samples)
 {
 	int n = 0;
 
@@ -1084,11 +1085,25 @@ f7_bytes(const char *path, uint32_t want, uint64_t *bytes, uint64_t *samples)
 
 		if ((f & want) != want)
 			continue;
-		n += merged_bytes(path, 0xfffffff0u | f, &b, &s);
+		n += merged_bytes(path, base | f, &b, &s);
 		*bytes += b;
 		*samples += s;
 	}
 	return n;
+}
+
+/* Format 7's commit records (flag_bytes). */
+static int
+f7_bytes(const char *path, uint32_t want, uint64_t *bytes, uint64_t *samples)
+{
+	return flag_bytes(path, 0xfffffff0u, want, bytes, samples);
+}
+
+/* Format 8's commit records (flag_bytes): every value a float32. */
+static int
+f8_bytes(const char *path, uint32_t want, uint64_t *bytes, uint64_t *samples)
+{
+	return flag_bytes(path, 0xffffffe0u, want, bytes, samples);
 }
 
 /* Whether the journal of st holds a merged record in the block code
@@ -2508,12 +2523,15 @@ TEST(wide_commit_records_code_no_first_step)
 		REQUIRE(wide_commit_n(in, &seq, step, 1) == 0);
 	ingest_close(in);
 	store_close(st);
-	/* Format 7: its values, float32, take 0.6 bytes a sample less. */
-	CHECK_EQ_INT(f7_bytes(dir, 5, &bytes, &samples), 8);
+	/* Format 7: its values, float32, take 0.6 bytes a sample less
+	 * (8.0); format 8's (float32 values in f32code, 4 bytes for a
+	 * group's first where format 7's varint took 5, and the times of
+	 * a chunk's first group shared) 6.1. */
+	CHECK_EQ_INT(f8_bytes(dir, 5, &bytes, &samples), 8);
 	CHECK_EQ_INT(samples, 8 * 64);
 	printf("  wide commits' records: %.2f bytes a sample\n",
 	    samples ? (double) bytes / (double) samples : 0.0);
-	CHECK(2 * bytes < 19 * samples);
+	CHECK(bytes < 7 * samples);
 	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 8);
 	CHECK(read_as_sent(&g, 1));
@@ -2533,8 +2551,9 @@ TEST(wide_commit_records_code_no_first_step)
  * one step apart (a wide run's several steps a commit) only the first
  * step is coded, and where every value is a float32 (what trainers log)
  * its 32-bit pattern is: commits of 64 series x 5 steps take 5.1 bytes
- * a sample (format 6: 6.5), and read back as sent from the records,
- * from a merged record and from blocks.
+ * a sample (format 6: 6.5); format 8 (every group's steps and times
+ * those of its chunk's first, values in f32code) 3.1. They read back
+ * as sent from the records, from a merged record and from blocks.
  */
 TEST(commit_records_code_steps_and_float32)
 {
@@ -2551,12 +2570,12 @@ TEST(commit_records_code_steps_and_float32)
 	open_with(&st, &in, &o);
 	for (uint64_t c = 0; c < 4; c++)
 		REQUIRE(wide_commit_n(in, &seq, c * 5, 5) == 0);
-	CHECK_EQ_INT(f7_bytes(dir, 6, &bytes, &samples), 4);
+	CHECK_EQ_INT(f8_bytes(dir, 6, &bytes, &samples), 4);
 	CHECK_EQ_INT(samples, 4 * 5 * 64);
 	printf("  commits' records of 5 steps a series: %.2f bytes a "
 	       "sample\n",
 	    samples ? (double) bytes / (double) samples : 0.0);
-	CHECK(2 * bytes < 11 * samples);
+	CHECK(bytes < 4 * samples);
 	CHECK(read_series("jw", "m40", 0, 0, UINT64_MAX, &g) == 0);
 	CHECK_EQ_INT(g.n, 20);
 	CHECK(read_as_sent(&g, 1));
@@ -2612,8 +2631,10 @@ TEST(float32_records_keep_edge_values)
 		}
 		commit_x(in, "fe", (uint64_t) rec + 1, ws, (uint32_t) n);
 	}
-	CHECK_EQ_INT(f7_bytes(dir, 4, &bytes, &samples), 2);
-	CHECK_EQ_INT(f7_bytes(dir, 0, &bytes, &samples), 4); /* all C1 */
+	/* Format 8's tag where every value is a float32 (all C1). */
+	CHECK_EQ_INT(f8_bytes(dir, 6, &bytes, &samples), 2);
+	CHECK_EQ_INT(f7_bytes(dir, 2, &bytes, &samples), 2);
+	CHECK_EQ_INT(f7_bytes(dir, 4, &bytes, &samples), 0);
 	for (int pass = 0; pass < 2; pass++) {
 		got g;
 		int same = 1;
@@ -2635,6 +2656,199 @@ TEST(float32_records_keep_edge_values)
 			        == (m < sizeof(f32s) / 8
 			                ? f32s[m]
 			                : others[m - sizeof(f32s) / 8]);
+		}
+		CHECK(same);
+	}
+	ingest_close(in);
+	store_close(st);
+}
+
+/* Series m of mixed_commit's commit from step base: n samples from
+ * step0, in three shapes in turn (5 from base, 3 from base, 5 from base
+ * + 7), so that each chunk of 16 groups mixes groups with the steps and
+ * times of its first group and groups with their own. */
+static void
+mixed_shape(int m, uint64_t base, uint64_t *step0, uint32_t *n)
+{
+	*step0 = base + (m % 3 == 2 ? 7 : 0);
+	*n     = m % 3 == 1 ? 3 : 5;
+}
+
+/* One commit of 48 series of run "g8" (s00 to s47, created in that
+ * order, so sids in that order), shaped by mixed_shape from base. */
+static int
+mixed_commit(ingest *in, uint64_t *seq, uint64_t base)
+{
+	char name[16];
+	spec s = { "g8", 9, 0, 0, 0, 0, name, 0, 0, val_lin };
+
+	if (ingest_begin(in) != 0)
+		return -100;
+	for (int m = 0; m < 48; m++) {
+		wire_batch b;
+		char       why[200];
+		int        is_new;
+
+		snprintf(name, sizeof(name), "s%02d", m);
+		mixed_shape(m, base, &s.step0, &s.n);
+		s.seq = s.floor = ++*seq;
+		make(&s, &b);
+		if (ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+		    != WIRE_ACK_STORED) {
+			ingest_abort(in);
+			return -1;
+		}
+	}
+	return ingest_commit(in) != 0 ? -101 : 0;
+}
+
+static int listed(
+    const char *run, const char *metric, int32_t rank, series_rec *out);
+
+/* Whether each series of mixed_commit's commits (from bases 0, 20, 40,
+ * ..., commits of them) reads back and lists as sent. */
+static int
+mixed_as_sent(int commits)
+{
+	int ok = 1;
+
+	for (int m = 0; m < 48; m++) {
+		static got g;
+		series_rec r;
+		char       name[16];
+		uint64_t   i = 0, first = 0, last = 0;
+
+		snprintf(name, sizeof(name), "s%02d", m);
+		if (read_series("g8", name, 0, 0, UINT64_MAX, &g) != 0
+		    || listed("g8", name, 0, &r) != 0)
+			return 0;
+		for (int c = 0; c < commits; c++) {
+			uint64_t s0;
+			uint32_t n;
+
+			mixed_shape(m, (uint64_t) c * 20, &s0, &n);
+			if (c == 0)
+				first = s0;
+			for (uint64_t st = s0; st < s0 + n; st++, i++) {
+				ok &= i < g.n && g.steps[i] == st
+				    && g.values[i] == val_lin(st)
+				    && g.times[i]
+				        == 1700000000000000000ll
+				            + (int64_t) st * 100000000;
+				last = st;
+			}
+		}
+		ok &= g.n == i && r.samples == i && r.first_step == first
+		    && r.last_step == last && r.last_value == val_lin(last);
+	}
+	return ok;
+}
+
+/*
+ * Format 8's commit records (every value a float32): a group's steps
+ * and times are coded apart from its values, and a group with the
+ * count, steps and times of its chunk's first group codes none of its
+ * own; values in f32code. Commits whose chunks mix both kinds read back
+ * and list as sent from the records, from a merged record (format 6)
+ * and from blocks.
+ */
+TEST(format8_groups_share_their_chunks_times)
+{
+	store      *st;
+	ingest     *in;
+	ingest_opts o;
+	uint64_t    seq = 0, bytes, samples;
+
+	fresh_dir();
+	ingest_opts_init(&o);
+	o.journal_records = 3;
+	o.journal_samples = 65536;
+	open_with(&st, &in, &o);
+	for (int c = 0; c < 3; c++)
+		REQUIRE(mixed_commit(in, &seq, (uint64_t) c * 20) == 0);
+	CHECK_EQ_INT(f8_bytes(dir, 6, &bytes, &samples), 3);
+	CHECK_EQ_INT(samples, 3 * 16 * (5 + 3 + 5));
+	CHECK(mixed_as_sent(3));
+	for (int c = 3; c < 5; c++)
+		REQUIRE(mixed_commit(in, &seq, (uint64_t) c * 20) == 0);
+	CHECK(merged_bytes(dir, 0xfffffffcu, &bytes, &samples) > 0);
+	CHECK(mixed_as_sent(5));
+	REQUIRE(ingest_fold(in, 1) == 0);
+	ingest_close(in);
+	store_close(st);
+	CHECK(mixed_as_sent(5));
+}
+
+/*
+ * f32code's runs: a group of 40 float32 values with jumps of every
+ * width (a sign flip, -inf to +inf: 32 bits), constant stretches (0
+ * bits) and runs cut at 8 reads back bit for bit from its format-8
+ * record, from a second record's group and after the fold.
+ */
+TEST(format8_float32_runs_keep_every_width)
+{
+	store   *st;
+	ingest  *in;
+	uint64_t bytes, samples, step = 0;
+	uint64_t want[80];
+
+	fresh_dir();
+	open_both(&st, &in);
+	for (int rec = 0; rec < 2; rec++) {
+		wire_sample ws[40];
+
+		for (int i = 0; i < 40; i++, step++) {
+			uint32_t f;
+			uint64_t b;
+			float    x;
+
+			switch ((i + rec) % 5) {
+			case 0:
+				f = 0xff800000u; /* -inf */
+				break;
+			case 1:
+				f = 0x7f800000u; /* +inf */
+				break;
+			case 2:
+				f = 0x3f800000u + (uint32_t) i * 0x1357u;
+				break;
+			default:
+				f = i < 20 ? 0x80000000u : 0x00800000u;
+				break;
+			}
+			if (i >= 30)
+				f = 0x42280000u; /* 42, constant */
+			memcpy(&x, &f, 4);
+			b = 0;
+			{
+				double d = (double) x;
+
+				memcpy(&b, &d, 8);
+			}
+			want[step] = b;
+			ws[i]      = (wire_sample) { 0, step,
+				     1700000000000000000ll + (int64_t) step * 1000,
+				     0 };
+			memcpy(&ws[i].value, &b, 8);
+		}
+		commit_x(in, "fr", (uint64_t) rec + 1, ws, 40);
+	}
+	CHECK_EQ_INT(f8_bytes(dir, 4, &bytes, &samples), 2);
+	for (int pass = 0; pass < 2; pass++) {
+		static got g;
+		int        same = 1;
+
+		if (pass == 1)
+			REQUIRE(ingest_fold(in, 1) == 0);
+		CHECK(read_series("fr", "x", 0, 0, UINT64_MAX, &g) == 0);
+		CHECK_EQ_INT(g.n, 80);
+		for (uint64_t i = 0; i < g.n && i < 80; i++) {
+			uint64_t b;
+
+			memcpy(&b, &g.values[i], 8);
+			same &= g.steps[i] == i && b == want[i]
+			    && g.times[i]
+			        == 1700000000000000000ll + (int64_t) i * 1000;
 		}
 		CHECK(same);
 	}
@@ -2777,8 +2991,8 @@ TEST(format1_store_read_and_converted)
 	CHECK(store_open(dir, STORE_RDONLY, &st, err, sizeof(err)) ==
 	    STORE_EFORMAT);
 	CHECK(strstr(err,
-	          "database format 8, this vitals reads formats 1 "
-	          "to 7")
+	          "database format 9, this vitals reads formats 1 "
+	          "to 8")
 	    != NULL);
 	/* Stamped 3 again, it opens. */
 	REQUIRE(set_format(dir, 3) == 0);
@@ -2807,7 +3021,10 @@ v2_zz(int64_t v)
  * Replace the one journal record of the store in dir by the record
  * format 2 (or 3: its header and chunk, below; 4: a commit's record of
  * formats 4 and 5, the same but for its tag and group header; 5: a
- * merged record of formats 4 and 5, the same as 4 but for its tag)
+ * merged record of formats 4 and 5, the same as 4 but for its tag; 7:
+ * a commit's record of format 7, as 4 but for its tag, 0xfffffff6, no
+ * step for the samples after the first, each one past the one before,
+ * and values as the varint of the xor of their float32 patterns)
  * wrote for the same samples
  * (make()'s: steps step0.., one series sid): u32 groups, u32 samples, u64 base
  * step, u64 base time, { u32 sid, u32 offset }, then a varint count and per
@@ -2826,6 +3043,7 @@ journal_old(
 	MDB_val     k, v;
 	uint8_t     rec[4096], *p = rec + 32, key[8];
 	uint64_t    bits = 0, step = step0;
+	uint32_t    f32  = 0;
 	int64_t     t0 = 1700000000000000000ll + (int64_t) step0 * 100000000;
 	int64_t     time = t0, dtime = 0;
 	int         rc;
@@ -2841,7 +3059,8 @@ journal_old(
 		 * sid delta shifted left by one with the low bit set (n is
 		 * over 1), then the count. */
 		le_put(rec,
-		    format == 5       ? 0xfffffffdu
+		    format == 7       ? 0xfffffff6u
+		        : format == 5 ? 0xfffffffdu
 		        : format == 4 ? 0xfffffffeu
 		                      : 0xffffffffu,
 		    4);
@@ -2869,14 +3088,24 @@ journal_old(
 		double   vv = val_lin(s);
 
 		memcpy(&b, &vv, 8);
-		p     = v2_var(p, v2_zz((int64_t) (s - step)));
+		if (format != 7 || i == 0)
+			p = v2_var(p, v2_zz((int64_t) (s - step)));
 		p     = v2_var(p, v2_zz((t - time) - dtime));
 		dtime = t - time;
 		time  = t;
 		step  = s;
 		x     = b ^ bits;
 		bits  = b;
-		if (x == 0) {
+		if (format == 7) {
+			/* The xor of the float32 patterns (val_lin's
+			 * values are float32s), 0 before the first. */
+			float    fv = (float) vv;
+			uint32_t f;
+
+			memcpy(&f, &fv, 4);
+			p   = v2_var(p, f ^ f32);
+			f32 = f;
+		} else if (x == 0) {
 			*p++ = 0;
 		} else {
 			int tz = __builtin_ctzll(x);
@@ -3150,6 +3379,7 @@ TEST(format4_store_with_journal_converted)
 static void
 format5_record_read_and_converted(int kind)
 {
+	uint32_t   was = kind == 7 ? 7 : 5;
 	store     *st;
 	ingest    *in;
 	got        g;
@@ -3167,7 +3397,7 @@ format5_record_read_and_converted(int kind)
 	ingest_close(in);
 	store_close(st);
 	REQUIRE(listed("f5", "loss", 0, &r) == 0);
-	REQUIRE(set_format(dir, 5) == 0);
+	REQUIRE(set_format(dir, was) == 0);
 	REQUIRE(journal_old(dir, kind, r.sid, 100, 100) == 0);
 
 	/* Read as it is, read-only. */
@@ -3181,7 +3411,7 @@ format5_record_read_and_converted(int kind)
 	REQUIRE(listed("f5", "loss", 0, &r) == 0);
 	CHECK(r.samples == 200 && r.first_step == 0 && r.last_step == 199);
 	CHECK(r.last_value == val_lin(199));
-	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 5);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == was);
 
 	/* The writer converts it: the number only. */
 	open_both(&st, &in);
@@ -3223,6 +3453,20 @@ TEST(format5_commit_record_read_and_converted)
 }
 
 /*
+ * A format-7 store whose journal holds a commit's record of format 7
+ * (float32 values as xor varints, tag 0xfffffff6) reads as it is; the
+ * writer converts the store to format 8 by writing the number alone,
+ * and the record is read as it is until it is folded.
+ */
+TEST(format7_commit_record_read_and_converted)
+{
+	uint32_t fmt;
+
+	format5_record_read_and_converted(7);
+	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4 && fmt == 8);
+}
+
+/*
  * Format 7 writes no statistics for a new series (format 6 wrote empty
  * ones): a format-6 store is converted by writing the number alone, its
  * empty statistics stay and are read, and a series created since has
@@ -3260,7 +3504,7 @@ TEST(format6_store_converted_without_empty_statistics)
 	ingest_close(in);
 	store_close(st);
 	CHECK(raw_value(dir, "meta", "format", 6, &fmt) == 4
-	    && fmt == STORE_FORMAT && fmt == 7);
+	    && fmt == STORE_FORMAT && fmt >= 7);
 	REQUIRE(listed("f6", "gnorm", 0, &r) == 0);
 	CHECK(r.samples == 50 && r.first_step == 0 && r.last_step == 49);
 	be_put32(sk, r.sid);
@@ -3576,6 +3820,8 @@ main(void)
 	RUN(wide_commit_records_code_no_first_step);
 	RUN(commit_records_code_steps_and_float32);
 	RUN(float32_records_keep_edge_values);
+	RUN(format8_groups_share_their_chunks_times);
+	RUN(format8_float32_runs_keep_every_width);
 	RUN(narrow_commit_writes_blocks_directly);
 	RUN(format1_store_read_and_converted);
 	RUN(format2_store_with_journal_converted);
@@ -3583,6 +3829,7 @@ main(void)
 	RUN(format4_store_with_journal_converted);
 	RUN(format5_merged_record_read_and_converted);
 	RUN(format5_commit_record_read_and_converted);
+	RUN(format7_commit_record_read_and_converted);
 	RUN(format6_store_converted_without_empty_statistics);
 	RUN(readonly_missing_db_is_clear);
 	RUN(positions_survive_reopen);

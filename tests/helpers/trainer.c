@@ -4,13 +4,16 @@
  *
  *	test_trainer emit --ranks R --steps S --metrics M [--threads]
  *	    [--step-us U] [--flush-ms T] [--first-step F] [--finite]
+ *	    [--float32]
  *	test_trainer verify --ranks R --steps S --metrics M [--first-step F]
- *	    [--allow-missing] < query.csv
+ *	    [--allow-missing] [--float32] < query.csv
  *
  * emit logs M metrics a step for S steps on each of R ranks (processes,
  * or threads with --threads: one emitter each) with values that are a
  * function of (rank, metric, step): NaN, +-Inf, -0.0 and random bit
- * patterns among them. It then waits up to --flush-ms for the collector's
+ * patterns among them (--float32: each rounded to a float32, as a
+ * trainer's float32 tensors log them; NaN stays NaN, which no float32
+ * code of the store takes). It then waits up to --flush-ms for the collector's
  * acknowledgements and prints, per rank, "rank R logged L dropped D acked
  * A" on stdout. Exit 0 if everything was acknowledged, 3 if not.
  *
@@ -38,6 +41,7 @@ typedef struct cfg {
 	int  threads, allow_missing;
 	int  finite; /* NaN and infinities replaced by the step (receivers
 	              * such as VictoriaMetrics drop NaN) */
+	int  float32; /* values rounded to float32 */
 } cfg;
 
 static uint64_t
@@ -113,6 +117,8 @@ emit_rank(rank_job *j)
 
 			if (c->finite && !isfinite(v))
 				v = (double) step;
+			if (c->float32 && !isnan(v))
+				v = (double) (float) v;
 
 			if (j->em)
 				vt_emit(j->em, metric_names[m], step, v);
@@ -264,6 +270,8 @@ do_verify(const cfg *c)
 		if (seen[idx]++)
 			dup++;
 		want = value_of(rank, metric, step);
+		if (c->float32 && !isnan(want))
+			want = (double) (float) want;
 		if (isnan(want) ? !isnan(got) : memcmp(&got, &want, 8) != 0)
 			wrong++;
 		if (last[rank * c->metrics + metric] > step)
@@ -282,7 +290,7 @@ do_verify(const cfg *c)
 int
 main(int argc, char **argv)
 {
-	cfg c = { 4, 1000, 5, 0, 10000, 0, 0, 0, 0 };
+	cfg c = { 4, 1000, 5, 0, 10000, 0, 0, 0, 0, 0 };
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: test_trainer emit|verify [options]\n");
@@ -299,6 +307,10 @@ main(int argc, char **argv)
 		}
 		if (strcmp(a, "--finite") == 0) {
 			c.finite = 1;
+			continue;
+		}
+		if (strcmp(a, "--float32") == 0) {
+			c.float32 = 1;
 			continue;
 		}
 		if (strcmp(a, "--allow-missing") == 0) {
