@@ -1639,3 +1639,51 @@ detect_name_of(const char *p, size_t len)
 	snprintf(n.s, sizeof(n.s), "%.*s", (int) (len < 200 ? len : 200), p);
 	return n;
 }
+
+/* Whether rule o is one that the deferring rule r defers to. */
+static int
+leads(const detect_rule *o, const detect_rule *r)
+{
+	return o != r && !o->defer && o->incident != NULL
+	    && r->incident != NULL && strcmp(o->incident, r->incident) == 0;
+}
+
+/* A walk over the engine's series: findings of deferring rules are
+ * rare (an episode's start), so nothing is indexed for them. */
+double
+detect_lead_change(const detect_ctx *c, uint32_t k, double *noise,
+    detect_name *metric, int *up)
+{
+	const detect_engine *e    = c->e;
+	const detect_series *bs   = NULL;
+	const detect_inst   *best = NULL;
+
+	*noise       = NAN;
+	*up          = 0;
+	metric->s[0] = 0;
+	for (size_t i = 0; i < e->ns && c->s != NULL; i++) {
+		const detect_series *s = e->sv[i];
+
+		if (s == c->s || s->run != c->s->run)
+			continue;
+		for (uint32_t j = 0; j < s->ninst; j++) {
+			const detect_inst *in = &s->inst[j];
+
+			if (!leads(in->r, c->r) || in->r->kind->change == NULL
+			    || in->st == NULL)
+				continue;
+			/* The same rank's series if there is one. */
+			if (best == NULL
+			    || (s->rk->rank == c->s->rk->rank
+			        && bs->rk->rank != c->s->rk->rank)) {
+				best = in;
+				bs   = s;
+			}
+		}
+	}
+	if (best == NULL)
+		return NAN;
+	*metric = detect_name_of(bs->metric, bs->mlen);
+	*up     = best->r->kind != &detect_kind_drop;
+	return best->r->kind->change(best->st, k, noise);
+}
