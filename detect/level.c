@@ -43,6 +43,13 @@
  * was latched at, so that the level's return would otherwise never be
  * seen, and a later shift would find the episode still firing.
  *
+ * `confirm` (a rule with `defer`, step time): when the finding fires,
+ * the series of a rule it defers to (throughput) is judged over the
+ * same samples (the median of them against the window before); if it
+ * moved its own bad way by half as much in log terms and by `confirm`
+ * times its noise scale, the alert goes out flagged DETECT_CONFIRMED,
+ * and the incident pages it instead of noting it as more work per step.
+ *
  * `drift` (a fraction; 0: off) reports at info how far the level went
  * from a slow reference (time constant `follow` samples), once per
  * `drift` of travel: the planned drift, seen but not paged.
@@ -335,20 +342,19 @@ drift_info(detect_ctx *c, level_st *st, const detect_sample *s, double med)
 /*
  * A deferring rule's finding (step time up) is confirmed when the series
  * of a rule it defers to (throughput) moved its own bad way over the
- * same samples, by at least half as much in log terms (a slowdown moves
- * both alike; more work per step leaves throughput where it was) and by
- * `confirm` times that series' noise scale. Returns DETECT_CONFIRMED
- * and says so in msg, or 0 and msg "".
+ * same samples (the n the condition held for), by at least half as much
+ * in log terms (a slowdown moves both alike; more work per step leaves
+ * throughput where it was) and by `confirm` times that series' noise
+ * scale. Returns DETECT_CONFIRMED and says so in msg, or 0 and msg "".
  */
 static int
-confirmed(detect_ctx *c, const level_st *st, const detect_sample *s,
-    double shift, int up, char *msg, size_t len)
+confirmed(
+    detect_ctx *c, uint32_t n, double shift, int up, char *msg, size_t len)
 {
 	const detect_rule *r = c->r;
 	double             k = detect_p(r, LV_CONFIRM), noise, ch, moved;
 	detect_name        lead;
 	int                lead_up;
-	uint32_t           n = (uint32_t) (s->step - st->fsm.step0 + 1);
 
 	msg[0] = 0;
 	if (!r->defer || k <= 0 || !(shift > 0 && (up || shift < 1)))
@@ -391,6 +397,7 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	double             mr = 0, ms = 0, thr_s, thr_j, pv = st->prev;
 	double             mj = 0, mshow;
 	int                cond, tr, quick_ok, jump_ok, back = 0;
+	uint32_t           held;
 
 	if (!isfinite(s->value))
 		return;
@@ -524,8 +531,11 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 		if (back)
 			cond = 0;
 	}
-	tr = detect_fsm_update(&st->fsm, cond, &r->p[LV_FOR], &r->clear,
-	    &r->cooldown, s->step, s->time_ns);
+	/* The samples the condition has held for, this one included, if
+	 * it fires now (steps may advance by more than one a sample). */
+	held = st->fsm.state == DETECT_FSM_PENDING ? st->fsm.n + 1 : 1;
+	tr   = detect_fsm_update(&st->fsm, cond, &r->p[LV_FOR], &r->clear,
+	      &r->cooldown, s->step, s->time_ns);
 	/* A jump that did not last 3 samples (a slow step) held no shift
 	 * that the windows could learn. */
 	if (st->fsm.state != DETECT_FSM_CLEAR
@@ -534,7 +544,7 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	mshow = st->quick == 2 ? mj : st->quick ? ms : mc;
 	if (tr == DETECT_FSM_FIRE) {
 		char conf[320];
-		int  flags = confirmed(c, st, s, shift_of(mshow, st->ref, up),
+		int  flags = confirmed(c, held, shift_of(mshow, st->ref, up),
 		     up, conf, sizeof(conf));
 
 		st->firing_n = 0;
