@@ -26,6 +26,10 @@ typedef struct detect_run {
 	uint64_t nseries;        /* series of this run (detect/budget.h) */
 	int      over_budget;    /* its detect_budget alert was emitted */
 	uint64_t watched; /* bit i: rule i (< 64) has a series of the run */
+	/* A series of the run watched by a rule that others defer to (one
+	 * with a `change` hook and an incident, not deferring), or NULL:
+	 * what detect_lead_change reads, found without a walk. */
+	struct detect_series *lead;
 } detect_run;
 
 typedef struct detect_rank {
@@ -36,6 +40,7 @@ typedef struct detect_rank {
 	size_t      hostlen;
 	uint32_t    refs;
 	int         ended; /* closed normally (detect_end), not back since */
+	struct detect_series *lead; /* as detect_run's, of this rank */
 } detect_rank;
 
 typedef struct detect_inst detect_inst;
@@ -199,7 +204,9 @@ detect_name detect_name_of(const char *p, size_t len);
 /*
  * For a finding of a deferring rule (`defer`) on series c->s: the
  * relative change of a series of the same run that a rule it defers to
- * watches (the same rank's if there is one) over its last k samples (see
+ * watches (the same rank's if there is one: the first such series the
+ * rank, else the run, brought; O(1), whatever the width of the engine)
+ * over its last k samples (see
  * detect_kind.change), with that series' noise scale in *noise, its
  * metric in *metric, and in *up whether that rule looks for a rise (1)
  * or a drop (0). NaN when there is no such series or it holds too few
