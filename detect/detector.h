@@ -26,6 +26,10 @@ typedef struct detect_run {
 	uint64_t nseries;        /* series of this run (detect/budget.h) */
 	int      over_budget;    /* its detect_budget alert was emitted */
 	uint64_t watched; /* bit i: rule i (< 64) has a series of the run */
+	/* A series of the run watched by a rule that others defer to (one
+	 * with a `change` hook and an incident, not deferring), or NULL:
+	 * what detect_lead_change reads, found without a walk. */
+	struct detect_series *lead;
 } detect_run;
 
 typedef struct detect_rank {
@@ -36,6 +40,7 @@ typedef struct detect_rank {
 	size_t      hostlen;
 	uint32_t    refs;
 	int         ended; /* closed normally (detect_end), not back since */
+	struct detect_series *lead; /* as detect_run's, of this rank */
 } detect_rank;
 
 typedef struct detect_inst detect_inst;
@@ -123,6 +128,12 @@ typedef struct detect_kind {
 	 * call that can fail). The state's first 256 bytes are loaded
 	 * already. */
 	void (*prefetch)(const void *state);
+	/* Optional, series scope: the relative change of the median of
+	 * the series' last k samples from the median of the samples before
+	 * them (up to a window of them), and in *noise the series' noise
+	 * scale (a relative change between windows); NaN when it holds too
+	 * few samples. */
+	double (*change)(const void *state, uint32_t k, double *noise);
 } detect_kind;
 
 extern const detect_kind detect_kind_nonfinite, detect_kind_spike,
@@ -159,6 +170,9 @@ void detect_origin_run(detect_origin *o, const detect_run *run);
 enum {
 	DETECT_EVENT = 1, /* over when reported: one record, state resolved,
 	                   * runs the exec action like a firing alert */
+	DETECT_CONFIRMED = 2, /* a deferring rule's finding that a rule it
+	                       * defers to confirms (detect_lead_change):
+	                       * paged as its own */
 };
 
 /*
@@ -186,6 +200,20 @@ typedef struct detect_name {
 	char s[208];
 } detect_name;
 detect_name detect_name_of(const char *p, size_t len);
+
+/*
+ * For a finding of a deferring rule (`defer`) on series c->s: the
+ * relative change of a series of the same run that a rule it defers to
+ * watches (the same rank's if there is one: the first such series the
+ * rank, else the run, brought; O(1), whatever the width of the engine)
+ * over its last k samples (see
+ * detect_kind.change), with that series' noise scale in *noise, its
+ * metric in *metric, and in *up whether that rule looks for a rise (1)
+ * or a drop (0). NaN when there is no such series or it holds too few
+ * samples.
+ */
+double detect_lead_change(const detect_ctx *c, uint32_t k, double *noise,
+    detect_name *metric, int *up);
 /* n bytes of s and a NUL, malloc'ed (caller frees); NULL when out of
  * memory. */
 char *detect_dupn(const char *s, size_t n);

@@ -857,6 +857,10 @@ memo_verdicts(detect_engine *e, const detect_series *s)
 static void
 series_free(detect_engine *e, detect_series *s)
 {
+	if (s->rk->lead == s)
+		s->rk->lead = NULL;
+	if (s->run->lead == s)
+		s->run->lead = NULL;
 	for (uint32_t i = 0; i < s->ninst; i++)
 		inst_fini(e, &s->inst[i]);
 	pool_free(&e->pool, s->inst);
@@ -939,10 +943,18 @@ new_series(detect_engine *e, const detect_sample *s, uint64_t h)
 	memcpy(ser->inst, e->scratch, n * sizeof(*ser->inst));
 	ser->ninst = (uint32_t) n;
 	for (size_t i = 0; i < n; i++) {
-		size_t j = (size_t) (ser->inst[i].r - e->rules->v);
+		const detect_rule *r = ser->inst[i].r;
+		size_t             j = (size_t) (r - e->rules->v);
 
 		if (j < 64)
 			run->watched |= 1ull << j;
+		if (r->kind->change != NULL && r->incident != NULL
+		    && !r->defer) {
+			if (rk->lead == NULL)
+				rk->lead = ser;
+			if (run->lead == NULL)
+				run->lead = ser;
+		}
 	}
 	if (detect_table_put(&e->series, h, ser) != 0)
 		goto fail;
@@ -1638,4 +1650,50 @@ detect_name_of(const char *p, size_t len)
 
 	snprintf(n.s, sizeof(n.s), "%.*s", (int) (len < 200 ? len : 200), p);
 	return n;
+}
+
+/* Whether rule o is one that the deferring rule r defers to. */
+static int
+leads(const detect_rule *o, const detect_rule *r)
+{
+	return o != r && !o->defer && o->incident != NULL
+	    && r->incident != NULL && strcmp(o->incident, r->incident) == 0;
+}
+
+/* The instance of series s (NULL: none) whose rule the deferring rule r
+ * defers to. */
+static const detect_inst *
+lead_inst(const detect_series *s, const detect_rule *r)
+{
+	for (uint32_t j = 0; s != NULL && j < s->ninst; j++) {
+		const detect_inst *in = &s->inst[j];
+
+		if (leads(in->r, r) && in->r->kind->change != NULL
+		    && in->st != NULL)
+			return in;
+	}
+	return NULL;
+}
+
+double
+detect_lead_change(const detect_ctx *c, uint32_t k, double *noise,
+    detect_name *metric, int *up)
+{
+	const detect_series *bs = NULL;
+	const detect_inst   *best;
+
+	*noise       = NAN;
+	*up          = 0;
+	metric->s[0] = 0;
+	if (c->s == NULL)
+		return NAN;
+	if ((best = lead_inst(c->s->rk->lead, c->r)) != NULL)
+		bs = c->s->rk->lead;
+	else if ((best = lead_inst(c->s->run->lead, c->r)) != NULL)
+		bs = c->s->run->lead;
+	if (best == NULL)
+		return NAN;
+	*metric = detect_name_of(bs->metric, bs->mlen);
+	*up     = best->r->kind != &detect_kind_drop;
+	return best->r->kind->change(best->st, k, noise);
 }

@@ -355,7 +355,7 @@ open_incident(detect_incidents *is, const detect_rule *r, detect_run *run,
 
 static void
 on_firing(detect_incidents *is, const detect_rules *rules,
-    const detect_rule *r, detect_run *run, detect_alert *a,
+    const detect_rule *r, detect_run *run, detect_alert *a, int flags,
     detect_emit_fn emit, void *ctx)
 {
 	size_t             i = find(is, r, run, a);
@@ -366,8 +366,11 @@ on_firing(detect_incidents *is, const detect_rules *rules,
 	/* A deferring rule (step time) next to a rule that watches the
 	 * same run (throughput): the other decides. Step time that rises
 	 * while throughput holds is more work per step (a longer sequence,
-	 * a larger batch), not a slowdown: info. */
+	 * a larger batch), not a slowdown: info. Unless the other rule's
+	 * series moved with it (the detector confirmed it): a slowdown
+	 * that the other rule's noise hid from it. */
 	if (r->defer && a->severity > DETECT_INFO
+	    && !(flags & DETECT_CONFIRMED)
 	    && (I == NULL || I->closed || I->held || a->severity > I->sev)
 	    && (to = deferred_to(rules, r, run)) != NULL) {
 		a->severity = DETECT_INFO;
@@ -531,7 +534,7 @@ detect_incidents_route(detect_incidents *is, const detect_rules *rules,
 		return;
 	}
 	if (a->state == DETECT_FIRING)
-		on_firing(is, rules, r, run, a, emit, ctx);
+		on_firing(is, rules, r, run, a, flags, emit, ctx);
 	else
 		on_resolved(is, rules, r, run, a, emit, ctx);
 }

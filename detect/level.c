@@ -43,6 +43,13 @@
  * was latched at, so that the level's return would otherwise never be
  * seen, and a later shift would find the episode still firing.
  *
+ * `confirm` (a rule with `defer`, step time): when the finding fires,
+ * the series of a rule it defers to (throughput) is judged over the
+ * same samples (the median of them against the window before); if it
+ * moved its own bad way by half as much in log terms and by `confirm`
+ * times its noise scale, the alert goes out flagged DETECT_CONFIRMED,
+ * and the incident pages it instead of noting it as more work per step.
+ *
  * `drift` (a fraction; 0: off) reports at info how far the level went
  * from a slow reference (time constant `follow` samples), once per
  * `drift` of travel: the planned drift, seen but not paged.
@@ -65,7 +72,8 @@ enum {
 	LV_NOISE,
 	LV_DRIFT,
 	LV_SHORT,
-	LV_JUMP
+	LV_JUMP,
+	LV_CONFIRM
 };
 static const detect_param lv_params[] = {
 	{ "by", DP_NUM, 0.05, 0, 0.001, 0.99, NULL },
@@ -78,6 +86,7 @@ static const detect_param lv_params[] = {
 	{ "drift", DP_NUM, 0, 0, 0, 100, NULL },
 	{ "short", DP_COUNT, 8, 0, 0, 4096, NULL },
 	{ "jump", DP_BOOL, 1, 0, 0, 1, NULL },
+	{ "confirm", DP_NUM, 4, 0, 0, 1e6, NULL },
 };
 
 typedef struct level_st {
@@ -242,6 +251,58 @@ median_last(level_st *st, uint32_t k)
 	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
 
+/* The i-th latest sample (0: the last) that C and then B hold; i <
+ * C's count + B's count. */
+static double
+latest(const level_st *st, uint32_t i)
+{
+	const double *c = st->buf + woff(st, 2), *b = st->buf + woff(st, 1);
+
+	if (i < st->c.n)
+		return c[(st->c.head + st->c.cap - 1 - i) % st->c.cap];
+	i -= st->c.n;
+	return b[(st->b.head + st->b.cap - 1 - i) % st->b.cap];
+}
+
+/* Median of v[0..n), reordered (insertion sort: n is at most a window,
+ * and this runs once an episode, when it fires). */
+static double
+median_of(double *v, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		double   x = v[i];
+		uint32_t j = i;
+
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* kind->change: the median of the last k samples (at most a window)
+ * against that of the window before them (at least half a window of
+ * them held), once the noise scale has been learned over a window. */
+static double
+level_change(const void *state, uint32_t k, double *noise)
+{
+	const level_st *st = state;
+	uint32_t        w = st->a.cap, held = st->c.n + st->b.n, nb, i;
+	double          v[4096], after, before; /* window <= 4096 */
+
+	*noise = st->scale;
+	if (k == 0 || k > w || st->nd < w || held < k + w / 2)
+		return NAN;
+	nb = held - k < w ? held - k : w;
+	for (i = 0; i < k; i++)
+		v[i] = latest(st, i);
+	after = median_of(v, k);
+	for (i = 0; i < nb; i++)
+		v[i] = latest(st, k + i);
+	before = median_of(v, nb);
+	return before != 0 ? (after - before) / fabs(before) : NAN;
+}
+
 /* Relative shift of x from ref in the bad direction. */
 static double
 shift_of(double x, double ref, int up)
@@ -278,6 +339,40 @@ drift_info(detect_ctx *c, level_st *st, const detect_sample *s, double med)
 	st->slow += k * (med - st->slow);
 }
 
+/*
+ * A deferring rule's finding (step time up) is confirmed when the series
+ * of a rule it defers to (throughput) moved its own bad way over the
+ * same samples (the n the condition held for), by at least half as much
+ * in log terms (a slowdown moves both alike; more work per step leaves
+ * throughput where it was) and by `confirm` times that series' noise
+ * scale. Returns DETECT_CONFIRMED and says so in msg, or 0 and msg "".
+ */
+static int
+confirmed(
+    detect_ctx *c, uint32_t n, double shift, int up, char *msg, size_t len)
+{
+	const detect_rule *r = c->r;
+	double             k = detect_p(r, LV_CONFIRM), noise, ch, moved;
+	detect_name        lead;
+	int                lead_up;
+
+	msg[0] = 0;
+	if (!r->defer || k <= 0 || !(shift > 0 && (up || shift < 1)))
+		return 0;
+	ch = detect_lead_change(c, n, &noise, &lead, &lead_up);
+	if (!(ch > -1))
+		return 0; /* NaN: nothing to confirm with */
+	moved = lead_up ? log1p(ch) : -log1p(ch);
+	if (moved < 0.5 * (up ? log1p(shift) : -log1p(-shift))
+	    || fabs(ch) < k * noise)
+		return 0;
+	snprintf(msg, len,
+	    "; %s %+.1f%% over the same %u samples (%.1f times its noise): "
+	    "a slowdown",
+	    lead.s, 100 * ch, n, fabs(ch) / noise);
+	return DETECT_CONFIRMED;
+}
+
 /* Learn a change d into an average scale: a root mean square, so that
  * swings weigh as they should; each change clipped at 4 times the
  * average so that one shift cannot teach that shifts are usual. */
@@ -302,6 +397,7 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	double             mr = 0, ms = 0, thr_s, thr_j, pv = st->prev;
 	double             mj = 0, mshow;
 	int                cond, tr, quick_ok, jump_ok, back = 0;
+	uint32_t           held;
 
 	if (!isfinite(s->value))
 		return;
@@ -435,8 +531,11 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 		if (back)
 			cond = 0;
 	}
-	tr = detect_fsm_update(&st->fsm, cond, &r->p[LV_FOR], &r->clear,
-	    &r->cooldown, s->step, s->time_ns);
+	/* The samples the condition has held for, this one included, if
+	 * it fires now (steps may advance by more than one a sample). */
+	held = st->fsm.state == DETECT_FSM_PENDING ? st->fsm.n + 1 : 1;
+	tr   = detect_fsm_update(&st->fsm, cond, &r->p[LV_FOR], &r->clear,
+	      &r->cooldown, s->step, s->time_ns);
 	/* A jump that did not last 3 samples (a slow step) held no shift
 	 * that the windows could learn. */
 	if (st->fsm.state != DETECT_FSM_CLEAR
@@ -444,13 +543,17 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 		st->settle = st->n + 3 * (uint64_t) st->a.cap;
 	mshow = st->quick == 2 ? mj : st->quick ? ms : mc;
 	if (tr == DETECT_FSM_FIRE) {
+		char conf[320];
+		int  flags = confirmed(c, held, shift_of(mshow, st->ref, up),
+		     up, conf, sizeof(conf));
+
 		st->firing_n = 0;
 		st->deepest  = 0;
-		detect_emit_series(c, kind, r->severity, DETECT_FIRING, 0, s,
-		    mc, st->ref,
+		detect_emit_series(c, kind, r->severity, DETECT_FIRING, flags,
+		    s, mc, st->ref,
 		    "%s level %s (median of %u samples) is %.1f%% %s its "
 		    "level %s before an abrupt shift at step %llu (threshold "
-		    "%.1f%%, rank %d)",
+		    "%.1f%%, rank %d)%s",
 		    c->s->metric, detect_fmt(mshow).s,
 		    st->quick == 2 ? (unsigned) fmin(
 		        st->c.n, (double) (st->n - st->jump_n + 1))
@@ -458,7 +561,7 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 		                    : st->c.n,
 		    100 * shift_of(mshow, st->ref, up), up ? "above" : "below",
 		    detect_fmt(st->ref).s, (unsigned long long) st->fsm.step0,
-		    100 * st->thr, (int) s->rank);
+		    100 * st->thr, (int) s->rank, conf);
 	} else if (tr == DETECT_FSM_RESOLVE && back) {
 		detect_emit_series(c, kind, r->severity, DETECT_RESOLVED, 0, s,
 		    mc, st->ref,
@@ -541,6 +644,7 @@ const detect_kind detect_kind_drop = {
 	.feed       = drop_feed,
 	.rollback   = level_rollback,
 	.prefetch   = level_prefetch,
+	.change     = level_change,
 };
 
 const detect_kind detect_kind_rise = {
@@ -554,4 +658,5 @@ const detect_kind detect_kind_rise = {
 	.feed       = rise_feed,
 	.rollback   = level_rollback,
 	.prefetch   = level_prefetch,
+	.change     = level_change,
 };

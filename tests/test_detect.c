@@ -1958,6 +1958,73 @@ TEST(step_time_and_throughput_are_one_finding)
 	detect_engine_free(e);
 }
 
+/* tokens_per_sec (rank 0) with a sample's jitter of tps_sd and a quiet
+ * step_time (4 ranks) of run "run", samples a to b, logged every
+ * `every` steps: step time st_lvl, tokens per step tok. */
+static void
+jittery_tp_steps(detect_engine *e, const char *run, uint64_t a, uint64_t b,
+    double st_lvl, double tok, double tps_sd, uint64_t every)
+{
+	for (uint64_t i = a; i < b; i++) {
+		double t = 1000 + (double) i;
+
+		feed(e, run, 0, "tokens_per_sec", i * every, t,
+		    tok / st_lvl * exp(tps_sd * noise()));
+		for (int r = 0; r < 4; r++)
+			feed(e, run, r, "step_time", i * every, t + r * 0.001,
+			    st_lvl * exp(0.01 * noise()));
+	}
+}
+
+TEST(step_time_rise_pages_when_a_jittery_throughput_fell_with_it)
+{
+	detect_engine *e = engine(NULL);
+	const got     *g;
+
+	noise_seed(2024);
+	REQUIRE(e != NULL);
+	/* A slow node, step time 8% up, on a run whose throughput jitters
+	 * by 10% a sample: throughput falls 7.4%, under its own threshold
+	 * (5 times its noise: 8%), but with the step time, and by more than
+	 * 4 times its noise: a slowdown, paged by the step time. */
+	jittery_tp_steps(e, "slow", 0, 2000, 0.5, 1e5, 0.10, 1);
+	jittery_tp_steps(e, "slow", 2000, 2400, 0.54, 1e5, 0.10, 1);
+	if (count_sev("rise", DETECT_FIRING, DETECT_WARNING) != 1)
+		dump();
+	CHECK(count("drop", DETECT_FIRING) == 0);
+	CHECK(count_sev("rise", DETECT_FIRING, DETECT_WARNING) == 1);
+	g = first("rise", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(strstr(g->msg, "tokens_per_sec -") != NULL);
+	CHECK(strstr(g->msg, "a slowdown") != NULL);
+
+	/* The same jitter, and 8% more tokens per step with the step time:
+	 * throughput holds, more work per step, not paged. */
+	S.n = 0;
+	jittery_tp_steps(e, "seq", 0, 2000, 0.5, 1e5, 0.10, 1);
+	jittery_tp_steps(e, "seq", 2000, 2400, 0.54, 1.08e5, 0.10, 1);
+	if (count_sev("rise", DETECT_FIRING, DETECT_INFO) != 1)
+		dump();
+	CHECK(count_sev("rise", DETECT_FIRING, DETECT_INFO) == 1);
+	CHECK(count_sev("rise", DETECT_FIRING, DETECT_WARNING) == 0);
+	CHECK(count("drop", DETECT_FIRING) == 0);
+
+	/* A run that logs every 10th step, a slow node 15% slower: the
+	 * step time's finding, confirmed over the same samples (not the
+	 * same count of steps), pages first. */
+	S.n = 0;
+	jittery_tp_steps(e, "tenth", 0, 2000, 0.5, 1e5, 0.03, 10);
+	jittery_tp_steps(e, "tenth", 2000, 2100, 0.575, 1e5, 0.03, 10);
+	g = first("rise", DETECT_FIRING);
+	if (g == NULL || g->severity != DETECT_WARNING)
+		dump();
+	REQUIRE(g != NULL);
+	CHECK(g->severity == DETECT_WARNING);
+	CHECK(g->step <= 20200);
+	CHECK(strstr(g->msg, "a slowdown") != NULL);
+	detect_engine_free(e);
+}
+
 TEST(straggler_names_rank_and_host)
 {
 	detect_engine *e = engine(NULL);
@@ -2691,6 +2758,7 @@ main(void)
 	RUN(stall_before_a_timer_is_due_is_noted);
 	RUN(stall_samples_stamped_far_in_the_past);
 	RUN(step_time_and_throughput_are_one_finding);
+	RUN(step_time_rise_pages_when_a_jittery_throughput_fell_with_it);
 	RUN(straggler_names_rank_and_host);
 	RUN(threshold_entropy_collapse_relative);
 	RUN(flatline_stuck_grad_norm);
