@@ -264,22 +264,6 @@ latest(const level_st *st, uint32_t i)
 	return b[(st->b.head + st->b.cap - 1 - i) % st->b.cap];
 }
 
-/* Median of v[0..n), reordered (insertion sort: n is at most a window,
- * and this runs once an episode, when it fires). */
-static double
-median_of(double *v, uint32_t n)
-{
-	for (uint32_t i = 1; i < n; i++) {
-		double   x = v[i];
-		uint32_t j = i;
-
-		for (; j > 0 && v[j - 1] > x; j--)
-			v[j] = v[j - 1];
-		v[j] = x;
-	}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* kind->change: the median of the last k samples (at most a window)
  * against that of the window before them (at least half a window of
  * them held), once the noise scale has been learned over a window. */
@@ -296,10 +280,10 @@ level_change(const void *state, uint32_t k, double *noise)
 	nb = held - k < w ? held - k : w;
 	for (i = 0; i < k; i++)
 		v[i] = latest(st, i);
-	after = median_of(v, k);
+	after = detect_median_small(v, k);
 	for (i = 0; i < nb; i++)
 		v[i] = latest(st, k + i);
-	before = median_of(v, nb);
+	before = detect_median_small(v, nb);
 	return before != 0 ? (after - before) / fabs(before) : NAN;
 }
 
