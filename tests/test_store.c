@@ -2215,6 +2215,25 @@ read_as_sent(const got *g, int times)
 	return 1;
 }
 
+/* One batch of spec s, sequence number ++*seq, into the open
+ * transaction: 0, or -1 (transaction aborted) if it is not stored. */
+static int
+put_batch(ingest *in, spec *s, uint64_t *seq)
+{
+	wire_batch b;
+	char       why[200];
+	int        is_new;
+
+	s->seq = s->floor = ++*seq;
+	make(s, &b);
+	if (ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
+	    != WIRE_ACK_STORED) {
+		ingest_abort(in);
+		return -1;
+	}
+	return 0;
+}
+
 /* One commit of 64 series x n samples each from step0 (a wide record,
  * journalled as the groups are small). */
 static int
@@ -2226,18 +2245,9 @@ wide_commit_n(ingest *in, uint64_t *seq, uint64_t step0, uint32_t n)
 	if (ingest_begin(in) != 0)
 		return -100;
 	for (int m = 0; m < 64; m++) {
-		wire_batch b;
-		char       why[200];
-		int        is_new;
-
 		snprintf(name, sizeof(name), "m%02d", m);
-		s.seq = s.floor = ++*seq;
-		make(&s, &b);
-		if (ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
-		    != WIRE_ACK_STORED) {
-			ingest_abort(in);
+		if (put_batch(in, &s, seq) != 0)
 			return -1;
-		}
 	}
 	return ingest_commit(in) != 0 ? -101 : 0;
 }
@@ -2685,19 +2695,10 @@ mixed_commit(ingest *in, uint64_t *seq, uint64_t base)
 	if (ingest_begin(in) != 0)
 		return -100;
 	for (int m = 0; m < 48; m++) {
-		wire_batch b;
-		char       why[200];
-		int        is_new;
-
 		snprintf(name, sizeof(name), "s%02d", m);
 		mixed_shape(m, base, &s.step0, &s.n);
-		s.seq = s.floor = ++*seq;
-		make(&s, &b);
-		if (ingest_batch(in, &b, 1, &is_new, why, sizeof(why))
-		    != WIRE_ACK_STORED) {
-			ingest_abort(in);
+		if (put_batch(in, &s, seq) != 0)
 			return -1;
-		}
 	}
 	return ingest_commit(in) != 0 ? -101 : 0;
 }
