@@ -907,6 +907,10 @@ typedef struct score {
 	 * drop is < 0.5, 0.5-1, >= 1 times the sd of their log step time:
 	 * events, found, found within 100 steps. */
 	uint64_t drop_n[4], drop_hit[4], drop_fast[4];
+	/* Drops of 5% or more by the host's noise (a quiet host; busy
+	 * hosts whose drop is < 1, 1-2, >= 2 times the sd of their log step
+	 * time): events, found by a warning or critical alert. */
+	uint64_t drop5_n[4], drop5_warn[4];
 	/* False stall alerts (info; warning+): in no planned pause, in the
 	 * first, second or a later occurrence of its kind. */
 	uint64_t pz_false[4][2];
@@ -1179,6 +1183,15 @@ score_run(score *sc, sim *S)
 			sc->drop_fast[b] += ev->hit[0] && ev->delay[0] <= 100;
 		}
 		if (ev->kind == EV_DROP && ev->size >= 0.05) {
+			int b = ev->busy <= 0         ? 0
+			    : ev->size < ev->busy     ? 1
+			    : ev->size < 2 * ev->busy ? 2
+			                              : 3;
+
+			sc->drop5_n[b]++;
+			sc->drop5_warn[b] += ev->warned != 0;
+		}
+		if (ev->kind == EV_DROP && ev->size >= 0.05) {
 			sc->drop5++;
 			sc->drop5_fast += ev->hit[0] && ev->delay[0] <= 100;
 		}
@@ -1356,6 +1369,13 @@ print_table(score *sc)
 	    sc->drop_hit[0], sc->drop_fast[0], sc->drop_n[0], sc->drop_hit[1],
 	    sc->drop_fast[1], sc->drop_n[1], sc->drop_hit[2], sc->drop_fast[2],
 	    sc->drop_n[2], sc->drop_hit[3], sc->drop_fast[3], sc->drop_n[3]);
+	printf("drops >= 5%% paged (warning or critical) by the host's noise: "
+	       "quiet host %" PRIu64 "/%" PRIu64 "; busy host, drop < 1 sd "
+	       "of its log step time %" PRIu64 "/%" PRIu64 ", 1-2 sd %" PRIu64
+	       "/%" PRIu64 ", >= 2 sd %" PRIu64 "/%" PRIu64 "\n",
+	    sc->drop5_warn[0], sc->drop5_n[0], sc->drop5_warn[1],
+	    sc->drop5_n[1], sc->drop5_warn[2], sc->drop5_n[2],
+	    sc->drop5_warn[3], sc->drop5_n[3]);
 	printf("slow divergences called critical: %" PRIu64 "/%" PRIu64
 	       ", within 200 steps of onset: %" PRIu64 "\n",
 	    sc->slowdiv_crit, sc->events[EV_SLOWDIV], sc->slowdiv_200);
@@ -1621,10 +1641,14 @@ main(int argc, char **argv)
 					    ev->size);
 				else if (ev->kind == EV_DROP
 				    || ev->kind == EV_STRAGGLER)
-					printf("found %s run %d step %" PRIu64
-					       " size %.3f after %.0f steps\n",
+					printf(
+					    "found %s run %d step %" PRIu64
+					    " size %.3f after %.0f steps%s\n",
 					    ev_names[ev->kind], run, ev->step0,
-					    ev->size, ev->delay[0]);
+					    ev->size, ev->delay[0],
+					    ev->kind == EV_DROP && !ev->warned
+					        ? " (info only)"
+					        : "");
 				if (ev->kind == EV_DROP)
 					printf(
 					    "  (drop on a host with noise sd "
