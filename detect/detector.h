@@ -214,6 +214,10 @@ detect_name detect_name_of(const char *p, size_t len);
  */
 double detect_lead_change(const detect_ctx *c, uint32_t k, double *noise,
     detect_name *metric, int *up);
+/* Whether a declared phase (the NAME of a vitals/phase/NAME marker, n
+ * bytes) is a wait for the other ranks: "collective", "barrier" or
+ * either followed by "/..." (detect/phase.c). */
+int detect_phase_waits(const char *name, size_t n);
 /* n bytes of s and a NUL, malloc'ed (caller frees); NULL when out of
  * memory. */
 char *detect_dupn(const char *s, size_t n);

@@ -59,6 +59,12 @@ phase_class(const char *p, size_t n)
 	return PH_COMPUTE;
 }
 
+int
+detect_phase_waits(const char *name, size_t n)
+{
+	return phase_class(name, n) == PH_WAIT;
+}
+
 /* The part of a metric name after its first '/', or NULL. */
 static const char *
 after_slash(const char *m, size_t len, size_t *rest)

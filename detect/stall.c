@@ -821,13 +821,17 @@ phase_marker(st_slot *sl, const detect_sample *s)
 
 /* The rank that went silent first (its last sample is the oldest) and
  * by how much before the last one: when one rank hangs, the others soon
- * block waiting for it, so the first to stop is the likely cause. Slot
- * index, or -1 if fewer than two ranks are live. */
+ * block waiting for it, so the first to stop is the likely cause. A rank
+ * that declared it waits in a collective (or a barrier) waits for
+ * another: while some rank does not, the first of those is taken (*lead
+ * -1 when chosen so: a rank that began its step late can hang after the
+ * others' last sample). Slot index, or -1 if fewer than two ranks are
+ * live. */
 static int64_t
 first_silent(const detect_group *g, double *lead)
 {
-	int64_t lo = -1, tlo = 0, thi = 0;
-	int     n = 0;
+	int64_t lo = -1, tlo = 0, thi = 0, olo = -1, tolo = 0;
+	int     n = 0, nwait = 0;
 
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		const st_slot *sl = detect_slot(g, i);
@@ -840,8 +844,21 @@ first_silent(const detect_group *g, double *lead)
 		}
 		if (n == 1 || sl->last_time > thi)
 			thi = sl->last_time;
+		if (sl->in_ph
+		    && detect_phase_waits(sl->ph_name, strlen(sl->ph_name)))
+			nwait++;
+		else if (olo < 0 || sl->last_time < tolo) {
+			olo  = i;
+			tolo = sl->last_time;
+		}
 	}
-	if (n < 2 || thi == tlo)
+	if (n < 2)
+		return -1;
+	if (nwait > 0 && olo >= 0) {
+		*lead = -1;
+		return olo;
+	}
+	if (thi == tlo)
 		return -1;
 	*lead = secs(thi - tlo);
 	return lo;
@@ -940,7 +957,12 @@ check_run(detect_ctx *c, detect_group *g, int64_t now)
 		char    who[96] = "";
 
 		gs->silent = (uint8_t) lv;
-		if (fs >= 0)
+		if (fs >= 0 && lead < 0)
+			snprintf(who, sizeof(who),
+			    "; rank %d stopped first, out of the collective "
+			    "that others wait in",
+			    (int) g->slot_rank[fs]->rank);
+		else if (fs >= 0)
 			snprintf(who, sizeof(who),
 			    "; rank %d stopped first, %s s before the last",
 			    (int) g->slot_rank[fs]->rank, detect_fmt(lead).s);

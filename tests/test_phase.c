@@ -351,6 +351,42 @@ TEST(hang_names_the_rank_out_of_the_collective)
 	detect_engine_free(e);
 }
 
+/* On a loaded machine the rank that hangs may begin its step late: its
+ * last sample (entering forward) is then newer than the others' (entering
+ * the collective, where they wait for it). The run-wide stall still
+ * names it, not the rank whose last sample is oldest. */
+TEST(stall_names_the_rank_out_of_the_collective_that_began_late)
+{
+	detect_engine *e = engine();
+	const got     *g;
+	double         t = 1000;
+
+	jitter_seed(777);
+	REQUIRE(e != NULL);
+	for (uint64_t s = 1; s <= 50; s++)
+		ddp_step(e, "r", s, t += 0.03, -1, 1);
+	t += 0.03;
+	for (int r = 0; r < 3; r++) {
+		feed(e, "r", r, "vitals/phase/data", 51, t + 1e-4 * r, 1);
+		feed(e, "r", r, "vitals/phase/forward", 51, t + 3e-4, 1);
+		feed(e, "r", r, "vitals/phase/backward", 51, t + 0.011, 1);
+		feed(e, "r", r, "vitals/phase/collective", 51,
+		    t + 0.013 + 1e-3 * r, 1);
+	}
+	feed(e, "r", 3, "vitals/phase/data", 51, t + 0.02, 1);
+	feed(e, "r", 3, "vitals/phase/forward", 51, t + 0.021, 1);
+	for (double x = t; x < t + 60; x += 0.2)
+		detect_tick(e, (int64_t) llround(x * 1e9), on_alert, NULL);
+	g = first("stall", DETECT_FIRING);
+	if (g == NULL || strstr(g->msg, "rank 3 stopped first") == NULL)
+		dump();
+	REQUIRE(g != NULL);
+	CHECK(g->rank == -1);
+	CHECK(strstr(g->msg, "rank 3 stopped first, out of the collective")
+	    != NULL);
+	detect_engine_free(e);
+}
+
 TEST(nan_origin_one_incident)
 {
 	detect_engine *e = engine();
@@ -407,6 +443,7 @@ main(void)
 	RUN(straggler_busy_host_short_wait_alone_names_no_one);
 	RUN(straggler_passing_slowdown_not_named);
 	RUN(hang_names_the_rank_out_of_the_collective);
+	RUN(stall_names_the_rank_out_of_the_collective_that_began_late);
 	RUN(nan_origin_one_incident);
 	return harness_done();
 }
