@@ -325,6 +325,19 @@ refused=$(run_field namebomb 10)
 echo "refused after the restart: $refused"
 check "series cap: refusals after the restart are added to the count" \
 	[ "$refused" -ge 60100 -a "$refused" -le 60500 ]
+# The same 500 names again, to the same collector: each sample of a name
+# refused before is refused and counted again; the rest stored again.
+stored=$(run_field namebomb 6)
+"$BIN/tests/abuser" names 5 100 >/dev/null
+check "series cap: the same names again: still 100000 series" \
+	[ "$(run_field namebomb 7)" = 100000 ]
+check "series cap: the same names again: as many refused as the first time" \
+	[ "$(run_field namebomb 10)" = $((refused + refused - 60000)) ]
+check "series cap: the same names again: the others stored again" \
+	[ "$(run_field namebomb 6)" = $((stored + 500 - (refused - 60000))) ]
+check "series cap: the same names again: still one alert" \
+	[ "$("$BIN/vitals" alerts --db "$DB" --run namebomb --format jsonl |
+		grep -c '"rule":"series_limit"')" = 1 ]
 stop_collector
 fi
 
