@@ -305,6 +305,12 @@ echo "figures: series cap: sent 160000 samples of 160000 new series in" \
 check "series cap: exactly 100000 series stored" [ "$series" = 100000 ]
 check "series cap: one sample per stored series" [ "$stored" = 100000 ]
 check "series cap: one series_limit alert" [ "$alerts" = 1 ]
+# Name nNNNNNNN is logged at step NNNNNNN: the alert's step is that of
+# the first sample refused, the step in the name of its metric.
+check "series cap: the alert names the metric and step of the first sample refused" \
+	sh -c "'$BIN/vitals' alerts --db '$DB' --run namebomb --format jsonl |
+	       grep '\"rule\":\"series_limit\"' |
+	       python3 -c 'import json, sys; a = json.loads(sys.stdin.read()); sys.exit(not (a[\"metric\"][0] == \"n\" and int(a[\"metric\"][1:]) == a[\"step\"]))'"
 check "series cap: vitals runs counts the 60000 refused samples" \
 	[ "$(run_field namebomb 10)" = 60000 ]
 check "series cap: logged once" \
