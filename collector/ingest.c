@@ -408,7 +408,7 @@ get_series(ingest *in, const wire_batch *b, const char *metric, size_t mlen,
 			/* The step of the alert: the first sample refused.
 			 * Looked for only here, for the run's one alert: a
 			 * walk of the batch for each name refused made a
-			 * batch of 10,000 new names cost 50 million steps. */
+			 * batch's cost grow with the square of its names. */
 			for (uint32_t j = 0; j < b->nsamples; j++) {
 				wire_sample ws;
 
