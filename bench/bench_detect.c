@@ -1190,8 +1190,6 @@ score_run(score *sc, sim *S)
 
 			sc->drop5_n[b]++;
 			sc->drop5_warn[b] += ev->warned != 0;
-		}
-		if (ev->kind == EV_DROP && ev->size >= 0.05) {
 			sc->drop5++;
 			sc->drop5_fast += ev->hit[0] && ev->delay[0] <= 100;
 		}
