@@ -197,7 +197,9 @@ st_slot_init(void *slot, const detect_rule *r)
  * interval u. For an ordinary silence the levels start at the threshold,
  * at max(escalate x threshold, u + pause) and at max(escalate x
  * threshold, u + 2 x pause): a pause not learned yet (the first
- * checkpoint) is at most a warning for 2 x pause. When a learned recurring
+ * checkpoint) is at most a warning for 2 x pause; one of a length seen
+ * twice, or seen once and brought now by its guessed rhythm, is warned
+ * of only past 1.5x that length. When a learned recurring
  * pause of usual length D is due, at max(threshold, 1.5 D) (warning) and
  * max(escalate x threshold, 2.5 D, u + pause): it pages only well beyond
  * its own usual length, and never sooner than a pause not learned may
@@ -209,8 +211,8 @@ st_slot_init(void *slot, const detect_rule *r)
  * pause: the usual length of a learned pause that is due, or 0; u: the
  * usual step interval, NaN if not known; fam: the longest pause of a
  * length seen at least twice, or 0; guess: the length of a pause seen
- * once whose guessed period makes it due now, or 0: no note before
- * 1.5x it, the other levels as for any silence). */
+ * once whose guessed period makes it due now, or 0: no note and no
+ * warning before 1.5x it, the page as for any silence). */
 static double
 level_at(const detect_rule *r, int lv, double thr, double pause, double u,
     double fam, double guess)
@@ -225,10 +227,13 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u,
 	}
 	if (lv <= 1)
 		return fmax(thr, 1.5 * guess);
-	if (lv == 2) /* a familiar length, not at its rhythm: not sooner
-	              * than 1.5x it (but never past the page) */
-		return fmax(
-		    esc, fmax(P, fmin(1.5 * fam, P + detect_p(r, SL_PAUSE))));
+	if (lv == 2) /* a familiar length, not at its rhythm, or a length
+	              * seen once whose guessed rhythm brings it now: not
+	              * sooner than 1.5x it (but never past the page) */
+		return fmax(esc,
+		    fmax(P,
+		        fmin(1.5 * fmax(fam, guess),
+		            P + detect_p(r, SL_PAUSE))));
 	return fmax(esc, P + detect_p(r, SL_PAUSE));
 }
 
@@ -604,9 +609,12 @@ eff_thr(const detect_rule *r, const st_slot *sl)
 	return sl->thr;
 }
 
-/* Learn the interval iv that followed step prev. */
+/* Learn the interval iv that followed step prev. alone: the run went on
+ * without the rank meanwhile (it advanced at least twice), so a long
+ * interval was the rank's own stall, not a planned pause: a checkpoint
+ * or an evaluation stops every rank. */
 static void
-learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev)
+learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev, int alone)
 {
 	double longest, thr;
 
@@ -618,8 +626,13 @@ learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev)
 	} else {
 		/* Longer than the threshold: a stall, or a slow step that
 		 * may recur. One stall must not teach that stalls are
-		 * usual, so it is only remembered as a pause. */
-		remember_pause(sl, iv, prev);
+		 * usual, so it is only remembered as a pause, and one
+		 * the rank took alone not even that: taken for a kind
+		 * of alike length (a rank's stall of 3 minutes, a
+		 * checkpoint of 4), it would teach a rhythm that holds
+		 * back the notes of a later stall. */
+		if (!alone)
+			remember_pause(sl, iv, prev);
 	}
 	if (++sl->long_n >= LONGWIN) {
 		sl->long_prev = sl->long_cur;
@@ -1135,7 +1148,8 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 			if (sl->warm > 0)
 				sl->warm--;
 			else if (iv > 0)
-				learn(r, sl, iv, sl->max_step);
+				learn(r, sl, iv, sl->max_step,
+				    gs->adv_n >= sl->run_adv_at + 2);
 			if (sl->stalled)
 				rank_advanced(c, sl, s);
 			if (sl->t0a == 0)

@@ -1700,6 +1700,72 @@ TEST(stall_second_pause_guessed_from_the_first)
 	detect_engine_free(e);
 }
 
+TEST(stall_guessed_second_pause_a_little_longer_is_no_warning)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+
+	noise_seed(12345);
+	REQUIRE(e != NULL);
+	/* A checkpoint every 200 steps of 10 s: the first lasts 240 s,
+	 * under the 300 s a first pause may take without a warning. The
+	 * second, due by the rhythm the first suggests, lasts 320 s: past
+	 * those 300 s, but within 1.5x the first. A save that takes a
+	 * little longer the second time is no warning. */
+	paused_steps(e, "ck", &st, &t, 220, 200, 0, &last, 240);
+	paused_steps(e, "ck", &st, &t, 200, 200, 0, &last, 320);
+	if (max_sev("stall", 0) != DETECT_INFO)
+		dump();
+	CHECK(stall_notes_at(199, 199) > 0);
+	CHECK(max_sev("stall", 0) == DETECT_INFO);
+	detect_engine_free(e);
+
+	/* Twice the first (480 s) is a warning: 1.5x is the bound. */
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	t = 0, last = 0, st = 0, S.n = 0;
+	paused_steps(e, "ck", &st, &t, 220, 200, 0, &last, 240);
+	paused_steps(e, "ck", &st, &t, 200, 200, 0, &last, 480);
+	CHECK(max_sev("stall", 0) == DETECT_WARNING);
+	detect_engine_free(e);
+}
+
+TEST(stall_of_one_rank_is_not_learned_as_a_pause)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0;
+
+	noise_seed(12345);
+	REQUIRE(e != NULL);
+	/* 4 ranks, 10 s steps. Rank 3 stops for 130 s after step 99
+	 * while the others go on (its own stall); every rank stops for a
+	 * 150 s checkpoint after step 199. Then the run hangs after step
+	 * 299 for 200 s. Taken for a pause of the checkpoint's kind, the
+	 * rank's stall would make a rhythm of 100 steps, due at step 299,
+	 * and hold back the note of the hang there. */
+	for (uint64_t st = 0; st < 320; st++) {
+		t += st == 200 ? 150 : st == 300 ? 200 : 10 * exp(0.03 * noise());
+		for (int r = 0; r < 4; r++) {
+			double tr = t + r * 0.01;
+
+			if (r == 3 && st >= 100 && st < 113)
+				continue; /* silent for 13 steps */
+			if (st == 300 || st == 200)
+				for (double c = t - (st == 300 ? 200 : 150);
+				     r == 0 && c < t; c += 0.2)
+					detect_tick(e, (int64_t) (c * 1e9),
+					    on_alert, &S);
+			feed(e, "job", r, "step_time", st, tr, 9.9);
+		}
+	}
+	if (stall_notes_at(299, 299) == 0)
+		dump();
+	CHECK(stall_notes_at(99, 112) > 0);  /* the rank's stall */
+	CHECK(stall_notes_at(299, 299) > 0); /* the hang */
+	detect_engine_free(e);
+}
+
 TEST(stall_timer_told_from_steps_by_the_attempt_start)
 {
 	detect_engine *e = engine(NULL);
@@ -2754,6 +2820,8 @@ main(void)
 	RUN(stall_timer_keeps_its_rhythm_past_a_short_evaluation);
 	RUN(stall_familiar_length_is_no_warning);
 	RUN(stall_second_pause_guessed_from_the_first);
+	RUN(stall_guessed_second_pause_a_little_longer_is_no_warning);
+	RUN(stall_of_one_rank_is_not_learned_as_a_pause);
 	RUN(stall_timer_told_from_steps_by_the_attempt_start);
 	RUN(stall_before_a_timer_is_due_is_noted);
 	RUN(stall_samples_stamped_far_in_the_past);
