@@ -1502,9 +1502,11 @@ oracle_bound(uint64_t seed)
 /* Draw a run's parameters. Wide on purpose: step intervals 50 ms to
  * 60 s (log-uniform), noise levels, planned drift, ramps, checkpoints
  * every N steps or M minutes lasting 5x to 200x a step, evaluations
- * lasting 3x to 20x (both at most 4 minutes: a first pause longer than
- * 10 minutes pages by design), heartbeats during data loading and pauses, busy
- * hosts. */
+ * lasting 3x to 20x (both at most 4 minutes before a 10% spread, so a
+ * few last past the 5 minutes a first pause may take without a warning,
+ * and two that fall together, up to 8; a first pause longer than 10
+ * minutes pages by design), heartbeats during data loading and pauses,
+ * busy hosts. */
 static void
 draw(sim *S, runcfg *c, uint64_t iters)
 {
