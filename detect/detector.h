@@ -129,11 +129,13 @@ typedef struct detect_kind {
 	 * already. */
 	void (*prefetch)(const void *state);
 	/* Optional, series scope: the relative change of the median of
-	 * the series' last k samples from the median of the samples before
-	 * them (up to a window of them), and in *noise the series' noise
-	 * scale (a relative change between windows); NaN when it holds too
-	 * few samples. */
-	double (*change)(const void *state, uint32_t k, double *noise);
+	 * the series' last k samples from the median of the nb samples
+	 * before them (0: up to a window of them), and in *noise the
+	 * series' noise scale at that lag (a relative change between
+	 * windows, or between short spans for a short nb); NaN when it
+	 * holds too few samples. */
+	double (*change)(
+	    const void *state, uint32_t k, uint32_t nb, double *noise);
 } detect_kind;
 
 extern const detect_kind detect_kind_nonfinite, detect_kind_spike,
@@ -206,14 +208,14 @@ detect_name detect_name_of(const char *p, size_t len);
  * relative change of a series of the same run that a rule it defers to
  * watches (the same rank's if there is one: the first such series the
  * rank, else the run, brought; O(1), whatever the width of the engine)
- * over its last k samples (see
+ * over its last k samples against the nb before them (see
  * detect_kind.change), with that series' noise scale in *noise, its
  * metric in *metric, and in *up whether that rule looks for a rise (1)
  * or a drop (0). NaN when there is no such series or it holds too few
  * samples.
  */
-double detect_lead_change(const detect_ctx *c, uint32_t k, double *noise,
-    detect_name *metric, int *up);
+double detect_lead_change(const detect_ctx *c, uint32_t k, uint32_t nb,
+    double *noise, detect_name *metric, int *up);
 /* Whether a declared phase (the NAME of a vitals/phase/NAME marker, n
  * bytes) is a wait for the other ranks: "collective", "barrier" or
  * either followed by "/..." (detect/phase.c). */

@@ -1676,7 +1676,7 @@ lead_inst(const detect_series *s, const detect_rule *r)
 }
 
 double
-detect_lead_change(const detect_ctx *c, uint32_t k, double *noise,
+detect_lead_change(const detect_ctx *c, uint32_t k, uint32_t nb, double *noise,
     detect_name *metric, int *up)
 {
 	const detect_series *bs = NULL;
@@ -1695,5 +1695,5 @@ detect_lead_change(const detect_ctx *c, uint32_t k, double *noise,
 		return NAN;
 	*metric = detect_name_of(bs->metric, bs->mlen);
 	*up     = best->r->kind != &detect_kind_drop;
-	return best->r->kind->change(best->st, k, noise);
+	return best->r->kind->change(best->st, k, nb, noise);
 }

@@ -45,10 +45,14 @@
  *
  * `confirm` (a rule with `defer`, step time): when the finding fires,
  * the series of a rule it defers to (throughput) is judged over the
- * same samples (the median of them against the window before); if it
+ * same samples (the median of them against the window before, and for
+ * a finding of the quick or the jump test also against the `short`
+ * samples just before them, with the noise scale of that lag); if it
  * moved its own bad way by half as much in log terms and by `confirm`
  * times its noise scale, the alert goes out flagged DETECT_CONFIRMED,
  * and the incident pages it instead of noting it as more work per step.
+ * On a busy host the window's lag holds more of the level's wander than
+ * the short one, and a finding at a short lag is judged there too.
  *
  * `drift` (a fraction; 0: off) reports at info how far the level went
  * from a slow reference (time constant `follow` samples), once per
@@ -266,18 +270,22 @@ latest(const level_st *st, uint32_t i)
 
 /* kind->change: the median of the last k samples (at most a window)
  * against that of the window before them (at least half a window of
- * them held), once the noise scale has been learned over a window. */
+ * them held), once the noise scale has been learned over a window; or,
+ * nb at most `short`, against the nb just before them, with the quick
+ * test's noise scale (the change at that lag: on a busy host whose
+ * level wanders, a window's lag carries more of the wander). */
 static double
-level_change(const void *state, uint32_t k, double *noise)
+level_change(const void *state, uint32_t k, uint32_t want, double *noise)
 {
 	const level_st *st = state;
 	uint32_t        w = st->a.cap, held = st->c.n + st->b.n, nb, i;
 	double          v[4096], after, before; /* window <= 4096 */
+	int             near = want > 0 && want <= st->r.cap && st->nd_s >= w;
 
-	*noise = st->scale;
-	if (k == 0 || k > w || st->nd < w || held < k + w / 2)
+	*noise = near ? st->scale_s : st->scale;
+	if (k == 0 || k > w || st->nd < w || held < k + (near ? want : w / 2))
 		return NAN;
-	nb = held - k < w ? held - k : w;
+	nb = near ? want : held - k < w ? held - k : w;
 	for (i = 0; i < k; i++)
 		v[i] = latest(st, i);
 	after = detect_median_small(v, k);
@@ -329,11 +337,13 @@ drift_info(detect_ctx *c, level_st *st, const detect_sample *s, double med)
  * same samples (the n the condition held for), by at least half as much
  * in log terms (a slowdown moves both alike; more work per step leaves
  * throughput where it was) and by `confirm` times that series' noise
- * scale. Returns DETECT_CONFIRMED and says so in msg, or 0 and msg "".
+ * scale: against the window before them, or, for a finding of the quick
+ * or the jump test (st->quick), against the `short` samples just before
+ * them. Returns DETECT_CONFIRMED and says so in msg, or 0 and msg "".
  */
 static int
-confirmed(
-    detect_ctx *c, uint32_t n, double shift, int up, char *msg, size_t len)
+confirmed(detect_ctx *c, const level_st *st, uint32_t n, double shift, int up,
+    char *msg, size_t len)
 {
 	const detect_rule *r = c->r;
 	double             k = detect_p(r, LV_CONFIRM), noise, ch, moved;
@@ -343,13 +353,18 @@ confirmed(
 	msg[0] = 0;
 	if (!r->defer || k <= 0 || !(shift > 0 && (up || shift < 1)))
 		return 0;
-	ch = detect_lead_change(c, n, &noise, &lead, &lead_up);
-	if (!(ch > -1))
-		return 0; /* NaN: nothing to confirm with */
-	moved = lead_up ? log1p(ch) : -log1p(ch);
-	if (moved < 0.5 * (up ? log1p(shift) : -log1p(-shift))
-	    || fabs(ch) < k * noise)
-		return 0;
+	for (int near = 0;; near++) {
+		if (near > 1 || (near == 1 && !st->quick))
+			return 0;
+		ch = detect_lead_change(
+		    c, n, near ? short_of(r) : 0, &noise, &lead, &lead_up);
+		if (!(ch > -1))
+			continue; /* NaN: nothing to confirm with */
+		moved = lead_up ? log1p(ch) : -log1p(ch);
+		if (moved >= 0.5 * (up ? log1p(shift) : -log1p(-shift))
+		    && fabs(ch) >= k * noise)
+			break;
+	}
 	snprintf(msg, len,
 	    "; %s %+.1f%% over the same %u samples (%.1f times its noise): "
 	    "a slowdown",
@@ -528,8 +543,8 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 	mshow = st->quick == 2 ? mj : st->quick ? ms : mc;
 	if (tr == DETECT_FSM_FIRE) {
 		char conf[320];
-		int  flags = confirmed(c, held, shift_of(mshow, st->ref, up),
-		     up, conf, sizeof(conf));
+		int  flags = confirmed(c, st, held,
+		     shift_of(mshow, st->ref, up), up, conf, sizeof(conf));
 
 		st->firing_n = 0;
 		st->deepest  = 0;
