@@ -331,6 +331,22 @@ drift_info(detect_ctx *c, level_st *st, const detect_sample *s, double med)
 	st->slow += k * (med - st->slow);
 }
 
+/* Whether the lead series moved its own bad way over the last n samples
+ * against the nb before them (see confirmed), its change in *ch. */
+static int
+lead_moved(detect_ctx *c, uint32_t n, uint32_t nb, double shift, int up,
+    double *ch, double *noise, detect_name *lead, int *lead_up)
+{
+	double moved;
+
+	*ch = detect_lead_change(c, n, nb, noise, lead, lead_up);
+	if (!(*ch > -1))
+		return 0; /* NaN: nothing to confirm with */
+	moved = *lead_up ? log1p(*ch) : -log1p(*ch);
+	return moved >= 0.5 * (up ? log1p(shift) : -log1p(-shift))
+	    && fabs(*ch) >= detect_p(c->r, LV_CONFIRM) * *noise;
+}
+
 /*
  * A deferring rule's finding (step time up) is confirmed when the series
  * of a rule it defers to (throughput) moved its own bad way over the
@@ -346,25 +362,18 @@ confirmed(detect_ctx *c, const level_st *st, uint32_t n, double shift, int up,
     char *msg, size_t len)
 {
 	const detect_rule *r = c->r;
-	double             k = detect_p(r, LV_CONFIRM), noise, ch, moved;
+	double             k = detect_p(r, LV_CONFIRM), noise, ch;
 	detect_name        lead;
 	int                lead_up;
 
 	msg[0] = 0;
 	if (!r->defer || k <= 0 || !(shift > 0 && (up || shift < 1)))
 		return 0;
-	for (int near = 0;; near++) {
-		if (near > 1 || (near == 1 && !st->quick))
-			return 0;
-		ch = detect_lead_change(
-		    c, n, near ? short_of(r) : 0, &noise, &lead, &lead_up);
-		if (!(ch > -1))
-			continue; /* NaN: nothing to confirm with */
-		moved = lead_up ? log1p(ch) : -log1p(ch);
-		if (moved >= 0.5 * (up ? log1p(shift) : -log1p(-shift))
-		    && fabs(ch) >= k * noise)
-			break;
-	}
+	if (!lead_moved(c, n, 0, shift, up, &ch, &noise, &lead, &lead_up)
+	    && !(st->quick
+	        && lead_moved(c, n, short_of(r), shift, up, &ch, &noise, &lead,
+	            &lead_up)))
+		return 0;
 	snprintf(msg, len,
 	    "; %s %+.1f%% over the same %u samples (%.1f times its noise): "
 	    "a slowdown",

@@ -166,6 +166,15 @@ typedef struct st_group {
 	uint8_t  ended;            /* every rank ended: the run finished */
 } st_group;
 
+/* Whether the run went on without the rank: it advanced at least twice
+ * since the rank last did (once could be the others being a moment
+ * ahead of it in the same step). */
+static int
+went_on_without(const st_group *gs, const st_slot *sl)
+{
+	return gs->adv_n >= sl->run_adv_at + 2;
+}
+
 static size_t
 st_state_size(const detect_rule *r)
 {
@@ -610,7 +619,7 @@ eff_thr(const detect_rule *r, const st_slot *sl)
 }
 
 /* Learn the interval iv that followed step prev. alone: the run went on
- * without the rank meanwhile (it advanced at least twice), so a long
+ * without the rank meanwhile (went_on_without), so a long
  * interval was the rank's own stall, not a planned pause: a checkpoint
  * or an evaluation stops every rank. */
 static void
@@ -910,8 +919,7 @@ next_level(const detect_rule *r, double el, int cur, double thr, double pause,
 }
 
 /* Rank i's silence at time now (engine clock): a rank is left behind
- * when it is overdue and the run advanced twice since it did (once
- * could be the others being a moment ahead of it in the same step). */
+ * when it is overdue and the run went on without it. */
 static void
 check_rank(detect_ctx *c, detect_group *g, uint32_t i, int64_t now)
 {
@@ -923,7 +931,7 @@ check_rank(detect_ctx *c, detect_group *g, uint32_t i, int64_t now)
 	int                sure, lv;
 
 	if (!sl->has || sl->ended || sl->nadv < MINLEARN
-	    || gs->adv_n < sl->run_adv_at + 2)
+	    || !went_on_without(gs, sl))
 		return;
 	el = secs(now - sl->adv_seen);
 	if (el <= eff_thr(r, sl))
@@ -1149,7 +1157,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 				sl->warm--;
 			else if (iv > 0)
 				learn(r, sl, iv, sl->max_step,
-				    gs->adv_n >= sl->run_adv_at + 2);
+				    went_on_without(gs, sl));
 			if (sl->stalled)
 				rank_advanced(c, sl, s);
 			if (sl->t0a == 0)
