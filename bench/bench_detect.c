@@ -1406,7 +1406,7 @@ print_table(score *sc)
 	    sc->slowdiv_crit, sc->events[EV_SLOWDIV], sc->slowdiv_200);
 	if (sc->events[EV_DROP] > 0)
 		printf("throughput drop recall ceiling: %.3f (the oracle of "
-		       "--oracle finds %.1f of the %zu drops on busy hosts "
+		       "--oracle finds %.2f of the %zu drops on busy hosts "
 		       "within 100 steps, at its threshold for 5%% of healthy "
 		       "busy runs; the %" PRIu64 " on quiet hosts counted "
 		       "found); vitals alerts drop or rise (any severity) on "
