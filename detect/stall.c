@@ -12,8 +12,9 @@
  * evaluations); two of a kind at a step or wall-clock period make a
  * recurring pause, expected when due (see due_kind). So a long periodic
  * slow step is noted once or twice, then expected: where the first fell
- * in the attempt suggests when the second comes (guess_kind). A rank is
- * overdue after
+ * in the attempt suggests when the second comes (guess_kind). A kind
+ * whose pauses were silent does not explain heartbeats without progress
+ * (due_pause's sounded). A rank is overdue after
  *
  *	clamp(max(k x usual, 1.25 x longest), floor, ceiling)
  *
@@ -105,6 +106,8 @@ typedef struct st_kind {
 	int64_t  t[NOCC];
 	uint32_t n;
 	uint32_t used; /* the slot's advance count at its latest pause */
+	uint8_t  snd;  /* the run sent samples without progress in one of
+	                * them (heartbeats): not a silent kind */
 } st_kind;
 
 /* A phase the rank declared (vitals/phase/NAME markers): how long its
@@ -154,6 +157,12 @@ typedef struct st_group {
 	double   fam;                 /* the largest familiar pause of them */
 	double   guess;               /* the largest guessed pause due */
 	uint8_t  sure;                /* one of them due for sure (no info) */
+	/* The same, of the kinds not silent: what explains samples that
+	 * arrive without progress (see progress_level). */
+	double  pause_p, fam_p, guess_p;
+	uint8_t sure_p;
+	int64_t snd_at; /* the latest sample (its time) that came without
+	                 * progress past the threshold after an advance */
 	char     phase[PHNAME];       /* the declared phase it is in, or "" */
 	uint8_t  dirty;               /* a rank's state changed since */
 	int64_t  scanned;             /* the clock at the last scan of ranks */
@@ -496,9 +505,11 @@ in_phase(const st_slot *sl, double *len)
  * same step add up: an evaluation and then a checkpoint. Inside a
  * declared phase that has a history, that phase's own usual length.
  * *guess: the lengths of the kinds seen once that their guessed period
- * makes due (guess_kind), added up. */
+ * makes due (guess_kind), added up. sounded: only the kinds in whose
+ * pauses the run sent samples without progress (heartbeats): a silent
+ * checkpoint does not explain a stretch of heartbeats without steps. */
 static double
-due_pause(const st_slot *sl, int *sure, double *guess)
+due_pause(const st_slot *sl, int *sure, double *guess, int sounded)
 {
 	double d = 0;
 
@@ -510,9 +521,12 @@ due_pause(const st_slot *sl, int *sure, double *guess)
 	}
 	for (uint32_t i = 0; i < NKIND; i++) {
 		int    by_time, maybe;
-		double k = due_kind(
-		    sl, &sl->kind[i], pause_before(sl), &by_time, &maybe);
+		double k;
 
+		if (sounded && !sl->kind[i].snd)
+			continue;
+		k = due_kind(
+		    sl, &sl->kind[i], pause_before(sl), &by_time, &maybe);
 		*guess += guess_kind(sl, &sl->kind[i]);
 		d += k;
 		/* Two pauses cannot tell a timer from a step period: the
@@ -531,7 +545,8 @@ alike(double a, double b)
 
 /* Add a pause of iv s after step prev, begun at time t, to kind k. */
 static void
-push_pause(st_slot *sl, st_kind *k, double iv, uint64_t prev, int64_t t)
+push_pause(
+    st_slot *sl, st_kind *k, double iv, uint64_t prev, int64_t t, int snd)
 {
 	if (k->n == NOCC) {
 		memmove(k->s, k->s + 1, (NOCC - 1) * sizeof(k->s[0]));
@@ -544,6 +559,7 @@ push_pause(st_slot *sl, st_kind *k, double iv, uint64_t prev, int64_t t)
 	k->t[k->n]  = t;
 	k->n++;
 	k->used = sl->nadv;
+	k->snd |= (uint8_t) (snd != 0);
 }
 
 /* Remember a pause of iv s after step prev (the slot's step and advance
@@ -556,7 +572,7 @@ push_pause(st_slot *sl, st_kind *k, double iv, uint64_t prev, int64_t t)
  * it keeps its rhythm, with its own length. A pause that lasted the sum
  * of several kinds due teaches no new length. */
 static void
-remember_pause(st_slot *sl, double iv, uint64_t prev)
+remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 {
 	st_kind *k = NULL, *learning = NULL;
 	double   kd = 0, best = 0, due[NKIND];
@@ -596,7 +612,7 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 		if (due[i] > 0 && !loose[i] && &sl->kind[i] != k
 		    && iv >= 0.5 * due[i])
 			push_pause(
-			    sl, &sl->kind[i], due[i], prev, sl->adv_time);
+			    sl, &sl->kind[i], due[i], prev, sl->adv_time, snd);
 	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd))
 		return;
 	if (k == NULL)
@@ -608,7 +624,7 @@ remember_pause(st_slot *sl, double iv, uint64_t prev)
 				k = &sl->kind[i];
 		memset(k, 0, sizeof(*k));
 	}
-	push_pause(sl, k, iv, prev, sl->adv_time);
+	push_pause(sl, k, iv, prev, sl->adv_time, snd);
 }
 
 static double
@@ -621,9 +637,11 @@ eff_thr(const detect_rule *r, const st_slot *sl)
 /* Learn the interval iv that followed step prev. alone: the run went on
  * without the rank meanwhile (went_on_without), so a long
  * interval was the rank's own stall, not a planned pause: a checkpoint
- * or an evaluation stops every rank. */
+ * or an evaluation stops every rank. snd: the run sent samples without
+ * progress meanwhile (heartbeats). */
 static void
-learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev, int alone)
+learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev, int alone,
+    int snd)
 {
 	double longest, thr;
 
@@ -641,7 +659,7 @@ learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev, int alone)
 		 * checkpoint of 4), it would teach a rhythm that holds
 		 * back the notes of a later stall. */
 		if (!alone)
-			remember_pause(sl, iv, prev);
+			remember_pause(sl, iv, prev, snd);
 	}
 	if (++sl->long_n >= LONGWIN) {
 		sl->long_prev = sl->long_cur;
@@ -666,16 +684,20 @@ learn(const detect_rule *r, st_slot *sl, double iv, uint64_t prev, int alone)
  * kind of two or more pauses, even if its rhythm is not known yet), or
  * 0. A checkpoint whose rhythm was not made out (two kinds of alike
  * length paired wrongly while learning, a timer moved by other pauses)
- * is still a length the run has shown it takes. */
+ * is still a length the run has shown it takes. sounded: as for
+ * due_pause. */
 static double
-familiar(const st_slot *sl)
+familiar(const st_slot *sl, int sounded)
 {
 	double f = 0;
 
-	for (uint32_t i = 0; i < NKIND; i++)
+	for (uint32_t i = 0; i < NKIND; i++) {
+		if (sounded && !sl->kind[i].snd)
+			continue;
 		for (uint32_t j = 0; sl->kind[i].n >= 2 && j < sl->kind[i].n;
 		     j++)
 			f = fmax(f, sl->kind[i].iv[j]);
+	}
 	return f;
 }
 
@@ -690,6 +712,10 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs)
 	gs->fam       = 0;
 	gs->guess     = 0;
 	gs->sure      = 0;
+	gs->pause_p   = 0;
+	gs->fam_p     = 0;
+	gs->guess_p   = 0;
+	gs->sure_p    = 0;
 	gs->phase[0]  = '\0';
 	gs->usual     = NAN;
 	gs->dirty     = 0;
@@ -702,7 +728,7 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs)
 			continue;
 		if (eff_thr(r, sl) > gs->thr)
 			gs->thr = eff_thr(r, sl);
-		d         = due_pause(sl, &sure, &guess);
+		d         = due_pause(sl, &sure, &guess, 0);
 		gs->guess = fmax(gs->guess, guess);
 		if (d > gs->pause) {
 			double len;
@@ -712,7 +738,12 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs)
 			    in_phase(sl, &len) != NULL ? sl->ph_name : "");
 		}
 		gs->sure |= (uint8_t) sure;
-		gs->fam = fmax(gs->fam, familiar(sl));
+		gs->fam     = fmax(gs->fam, familiar(sl, 0));
+		d           = due_pause(sl, &sure, &guess, 1);
+		gs->pause_p = fmax(gs->pause_p, d);
+		gs->guess_p = fmax(gs->guess_p, guess);
+		gs->sure_p |= (uint8_t) sure;
+		gs->fam_p = fmax(gs->fam_p, familiar(sl, 1));
 		if (!isnan(sl->usual) && !(sl->usual <= gs->usual))
 			gs->usual = sl->usual;
 	}
@@ -938,9 +969,9 @@ check_rank(detect_ctx *c, detect_group *g, uint32_t i, int64_t now)
 		return;
 	/* A guessed pause holds back no note here: a planned pause stops
 	 * every rank, and the others went on. */
-	due = due_pause(sl, &sure, &guess);
+	due = due_pause(sl, &sure, &guess, 0);
 	while ((lv = next_level(r, el, sl->stalled, eff_thr(r, sl), due, sure,
-	            sl->usual, familiar(sl), 0, &at))
+	            sl->usual, familiar(sl, 0), 0, &at))
 	    > 0) {
 		sl->stalled = (uint8_t) lv;
 		detect_origin_rank(&o, g->slot_rank[i]);
@@ -1053,8 +1084,8 @@ progress_level(
 		return 0;
 	if (gs->dirty)
 		refresh(r, g, gs);
-	return level_for(r, el, gs->thr, gs->pause, gs->sure, gs->usual,
-	    gs->fam, gs->guess);
+	return level_for(r, el, gs->thr, gs->pause_p, gs->sure_p, gs->usual,
+	    gs->fam_p, gs->guess_p);
 }
 
 /* When a sample stamped t arrived, on the engine's clock (now: its last
@@ -1157,7 +1188,8 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 				sl->warm--;
 			else if (iv > 0)
 				learn(r, sl, iv, sl->max_step,
-				    went_on_without(gs, sl));
+				    went_on_without(gs, sl),
+				    gs->snd_at > sl->adv_time);
 			if (sl->stalled)
 				rank_advanced(c, sl, s);
 			if (sl->t0a == 0)
@@ -1205,19 +1237,25 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 			gs->progress = 0;
 		}
 		gs->adv_time = t;
-	} else if (detect_p(r, SL_PROGRESS) != 0
-	    && (lv = progress_level(r, g, sl, t)) > gs->progress) {
-		gs->progress = (uint8_t) lv;
-		detect_emit(c, &o, "progress_stall", sev_of(r, lv),
-		    DETECT_FIRING, 0, gs->max_step, t, secs(t - gs->adv_time),
-		    gs->usual,
-		    "run %s: samples arrive (rank %d) but no rank's step has "
-		    "advanced for %s s (run at step %llu; usual step interval "
-		    "%s)",
-		    detect_name_of(o.run, o.runlen).s, (int) s->rank,
-		    detect_fmt(secs(t - gs->adv_time)).s,
-		    (unsigned long long) gs->max_step,
-		    usual(gs->usual, gs->pause, gs->phase).s);
+	} else {
+		/* A sample without progress past the threshold: the run is
+		 * not silent in this stretch (st_kind's snd). */
+		if (secs(t - gs->adv_time) > eff_thr(r, sl))
+			gs->snd_at = t;
+		if (detect_p(r, SL_PROGRESS) != 0
+		    && (lv = progress_level(r, g, sl, t)) > gs->progress) {
+			gs->progress = (uint8_t) lv;
+			detect_emit(c, &o, "progress_stall", sev_of(r, lv),
+			    DETECT_FIRING, 0, gs->max_step, t,
+			    secs(t - gs->adv_time), gs->usual,
+			    "run %s: samples arrive (rank %d) but no rank's "
+			    "step has advanced for %s s (run at step %llu; "
+			    "usual step interval %s)",
+			    detect_name_of(o.run, o.runlen).s, (int) s->rank,
+			    detect_fmt(secs(t - gs->adv_time)).s,
+			    (unsigned long long) gs->max_step,
+			    usual(gs->usual, gs->pause_p, gs->phase).s);
+		}
 	}
 	if (s->step >= sl->max_step)
 		sl->run_adv_at = gs->adv_n;

@@ -1766,6 +1766,65 @@ TEST(stall_of_one_rank_is_not_learned_as_a_pause)
 	detect_engine_free(e);
 }
 
+/* After step *st - 1, heartbeats of both ranks every 3 s for len s
+ * without a step (a hang, or a pause that sends heartbeats); ticks every
+ * 0.2 s. */
+static void
+heartbeat_stretch(detect_engine *e, uint64_t st, double *t, double len)
+{
+	for (int k = 1; k < (int) (len / 0.2); k++) {
+		double c = *t + 0.2 * k;
+
+		detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		if (k % 15 == 0) /* every 3 s */
+			for (int r = 0; r < 2; r++)
+				feed(e, "ck", r, "heartbeat", st - 1,
+				    c + r * 0.01, 1);
+	}
+	*t += len;
+}
+
+TEST(stall_heartbeats_where_a_silent_pause_is_due_are_noted)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0, last = 0;
+	uint64_t       st = 0;
+
+	noise_seed(12345);
+	REQUIRE(e != NULL);
+	/* 10 s steps. A silent checkpoint after step 199 (120 s without a
+	 * sample) suggests one every 200 steps. After step 399, where it
+	 * puts the second, the run sends heartbeats without a step for
+	 * 100 s instead: a checkpoint that was silent does not explain
+	 * them, so they are noted (info), as a stretch without progress
+	 * is where no pause is due. */
+	paused_steps(e, "ck", &st, &t, 400, 200, 0, &last, 120);
+	heartbeat_stretch(e, st, &t, 100);
+	paused_steps(e, "ck", &st, &t, 20, 0, 0, &last, 0);
+	if (stall_notes_at(199, 199) == 0 || stall_notes_at(399, 399) == 0)
+		dump();
+	CHECK(stall_notes_at(199, 199) > 0);
+	CHECK(stall_notes_at(399, 399) > 0);
+	CHECK(max_sev("stall", 0) == DETECT_INFO);
+	detect_engine_free(e);
+
+	/* A checkpoint that sends heartbeats does explain them: the
+	 * second, due by the first's rhythm, is not noted. */
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	t = 0, last = 0, st = 0, S.n = 0;
+	paused_steps(e, "ck", &st, &t, 200, 0, 0, &last, 0);
+	heartbeat_stretch(e, st, &t, 120);
+	paused_steps(e, "ck", &st, &t, 200, 0, 0, &last, 0);
+	heartbeat_stretch(e, st, &t, 100);
+	paused_steps(e, "ck", &st, &t, 20, 0, 0, &last, 0);
+	if (stall_notes_at(199, 199) == 0 || stall_notes_at(399, 399) != 0)
+		dump();
+	CHECK(stall_notes_at(199, 199) > 0);
+	CHECK(stall_notes_at(399, 399) == 0);
+	detect_engine_free(e);
+}
+
 TEST(stall_timer_told_from_steps_by_the_attempt_start)
 {
 	detect_engine *e = engine(NULL);
@@ -2878,6 +2937,7 @@ main(void)
 	RUN(stall_second_pause_guessed_from_the_first);
 	RUN(stall_guessed_second_pause_a_little_longer_is_no_warning);
 	RUN(stall_of_one_rank_is_not_learned_as_a_pause);
+	RUN(stall_heartbeats_where_a_silent_pause_is_due_are_noted);
 	RUN(stall_timer_told_from_steps_by_the_attempt_start);
 	RUN(stall_before_a_timer_is_due_is_noted);
 	RUN(stall_samples_stamped_far_in_the_past);
