@@ -400,12 +400,17 @@ due_kind(const st_slot *sl, const st_kind *k, double before, int *by_time,
 		uint64_t period = k->s[n - 1] - k->s[n - 2];
 		uint64_t off    = (sl->max_step - k->s[n - 1]) % period;
 
-		/* Not the step right after its last: that is another. */
-		if ((off <= 1 || off + 1 >= period)
-		    && sl->max_step + 1 >= k->s[n - 1] + period)
-			return d;
 		by_steps = n >= 3 && k->s[n - 2] + 1 >= k->s[n - 3] + period
 		    && k->s[n - 2] <= k->s[n - 3] + period + 1;
+		/* Not the step right after its last: that is another. The
+		 * period of two pauses is due at its next turn only; three
+		 * the same steps apart make a rhythm, due at every multiple
+		 * (a stall some steps after a checkpoint makes a period of
+		 * its own, whose multiples would hold back later notes). */
+		if ((off <= 1 || off + 1 >= period)
+		    && sl->max_step + 1 >= k->s[n - 1] + period
+		    && (by_steps || sl->max_step <= k->s[n - 1] + period + 1))
+			return d;
 		regular = n < 3 || by_steps;
 	}
 	/* Regular in steps, not in time: not a timer. */

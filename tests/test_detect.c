@@ -1825,6 +1825,38 @@ TEST(stall_heartbeats_where_a_silent_pause_is_due_are_noted)
 	detect_engine_free(e);
 }
 
+TEST(stall_period_of_two_pauses_is_due_at_its_next_turn_only)
+{
+	detect_engine *e = engine(NULL);
+	double         t = 0;
+
+	noise_seed(12345);
+	REQUIRE(e != NULL);
+	/* 10 s steps on 2 ranks. A checkpoint of 120 s after step 199,
+	 * then a hang of 110 s after step 229: alike in length, the two
+	 * make a kind with a period of 30 steps. Nothing comes at its next
+	 * turn (after step 259). A hang of 100 s after step 319, a later
+	 * multiple, is noted: two pauses are no rhythm yet. */
+	for (uint64_t st = 0; st < 340; st++) {
+		double len = st == 200 ? 120
+		    : st == 230        ? 110
+		    : st == 320        ? 100
+		                       : 0;
+
+		for (double c = t; c < t + len; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		t += len > 0 ? len : 10 * exp(0.03 * noise());
+		for (int r = 0; r < 2; r++)
+			feed(e, "ck", r, "step_time", st, t + r * 0.01, 9.9);
+	}
+	if (stall_notes_at(319, 319) == 0)
+		dump();
+	CHECK(stall_notes_at(199, 199) > 0);
+	CHECK(stall_notes_at(229, 229) > 0);
+	CHECK(stall_notes_at(319, 319) > 0);
+	detect_engine_free(e);
+}
+
 TEST(stall_timer_told_from_steps_by_the_attempt_start)
 {
 	detect_engine *e = engine(NULL);
@@ -2938,6 +2970,7 @@ main(void)
 	RUN(stall_guessed_second_pause_a_little_longer_is_no_warning);
 	RUN(stall_of_one_rank_is_not_learned_as_a_pause);
 	RUN(stall_heartbeats_where_a_silent_pause_is_due_are_noted);
+	RUN(stall_period_of_two_pauses_is_due_at_its_next_turn_only);
 	RUN(stall_timer_told_from_steps_by_the_attempt_start);
 	RUN(stall_before_a_timer_is_due_is_noted);
 	RUN(stall_samples_stamped_far_in_the_past);
