@@ -913,10 +913,12 @@ typedef struct score {
 	 * hosts whose drop is < 1, 1-2, >= 2 times the sd of their log step
 	 * time): events, found by a warning or critical alert. */
 	uint64_t drop5_n[4], drop5_warn[4];
-	/* The drops on busy hosts (the host's sd, the run's ranks, the
-	 * drop's size, 3 doubles each) for the oracle's ceiling; healthy
-	 * busy runs, and those with a drop or rise alert of any severity. */
-	double  *busy_drop;
+	/* The drops on busy hosts, for the oracle's ceiling; healthy busy
+	 * runs, and those with a drop or rise alert of any severity. */
+	struct busy_drop {
+		double sd, size; /* the host's noise; the drop's */
+		int    nranks;   /* the run's */
+	} * busy_drop;
 	size_t   nbusy_drop;
 	uint64_t busy_healthy, busy_healthy_flagged;
 	double   ceiling; /* drops the oracle would find (drop_ceiling) */
@@ -1198,16 +1200,14 @@ score_run(score *sc, sim *S)
 			sc->drop_fast[b] += ev->hit[0] && ev->delay[0] <= 100;
 		}
 		if (ev->kind == EV_DROP && ev->busy > 0) {
-			double *v = realloc(sc->busy_drop,
-			    3 * (sc->nbusy_drop + 1) * sizeof(double));
+			struct busy_drop *v = realloc(
+			    sc->busy_drop, (sc->nbusy_drop + 1) * sizeof(*v));
 
 			if (v == NULL)
 				abort();
 			sc->busy_drop = v;
-			v += 3 * sc->nbusy_drop++;
-			v[0] = ev->busy;
-			v[1] = S->nranks;
-			v[2] = ev->size;
+			v[sc->nbusy_drop++] = (struct busy_drop) { ev->busy,
+				ev->size, S->nranks };
 		}
 		if (ev->kind == EV_DROP && ev->size >= 0.05) {
 			int b = ev->busy <= 0         ? 0
@@ -1571,12 +1571,13 @@ drop_ceiling(score *sc, uint64_t seed, int part)
 		has_thr = 1;
 	}
 	for (size_t i = 0; i < sc->nbusy_drop; i++) {
-		const double *v = sc->busy_drop + 3 * i;
-		int           n = 0;
+		const struct busy_drop *v = &sc->busy_drop[i];
+		int                     n = 0;
 
 		for (int k = 0; k < OR_DRAWS; k++)
-			n += oracle_run(&r, v[0], (int) v[1], -log(1 - v[2]),
-			         3000, 3000, 3000 + OR_LAG + 1, 1)
+			n += oracle_run(&r, v->sd, v->nranks,
+			         -log(1 - v->size), 3000, 3000,
+			         3000 + OR_LAG + 1, 1)
 			    > thr;
 		found += (double) n / OR_DRAWS;
 	}

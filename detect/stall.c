@@ -147,20 +147,24 @@ typedef struct st_slot {
 	double     buf[2 * NIV];
 } st_slot;
 
+/* The pauses due now, run-wide: the largest of the ranks'. */
+typedef struct st_due {
+	double  pause; /* the largest due pause of the ranks */
+	double  fam;   /* the largest familiar pause of them */
+	double  guess; /* the largest guessed pause due */
+	uint8_t sure;  /* one of them due for sure (no info) */
+} st_due;
+
 typedef struct st_group {
 	int      has;
 	uint64_t max_step, adv_n;
 	int64_t  adv_time, last_time; /* any rank's latest advance; sample */
 	int64_t  seen;                /* the engine's clock at the latest */
 	double   thr, usual;          /* run-wide: the largest of the ranks' */
-	double   pause;               /* the largest due pause of the ranks */
-	double   fam;                 /* the largest familiar pause of them */
-	double   guess;               /* the largest guessed pause due */
-	uint8_t  sure;                /* one of them due for sure (no info) */
-	/* The same, of the kinds not silent: what explains samples that
-	 * arrive without progress (see progress_level). */
-	double  pause_p, fam_p, guess_p;
-	uint8_t sure_p;
+	/* [0] of every kind: what explains a silence; [1] of the kinds not
+	 * silent: what explains samples that arrive without progress (see
+	 * progress_level). */
+	st_due   due[2];
 	int64_t snd_at; /* the latest sample (its time) that came without
 	                 * progress past the threshold after an advance */
 	char     phase[PHNAME];       /* the declared phase it is in, or "" */
@@ -713,17 +717,10 @@ static void
 refresh(const detect_rule *r, detect_group *g, st_group *gs)
 {
 	gs->thr       = 0;
-	gs->pause     = 0;
-	gs->fam       = 0;
-	gs->guess     = 0;
-	gs->sure      = 0;
-	gs->pause_p   = 0;
-	gs->fam_p     = 0;
-	gs->guess_p   = 0;
-	gs->sure_p    = 0;
 	gs->phase[0]  = '\0';
 	gs->usual     = NAN;
 	gs->dirty     = 0;
+	memset(gs->due, 0, sizeof(gs->due));
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		const st_slot *sl = detect_slot(g, i);
 		int            sure;
@@ -733,22 +730,25 @@ refresh(const detect_rule *r, detect_group *g, st_group *gs)
 			continue;
 		if (eff_thr(r, sl) > gs->thr)
 			gs->thr = eff_thr(r, sl);
-		d         = due_pause(sl, &sure, &guess, 0);
-		gs->guess = fmax(gs->guess, guess);
-		if (d > gs->pause) {
-			double len;
+		for (int p = 0; p < 2; p++) {
+			st_due *u = &gs->due[p];
 
-			gs->pause = d;
-			snprintf(gs->phase, sizeof(gs->phase), "%s",
-			    in_phase(sl, &len) != NULL ? sl->ph_name : "");
+			d        = due_pause(sl, &sure, &guess, p);
+			u->guess = fmax(u->guess, guess);
+			if (d > u->pause) {
+				double len;
+
+				u->pause = d;
+				if (p == 0)
+					snprintf(gs->phase, sizeof(gs->phase),
+					    "%s",
+					    in_phase(sl, &len) != NULL
+					        ? sl->ph_name
+					        : "");
+			}
+			u->sure |= (uint8_t) sure;
+			u->fam = fmax(u->fam, familiar(sl, p));
 		}
-		gs->sure |= (uint8_t) sure;
-		gs->fam     = fmax(gs->fam, familiar(sl, 0));
-		d           = due_pause(sl, &sure, &guess, 1);
-		gs->pause_p = fmax(gs->pause_p, d);
-		gs->guess_p = fmax(gs->guess_p, guess);
-		gs->sure_p |= (uint8_t) sure;
-		gs->fam_p = fmax(gs->fam_p, familiar(sl, 1));
 		if (!isnan(sl->usual) && !(sl->usual <= gs->usual))
 			gs->usual = sl->usual;
 	}
@@ -1006,8 +1006,9 @@ check_run(detect_ctx *c, detect_group *g, int64_t now)
 		return;
 	if (gs->dirty)
 		refresh(r, g, gs);
-	while ((lv = next_level(r, el, gs->silent, gs->thr, gs->pause,
-	            gs->sure, gs->usual, gs->fam, gs->guess, &at))
+	while ((lv = next_level(r, el, gs->silent, gs->thr, gs->due[0].pause,
+	            gs->due[0].sure, gs->usual, gs->due[0].fam,
+	            gs->due[0].guess, &at))
 	    > 0) {
 		double  lead    = 0;
 		int64_t fs      = first_silent(g, &lead);
@@ -1029,7 +1030,7 @@ check_run(detect_ctx *c, detect_group *g, int64_t now)
 		    "no sample from run %s for %s s (usual step interval %s); "
 		    "last step %llu%s",
 		    detect_name_of(o.run, o.runlen).s, detect_fmt(at).s,
-		    usual(gs->usual, gs->pause, gs->phase).s,
+		    usual(gs->usual, gs->due[0].pause, gs->phase).s,
 		    (unsigned long long) gs->max_step, who);
 	}
 }
@@ -1057,8 +1058,9 @@ check(detect_ctx *c, detect_group *g, int64_t now, int64_t who)
 	if (secs(now - gs->seen) > min_thr(r) && !gs->silent) {
 		if (gs->dirty)
 			refresh(r, g, gs);
-		if (next_level(r, secs(now - gs->seen), 0, gs->thr, gs->pause,
-		        gs->sure, gs->usual, gs->fam, gs->guess, &at)
+		if (next_level(r, secs(now - gs->seen), 0, gs->thr,
+		        gs->due[0].pause, gs->due[0].sure, gs->usual,
+		        gs->due[0].fam, gs->due[0].guess, &at)
 		    > 0) {
 			upto = gs->seen + ns_of(at);
 			who  = -1;
@@ -1089,8 +1091,8 @@ progress_level(
 		return 0;
 	if (gs->dirty)
 		refresh(r, g, gs);
-	return level_for(r, el, gs->thr, gs->pause_p, gs->sure_p, gs->usual,
-	    gs->fam_p, gs->guess_p);
+	return level_for(r, el, gs->thr, gs->due[1].pause, gs->due[1].sure,
+	    gs->usual, gs->due[1].fam, gs->due[1].guess);
 }
 
 /* When a sample stamped t arrived, on the engine's clock (now: its last
@@ -1259,7 +1261,7 @@ st_feed(detect_ctx *c, detect_inst *in, const detect_sample *s)
 			    detect_name_of(o.run, o.runlen).s, (int) s->rank,
 			    detect_fmt(secs(t - gs->adv_time)).s,
 			    (unsigned long long) gs->max_step,
-			    usual(gs->usual, gs->pause_p, gs->phase).s);
+			    usual(gs->usual, gs->due[1].pause, gs->phase).s);
 		}
 	}
 	if (s->step >= sl->max_step)
