@@ -39,7 +39,7 @@ struct detect_incident {
 	int      held;
 	int64_t  due_ns;  /* hold in seconds */
 	uint64_t due_adv; /* hold in steps: the run's advance count */
-	uint64_t r_step;
+	uint64_t r_step, r_adv; /* r_adv: the run's advance count then */
 	int64_t  r_time;
 	double   r_value, r_base;
 	char    *r_msg;
@@ -315,6 +315,21 @@ due(const detect_incident *I, int64_t now)
 	return I->run->adv >= I->due_adv;
 }
 
+/* Whether a is the note (info) of another pause than held incident I,
+ * itself a note: the run advanced since I cleared (a checkpoint noted,
+ * then a hang a few steps later). A note pages nobody, and each pause
+ * is one to know of. A page that returns stays one incident, and so
+ * does a note that returns at the step it cleared at (a hang that flaps
+ * between silent and a heartbeat), or of a level (a drift noted). */
+static int
+again(const detect_incident *I, const detect_alert *a)
+{
+	return a->severity == DETECT_INFO && I->sev == DETECT_INFO
+	    && I->run->adv > I->r_adv
+	    && (strcmp(a->kind, "stall") == 0
+	        || strcmp(a->kind, "progress_stall") == 0);
+}
+
 static detect_incident *
 open_incident(detect_incidents *is, const detect_rule *r, detect_run *run,
     const detect_alert *a)
@@ -384,7 +399,8 @@ on_firing(detect_incidents *is, const detect_rules *rules,
 	if (I != NULL && I->held
 	    && (due(I, a->time_ns) || !same_scope(I, a->rank)
 	        || (precedence(a->kind) > precedence(I->kind)
-	            && a->step > I->step))) {
+	            && a->step > I->step)
+	        || again(I, a))) {
 		/* Late but due: the hold ran out before this sample. Or
 		 * another finding: a rank left behind after the run as a
 		 * whole paused (or the other way round) is not that
@@ -393,7 +409,8 @@ on_firing(detect_incidents *is, const detect_rules *rules,
 		 * silence that was noted (a checkpoint, then a hang a few
 		 * steps later). At the step of the silence it is the same
 		 * incident: a hang that flaps between silent and a
-		 * heartbeat. */
+		 * heartbeat. Nor is a note after the run went on since a
+		 * note (a pause, then another a few steps later). */
 		emit_held(is, I, emit, ctx);
 		close_incident(I);
 	}
@@ -442,14 +459,18 @@ on_firing(detect_incidents *is, const detect_rules *rules,
 	}
 	I->sev  = a->severity;
 	I->kind = a->kind;
-	if (returned || a->rank != I->rank) {
+	if (returned) {
 		snprintf(is->msg, sizeof(is->msg),
-		    "%s (%s; incident opened "
+		    "%s (returned %u time%s within the hold; incident opened "
 		    "on rank %d at step %llu)",
-		    a->message,
-		    returned ? "returned within the hold"
-		             : "joins the incident",
+		    a->message, I->returns, I->returns == 1 ? "" : "s",
 		    (int) I->rank, (unsigned long long) I->step);
+		a->message = is->msg;
+	} else if (a->rank != I->rank) {
+		snprintf(is->msg, sizeof(is->msg),
+		    "%s (joins the incident; incident opened on rank %d at "
+		    "step %llu)",
+		    a->message, (int) I->rank, (unsigned long long) I->step);
 		a->message = is->msg;
 	}
 	out(is, emit, ctx, a);
@@ -517,6 +538,7 @@ on_resolved(detect_incidents *is, const detect_rules *rules,
 	}
 	I->held    = 1;
 	I->r_step  = a->step;
+	I->r_adv   = run->adv;
 	I->r_time  = a->time_ns;
 	I->r_value = a->value;
 	I->r_base  = a->baseline;

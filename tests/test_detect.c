@@ -1088,6 +1088,61 @@ TEST(rank_left_behind_after_a_run_pause_is_its_own_alert)
 	detect_engine_free(e);
 }
 
+TEST(stall_note_after_the_run_went_on_is_a_new_incident)
+{
+	detect_engine *e  = engine(NULL);
+	double         t  = 0;
+	uint64_t       st = 0;
+	size_t         n;
+
+	REQUIRE(e != NULL);
+	job_steps(e, &st, &t, 300);
+	/* The run pauses for 40 s (a note: the step interval is 10 s), goes
+	 * on 3 steps and stops again, within the hold of the first: another
+	 * pause (a checkpoint, then a hang), noted too. The first pause's
+	 * resolution comes out before it, not held for the hold. */
+	for (int p = 0; p < 2; p++) {
+		for (double c = t; c < t + 40; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		t += 40;
+		job_steps(e, &st, &t, 3);
+	}
+	if (S.n != 3)
+		dump();
+	REQUIRE(S.n == 3);
+	CHECK(S.v[0].state == DETECT_FIRING && S.v[0].step == 299);
+	CHECK(S.v[1].state == DETECT_RESOLVED && S.v[1].step == 300);
+	CHECK(strstr(S.v[1].msg, "after 50 s without a sample") != NULL);
+	CHECK(S.v[2].state == DETECT_FIRING && S.v[2].step == 302);
+	CHECK(S.v[2].severity == DETECT_INFO);
+	CHECK(strstr(S.v[2].msg, "within the hold") == NULL);
+	detect_engine_free(e);
+
+	/* A hang where a heartbeat comes every 30 s, past the silence's
+	 * threshold (25 s), no step for 20 min: the silence returns at the
+	 * same step, the same incident (one note) next to the progress
+	 * stall. */
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	S.n = 0;
+	st  = 0;
+	t   = 0;
+	job_steps(e, &st, &t, 300);
+	for (int k = 0; k < 40; k++) {
+		for (double c = t; c < t + 30; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		t += 30;
+		feed(e, "job", 0, "heartbeat", st - 1, t, 1);
+	}
+	n = count("stall", DETECT_FIRING);
+	if (n != 1)
+		dump();
+	CHECK(n == 1);
+	CHECK(count("stall", DETECT_RESOLVED) == 0);
+	CHECK(count("progress_stall", DETECT_FIRING) >= 1);
+	detect_engine_free(e);
+}
+
 TEST(finished_run_is_not_a_stall)
 {
 	detect_engine *e = engine(NULL);
@@ -2955,6 +3010,7 @@ main(void)
 	RUN(level_jump_slow_steps_do_not_stop_learning);
 	RUN(stall_of_run_rank_and_progress);
 	RUN(rank_left_behind_after_a_run_pause_is_its_own_alert);
+	RUN(stall_note_after_the_run_went_on_is_a_new_incident);
 	RUN(finished_run_is_not_a_stall);
 	RUN(lagging_rank_catching_up_is_progress);
 	RUN(stall_quiet_with_periodic_checkpoints);
