@@ -601,6 +601,20 @@ job_steps(detect_engine *e, uint64_t *st, double *t, uint64_t n)
 			    e, "job", r, "step_time", *st, *t + r * 0.01, 9.9);
 }
 
+/* n heartbeats from rank 0 of run, one every `every` s, no step past
+ * st - 1; ticks every 0.2 s between them, as vitalsd sends. */
+static void
+heartbeats(detect_engine *e, const char *run, uint64_t st, double *t, int n,
+    double every)
+{
+	for (int k = 0; k < n; k++) {
+		for (double c = *t; c < *t + every; c += 0.2)
+			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
+		*t += every;
+		feed(e, run, 0, "heartbeat", st - 1, *t, 1);
+	}
+}
+
 static void
 tps(detect_engine *e, uint64_t a, uint64_t b, double level, int slow_every)
 {
@@ -1128,12 +1142,7 @@ TEST(stall_note_after_the_run_went_on_is_a_new_incident)
 	st  = 0;
 	t   = 0;
 	job_steps(e, &st, &t, 300);
-	for (int k = 0; k < 40; k++) {
-		for (double c = t; c < t + 30; c += 0.2)
-			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
-		t += 30;
-		feed(e, "job", 0, "heartbeat", st - 1, t, 1);
-	}
+	heartbeats(e, "job", st, &t, 40, 30);
 	n = count("stall", DETECT_FIRING);
 	if (n != 1)
 		dump();
@@ -2633,12 +2642,7 @@ TEST(heartbeat_hang_after_a_noted_pause_is_its_own_alert)
 			feed(e, "hh", r, "step_time", st, t + r * 0.01, 9.9);
 	}
 	CHECK(count_rule("stall", DETECT_FIRING) == 1);
-	for (int k = 0; k < 40; k++) {
-		for (double c = t; c < t + 5; c += 0.2)
-			detect_tick(e, (int64_t) (c * 1e9), on_alert, &S);
-		t += 5;
-		feed(e, "hh", 0, "heartbeat", st - 1, t, 1);
-	}
+	heartbeats(e, "hh", st, &t, 40, 5);
 	g = first("progress_stall", DETECT_FIRING);
 	if (g == NULL)
 		dump();
