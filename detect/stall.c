@@ -222,8 +222,10 @@ st_slot_init(void *slot, const detect_rule *r)
  * checkpoint) is at most a warning for 2 x pause; one of a length seen
  * twice, or seen once and brought now by its guessed rhythm, is warned
  * of only past 1.5x that length. When a learned recurring
- * pause of usual length D is due, at max(threshold, 1.5 D) (warning) and
- * max(escalate x threshold, 2.5 D, u + pause): it pages only well beyond
+ * pause of usual length D is due, at max(threshold, min(1.5 (D + G),
+ * the page)) (warning; G: the lengths of the kinds seen once that their
+ * guessed rhythm brings now, 0 if none) and max(escalate x threshold,
+ * 2.5 D, u + pause): it pages only well beyond
  * its own usual length, and never sooner than a pause not learned may
  * take without a warning (a first checkpoint that falls on the step of a
  * learned evaluation is not judged against the evaluation).
@@ -243,9 +245,14 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u,
 	double P   = detect_p(r, SL_PAUSE) + (isnan(u) ? 0 : u);
 
 	if (pause > 0 && lv >= 2) {
+		double page = fmax(fmax(esc, 2.5 * pause), P);
+
+		/* A kind seen once that its guessed rhythm brings now took
+		 * its turn in this pause too: the warning waits for their
+		 * sum, never past the page (which the guess does not move). */
 		if (lv == 2)
-			return fmax(thr, 1.5 * pause);
-		return fmax(fmax(esc, 2.5 * pause), P);
+			return fmax(thr, fmin(1.5 * (pause + guess), page));
+		return page;
 	}
 	if (lv <= 1)
 		return fmax(thr, 1.5 * guess);

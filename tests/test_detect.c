@@ -1795,6 +1795,52 @@ TEST(stall_guessed_second_pause_a_little_longer_is_no_warning)
 	detect_engine_free(e);
 }
 
+/* A checkpoint every 40 steps (100 s); a first evaluation after step
+ * 380 (130 s), whose rhythm brings the second at step 760, the step of
+ * a checkpoint too. */
+static double
+ckpt_and_first_evals(uint64_t st)
+{
+	return (st % 40 == 0 ? 100 : 0) + (st % 380 == 0 ? 130 : 0);
+}
+
+/* The same, but the run hangs for 10 minutes where both fall due. */
+static double
+ckpt_and_first_evals_hang(uint64_t st)
+{
+	return st == 760 ? 600 : ckpt_and_first_evals(st);
+}
+
+TEST(stall_learned_and_guessed_pauses_due_together_add_up)
+{
+	detect_engine *e  = engine(NULL);
+	double         t  = 0;
+	uint64_t       st = 0;
+
+	noise_seed(12345);
+	REQUIRE(e != NULL);
+	/* bench-detect, held-out seed 53, run 801: an evaluation seen once
+	 * is due by its guessed rhythm where a learned checkpoint is due;
+	 * the pause lasts both (230 s), more than 1.5x the checkpoint
+	 * alone. The first evaluation is noted; the two together are no
+	 * warning. */
+	pauses(e, "both", &st, &t, 800, ckpt_and_first_evals);
+	if (max_sev("stall", 0) != DETECT_INFO)
+		dump();
+	CHECK(stall_notes_at(379, 379) > 0);
+	CHECK(max_sev("stall", 0) == DETECT_INFO);
+	detect_engine_free(e);
+
+	/* A hang there is paged all the same. */
+	e = engine(NULL);
+	REQUIRE(e != NULL);
+	t = 0, st = 0, S.n = 0;
+	pauses(e, "both", &st, &t, 800, ckpt_and_first_evals_hang);
+	CHECK(stall_notes_at(759, 759) > 0);
+	CHECK(max_sev("stall", 0) == DETECT_CRITICAL);
+	detect_engine_free(e);
+}
+
 TEST(stall_of_one_rank_is_not_learned_as_a_pause)
 {
 	detect_engine *e = engine(NULL);
@@ -3028,6 +3074,7 @@ main(void)
 	RUN(stall_familiar_length_is_no_warning);
 	RUN(stall_second_pause_guessed_from_the_first);
 	RUN(stall_guessed_second_pause_a_little_longer_is_no_warning);
+	RUN(stall_learned_and_guessed_pauses_due_together_add_up);
 	RUN(stall_of_one_rank_is_not_learned_as_a_pause);
 	RUN(stall_heartbeats_where_a_silent_pause_is_due_are_noted);
 	RUN(stall_period_of_two_pauses_is_due_at_its_next_turn_only);
