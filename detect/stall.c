@@ -393,6 +393,7 @@ due_kind(const st_slot *sl, const st_kind *k, double before, int *by_time,
 {
 	uint32_t n = k->n;
 	double   d = 0, tol, jit, P, moved = 0;
+	double   u        = isnan(sl->usual) ? 0 : sl->usual;
 	int      by_steps = 0; /* three pauses the same steps apart */
 	int      regular  = 0; /* its pauses so far the same steps apart */
 
@@ -402,7 +403,7 @@ due_kind(const st_slot *sl, const st_kind *k, double before, int *by_time,
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
 		d = fmax(d, k->iv[i]);
-	jit = 2 * (isnan(sl->usual) ? 0 : sl->usual);
+	jit = 2 * u;
 	tol = jit + 0.25 * d;
 	if (n >= 3)
 		moved = fabs(secs(k->t[n - 1] - k->t[n - 2])
@@ -439,7 +440,14 @@ due_kind(const st_slot *sl, const st_kind *k, double before, int *by_time,
 			return 0;
 		*by_time = 1;
 		early    = since < P ? early_tol(k, jit, moved, tol) : tol;
-		if (P > d
+		/* Its period is longer than its pause. With three pauses
+		 * kept (a period seen twice), longer than the pause less a
+		 * usual interval: the interval of a pause holds the step
+		 * after it too, so a save of 290 s and a step of 26 may
+		 * outlast a timer's 316 s. Not with two: an evaluation next
+		 * to a checkpoint of alike length would be a timer whose
+		 * period is the two pauses' distance. */
+		if ((P > d || (n >= 3 && P > d - u))
 		    && (off <= tol || P - off <= early
 		        || late(sl, k, off, jit, before))
 		    && since >= P - early) {
