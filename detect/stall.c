@@ -108,6 +108,11 @@ typedef struct st_kind {
 	uint32_t used; /* the slot's advance count at its latest pause */
 	uint8_t  snd;  /* the run sent samples without progress in one of
 	                * them (heartbeats): not a silent kind */
+	uint8_t  lent; /* its latest turn is another kind's pause, due at
+	                * the same step (see remember_pause) */
+	uint8_t lag[NOCC]; /* it came late, after another kind's pause in
+	                    * which its turn fell: its period is longer
+	                    * by up to that pause */
 } st_kind;
 
 /* A phase the rank declared (vitals/phase/NAME markers): how long its
@@ -362,16 +367,17 @@ early_tol(const st_kind *k, double jit, double moved, double tol)
  * were the same number of steps apart is due by steps only: the other
  * pauses between them move it in time. Its usual length is the longest
  * kept. */
-/* The interval just before the current one (the latest learned) if it
- * was a pause (longer than the threshold), else 0. */
+/* The interval `back` intervals ago (1: the latest learned, just
+ * before the current one) if it was a pause (longer than the
+ * threshold), else 0. */
 static double
-pause_before(const st_slot *sl)
+pause_before(const st_slot *sl, uint32_t back)
 {
 	double iv;
 
-	if (sl->w.n == 0)
+	if (sl->w.n < back)
 		return 0;
-	iv = sl->buf[(sl->w.head + sl->w.cap - 1) % sl->w.cap];
+	iv = sl->buf[(sl->w.head + sl->w.cap - back) % sl->w.cap];
 	return iv > sl->thr ? iv : 0;
 }
 
@@ -403,9 +409,12 @@ due_kind(const st_slot *sl, const st_kind *k, double before, int *by_time,
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
 		d = fmax(d, k->iv[i]);
+	/* Its turn, lent to the pause just before, came after it. */
+	if (k->lent && k->s[n - 1] + 1 == sl->max_step)
+		return d;
 	jit = 2 * u;
 	tol = jit + 0.25 * d;
-	if (n >= 3)
+	if (n >= 3 && !k->lag[n - 1] && !k->lag[n - 2])
 		moved = fabs(secs(k->t[n - 1] - k->t[n - 2])
 		    - secs(k->t[n - 2] - k->t[n - 3]));
 	if (k->s[n - 1] >= k->s[n - 2] + 8 && sl->max_step > k->s[n - 1]) {
@@ -432,6 +441,8 @@ due_kind(const st_slot *sl, const st_kind *k, double before, int *by_time,
 		double off, since, early;
 
 		P     = secs(k->t[n - 1] - k->t[n - 2]);
+		if (k->lag[n - 1] && n >= 3)
+			P = secs(k->t[n - 2] - k->t[n - 3]);
 		since = secs(sl->adv_time - k->t[n - 1]);
 		off   = fmod(since, P);
 		tol += moved;
@@ -550,7 +561,7 @@ due_pause(const st_slot *sl, int *sure, double *guess, int sounded)
 		if (sounded && !sl->kind[i].snd)
 			continue;
 		k = due_kind(
-		    sl, &sl->kind[i], pause_before(sl), &by_time, &maybe);
+		    sl, &sl->kind[i], pause_before(sl, 1), &by_time, &maybe);
 		*guess += guess_kind(sl, &sl->kind[i]);
 		d += k;
 		/* Two pauses cannot tell a timer from a step period: the
@@ -576,14 +587,32 @@ push_pause(
 		memmove(k->s, k->s + 1, (NOCC - 1) * sizeof(k->s[0]));
 		memmove(k->iv, k->iv + 1, (NOCC - 1) * sizeof(k->iv[0]));
 		memmove(k->t, k->t + 1, (NOCC - 1) * sizeof(k->t[0]));
+		memmove(k->lag, k->lag + 1, (NOCC - 1) * sizeof(k->lag[0]));
 		k->n--;
 	}
 	k->s[k->n]  = prev;
 	k->iv[k->n] = iv;
 	k->t[k->n]  = t;
+	k->lag[k->n] = 0;
 	k->n++;
 	k->used = sl->nadv;
 	k->snd |= (uint8_t) (snd != 0);
+	k->lent = 0;
+}
+
+/* Whether kind k, due by its step period, is due at this very step
+ * (not one step off: a timer's checkpoints look like a step period give
+ * or take one step). */
+static int
+on_step(const st_slot *sl, const st_kind *k)
+{
+	uint64_t period;
+
+	if (k->n < 2 || k->s[k->n - 1] <= k->s[k->n - 2])
+		return 0;
+	period = k->s[k->n - 1] - k->s[k->n - 2];
+	return sl->max_step > k->s[k->n - 1]
+	    && (sl->max_step - k->s[k->n - 1]) % period == 0;
 }
 
 /* Remember a pause of iv s after step prev (the slot's step and advance
@@ -593,34 +622,63 @@ push_pause(
  * a checkpoint every 30 minutes and an evaluation every 250 steps that
  * last as long are two kinds. Every other kind that was due took its
  * turn in this pause too (an evaluation and a checkpoint at one step):
- * it keeps its rhythm, with its own length. A pause that lasted the sum
- * of several kinds due teaches no new length. */
+ * it keeps its rhythm, with its own length. That turn is lent: if the
+ * next interval is a pause alike to that kind, the turn was that one
+ * (a timer looked at once a step fell due at an evaluation's step and
+ * saved a step later). A pause that lasted the sum of several kinds
+ * due teaches no new length; the kind it was taken for keeps its turn
+ * with its own. */
 static void
 remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 {
 	st_kind *k = NULL, *learning = NULL;
 	double   kd = 0, best = 0, due[NKIND];
-	int      ndue = 0, loose[NKIND];
+	int      ndue = 0, loose[NKIND], lagged[NKIND];
+	/* The pause just before this one (this one is learned already) */
+	double before = pause_before(sl, 2);
 
+	/* A kind whose turn was lent to the pause just before, and this
+	 * pause alike to it: its turn is this one, late by that pause. */
+	for (uint32_t i = 0; i < NKIND; i++) {
+		st_kind *c = &sl->kind[i];
+
+		if (c->lent && c->n > 0 && c->s[c->n - 1] + 1 == prev
+		    && alike(iv, c->iv[c->n - 1])) {
+			c->s[c->n - 1]   = prev;
+			c->t[c->n - 1]   = sl->adv_time;
+			c->iv[c->n - 1]  = iv;
+			c->lent          = 0;
+			c->used          = sl->nadv;
+			c->lag[c->n - 1] = 1;
+			return;
+		}
+	}
 	for (uint32_t i = 0; i < NKIND; i++) {
 		st_kind *c = &sl->kind[i];
 		int      by_time, maybe;
 		double   score;
 
-		/* A timer late by a pause just before is expected then
-		 * (due_pause), but not taken for this pause: a pause that
-		 * follows another is not paired with a kind by that (on the
-		 * bench it paired pauses with the wrong kinds). */
-		due[i]   = due_kind(sl, c, 0, &by_time, &maybe);
+		/* A timer late by the pause just before is taken for this
+		 * pause once it has a rhythm (three pauses kept): with two,
+		 * that paired pauses with the wrong kinds on the bench's
+		 * held-out runs. */
+		due[i]    = due_kind(sl, c, 0, &by_time, &maybe);
+		lagged[i] = 0;
+		if (due[i] == 0 && before > 0 && c->n >= 3) {
+			due[i]    = due_kind(sl, c, before, &by_time, &maybe);
+			lagged[i] = due[i] > 0;
+		}
 		loose[i] = due[i] > 0 && maybe;
 		ndue += due[i] > 0 && !maybe;
 		if (c->n == 0 || !alike(iv, c->iv[c->n - 1]))
 			continue;
 		/* Due at this very step says more than due about now, and a
 		 * timer about now more than a kind regular in steps that is
-		 * not at its step. */
+		 * one step off (a timer's checkpoints, regular in steps give
+		 * or take one, next to an evaluation every N steps). */
 		score = fabs(log(iv / fmax(due[i], 1e-9))) + (by_time ? 10 : 0)
-		    + (maybe ? 5 : 0);
+		    + (maybe ? 5 : 0)
+		    + (by_time ? 0 : 20 * (1 - on_step(sl, c)));
 		if (due[i] > 0 && (k == NULL || score < best)) {
 			k    = c;
 			kd   = due[i];
@@ -628,17 +686,28 @@ remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 		} else if (due[i] == 0 && c->n < 2 && learning == NULL)
 			learning = c;
 	}
-	/* Kinds regular in steps and not at their step took no turn, nor
-	 * did a kind more than twice as long as the whole pause (a timer's
-	 * checkpoint due about the time of a short evaluation comes later:
-	 * taking this pause for it would move its rhythm). */
-	for (uint32_t i = 0; i < NKIND; i++)
-		if (due[i] > 0 && !loose[i] && &sl->kind[i] != k
-		    && iv >= 0.5 * due[i])
-			push_pause(
-			    sl, &sl->kind[i], due[i], prev, sl->adv_time, snd);
-	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd))
+	/* Kinds regular in steps and not at their step took no turn,
+	 * unless the pause held them besides the kind it was taken for
+	 * (an evaluation and a checkpoint whose timer fell due at its
+	 * step), nor did a kind more than twice as long as the whole
+	 * pause (a timer's checkpoint due about the time of a short
+	 * evaluation comes later: taking this pause for it would move its
+	 * rhythm). */
+	for (uint32_t i = 0; i < NKIND; i++) {
+		st_kind *c = &sl->kind[i];
+
+		if (due[i] == 0 || c == k || iv < 0.5 * due[i]
+		    || (loose[i] && (k == NULL || iv < kd + 0.5 * due[i])))
+			continue;
+		ndue += loose[i];
+		push_pause(sl, c, due[i], prev, sl->adv_time, snd);
+		c->lent = k != NULL;
+	}
+	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd)) {
+		if (k != NULL)
+			push_pause(sl, k, kd, prev, sl->adv_time, snd);
 		return;
+	}
 	if (k == NULL)
 		k = learning;
 	if (k == NULL) {
@@ -649,6 +718,7 @@ remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 		memset(k, 0, sizeof(*k));
 	}
 	push_pause(sl, k, iv, prev, sl->adv_time, snd);
+	k->lag[k->n - 1] = (uint8_t) lagged[k - sl->kind];
 }
 
 static double

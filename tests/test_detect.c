@@ -1753,6 +1753,48 @@ TEST(stall_timer_whose_checkpoint_nearly_fills_its_period)
 	detect_engine_free(e);
 }
 
+TEST(stall_timer_and_evaluation_alike_in_length_keep_their_turns)
+{
+	/* A checkpoint of 240 s every 1136 s of wall clock and an
+	 * evaluation of 240 s every 260 steps (bench-detect, tuning seed
+	 * 97, run 881: 34 notes). With steps of about 38 s the timer looks
+	 * like a period of 22 to 24 steps; when its turn falls at the
+	 * evaluation's step, the evaluation's pause was taken for both and
+	 * the checkpoint that came a step later for no kind (noted), and
+	 * an evaluation one step off the timer's period for the timer. */
+	double steps[] = { 26, 30, 34, 36, 38, 40, 44 };
+	size_t quiet = 0, paged = 0;
+
+	for (int si = 0; si < 7; si++)
+		for (int seed = 1; seed <= 4; seed++) {
+			detect_engine *e = engine(NULL);
+			double         t = 0, last = 0;
+			uint64_t       st = 0;
+			eval_ckpt      k
+			    = { "ec", 38, 38, 240, 1, 1136, 240, 260, 0.1 };
+
+			REQUIRE(e != NULL);
+			k.step_s = k.step_time = steps[si];
+			S.n                    = 0;
+			noise_seed((uint64_t) seed * 777);
+			eval_and_ckpt_run(e, &k, &st, &t, 5000, &last);
+			quiet += stall_notes_after(300) == 0;
+			for (size_t i = 0; i < S.n; i++)
+				paged += S.v[i].state == DETECT_FIRING
+				    && S.v[i].severity >= DETECT_WARNING
+				    && S.v[i].step > 300;
+			detect_engine_free(e);
+		}
+	/* Before: 0 of 28 runs quiet, 5 warnings. The warning left is an
+	 * evaluation and a checkpoint in one pause while only one of them
+	 * was known due (warned at 1.5x its length). */
+	printf("    runs without a note after step 300: %zu of 28; warnings "
+	       "after it: %zu\n",
+	    quiet, paged);
+	CHECK(quiet >= 10);
+	CHECK(paged <= 1);
+}
+
 TEST(stall_second_pause_guessed_from_the_first)
 {
 	detect_engine *e = engine(NULL);
@@ -3117,6 +3159,7 @@ main(void)
 	RUN(stall_learns_two_kinds_of_pause_alike_in_length);
 	RUN(stall_timer_keeps_its_rhythm_past_a_short_evaluation);
 	RUN(stall_familiar_length_is_no_warning);
+	RUN(stall_timer_and_evaluation_alike_in_length_keep_their_turns);
 	RUN(stall_second_pause_guessed_from_the_first);
 	RUN(stall_guessed_second_pause_a_little_longer_is_no_warning);
 	RUN(stall_learned_and_guessed_pauses_due_together_add_up);
