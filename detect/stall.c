@@ -600,19 +600,24 @@ push_pause(
 	k->lent = 0;
 }
 
-/* Whether kind k, due by its step period, is due at this very step
- * (not one step off: a timer's checkpoints look like a step period give
- * or take one step). */
-static int
-on_step(const st_slot *sl, const st_kind *k)
+/* What it costs to take this pause for kind k, due by its step period
+ * (see remember_pause): 0 at this very step; off by one, 20 for a kind
+ * whose last three pauses were exactly its period apart (an evaluation
+ * every N steps: one step off is not its turn, and a timer due about
+ * now is likelier), else 1 (a timer's checkpoints look like a step
+ * period give or take one step). */
+static double
+step_off(const st_slot *sl, const st_kind *k)
 {
+	uint32_t n = k->n;
 	uint64_t period;
 
-	if (k->n < 2 || k->s[k->n - 1] <= k->s[k->n - 2])
+	if (n < 2 || k->s[n - 1] <= k->s[n - 2] || sl->max_step <= k->s[n - 1])
+		return 1;
+	period = k->s[n - 1] - k->s[n - 2];
+	if ((sl->max_step - k->s[n - 1]) % period == 0)
 		return 0;
-	period = k->s[k->n - 1] - k->s[k->n - 2];
-	return sl->max_step > k->s[k->n - 1]
-	    && (sl->max_step - k->s[k->n - 1]) % period == 0;
+	return n >= 3 && k->s[n - 2] == k->s[n - 3] + period ? 20 : 1;
 }
 
 /* Remember a pause of iv s after step prev (the slot's step and advance
@@ -674,11 +679,10 @@ remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 			continue;
 		/* Due at this very step says more than due about now, and a
 		 * timer about now more than a kind regular in steps that is
-		 * one step off (a timer's checkpoints, regular in steps give
-		 * or take one, next to an evaluation every N steps). */
+		 * not at its step, or one step off its exact period (see
+		 * step_off). */
 		score = fabs(log(iv / fmax(due[i], 1e-9))) + (by_time ? 10 : 0)
-		    + (maybe ? 5 : 0)
-		    + (by_time ? 0 : 20 * (1 - on_step(sl, c)));
+		    + (maybe ? 5 : 0) + (by_time ? 0 : step_off(sl, c));
 		if (due[i] > 0 && (k == NULL || score < best)) {
 			k    = c;
 			kd   = due[i];
@@ -701,7 +705,7 @@ remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 			continue;
 		ndue += loose[i];
 		push_pause(sl, c, due[i], prev, sl->adv_time, snd);
-		c->lent = k != NULL;
+		c->lent = k != NULL && iv < kd + 0.5 * due[i];
 	}
 	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd)) {
 		if (k != NULL)

@@ -1791,7 +1791,7 @@ TEST(stall_timer_and_evaluation_alike_in_length_keep_their_turns)
 	printf("    runs without a note after step 300: %zu of 28; warnings "
 	       "after it: %zu\n",
 	    quiet, paged);
-	CHECK(quiet >= 10);
+	CHECK(quiet >= 14);
 	CHECK(paged <= 1);
 }
 
