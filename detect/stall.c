@@ -240,8 +240,9 @@ st_slot_init(void *slot, const detect_rule *r)
  * pause: the usual length of a learned pause that is due, or 0; u: the
  * usual step interval, NaN if not known; fam: the longest pause of a
  * length seen at least twice, or 0; guess: the length of a pause seen
- * once whose guessed period makes it due now, or 0: no note and no
- * warning before 1.5x it, the page as for any silence). */
+ * once whose guessed period makes it due now, or 0: no warning before
+ * 1.5x it, nor a note if it is no longer than u + pause; the page as
+ * for any silence). */
 static double
 level_at(const detect_rule *r, int lv, double thr, double pause, double u,
     double fam, double guess)
@@ -259,8 +260,12 @@ level_at(const detect_rule *r, int lv, double thr, double pause, double u,
 			return fmax(thr, fmin(1.5 * (pause + guess), page));
 		return page;
 	}
+	/* A guess longer than a pause not learned may last without a
+	 * warning (a first hang of 400 s, a long first checkpoint) holds
+	 * back the warning, not the note: a shorter hang where it put the
+	 * next pause is noted. */
 	if (lv <= 1)
-		return fmax(thr, 1.5 * guess);
+		return fmax(thr, guess <= P ? 1.5 * guess : 0);
 	if (lv == 2) /* a familiar length, not at its rhythm, or a length
 	              * seen once whose guessed rhythm brings it now: not
 	              * sooner than 1.5x it (but never past the page) */
