@@ -643,7 +643,7 @@ remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 {
 	st_kind *k = NULL, *learning = NULL;
 	double   kd = 0, best = 0, due[NKIND];
-	int      ndue = 0, loose[NKIND], lagged[NKIND];
+	int      ndue = 0, loose[NKIND], klag = 0;
 	/* The pause just before this one (this one is learned already) */
 	double before = pause_before(sl, 2);
 
@@ -665,18 +665,17 @@ remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 	}
 	for (uint32_t i = 0; i < NKIND; i++) {
 		st_kind *c = &sl->kind[i];
-		int      by_time, maybe;
+		int      by_time, maybe, lag = 0;
 		double   score;
 
 		/* A timer late by the pause just before is taken for this
 		 * pause once it has a rhythm (three pauses kept): with two,
 		 * that paired pauses with the wrong kinds on the bench's
 		 * held-out runs. */
-		due[i]    = due_kind(sl, c, 0, &by_time, &maybe);
-		lagged[i] = 0;
+		due[i] = due_kind(sl, c, 0, &by_time, &maybe);
 		if (due[i] == 0 && before > 0 && c->n >= 3) {
-			due[i]    = due_kind(sl, c, before, &by_time, &maybe);
-			lagged[i] = due[i] > 0;
+			due[i] = due_kind(sl, c, before, &by_time, &maybe);
+			lag    = due[i] > 0;
 		}
 		loose[i] = due[i] > 0 && maybe;
 		ndue += due[i] > 0 && !maybe;
@@ -692,6 +691,7 @@ remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 			k    = c;
 			kd   = due[i];
 			best = score;
+			klag = lag;
 		} else if (due[i] == 0 && c->n < 2 && learning == NULL)
 			learning = c;
 	}
@@ -703,14 +703,15 @@ remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 	 * evaluation comes later: taking this pause for it would move its
 	 * rhythm). */
 	for (uint32_t i = 0; i < NKIND; i++) {
-		st_kind *c = &sl->kind[i];
+		st_kind *c     = &sl->kind[i];
+		int      holds = k != NULL && iv >= kd + 0.5 * due[i];
 
 		if (due[i] == 0 || c == k || iv < 0.5 * due[i]
-		    || (loose[i] && (k == NULL || iv < kd + 0.5 * due[i])))
+		    || (loose[i] && !holds))
 			continue;
 		ndue += loose[i];
 		push_pause(sl, c, due[i], prev, sl->adv_time, snd);
-		c->lent = k != NULL && iv < kd + 0.5 * due[i];
+		c->lent = k != NULL && !holds;
 	}
 	if (ndue >= 2 && (k == NULL || iv > 1.5 * kd)) {
 		if (k != NULL)
@@ -727,7 +728,7 @@ remember_pause(st_slot *sl, double iv, uint64_t prev, int snd)
 		memset(k, 0, sizeof(*k));
 	}
 	push_pause(sl, k, iv, prev, sl->adv_time, snd);
-	k->lag[k->n - 1] = (uint8_t) lagged[k - sl->kind];
+	k->lag[k->n - 1] = (uint8_t) klag;
 }
 
 static double
