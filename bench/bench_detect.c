@@ -7,7 +7,7 @@
  *
  * -v lists the events vitals missed and its false alerts; --oracle
  * prints the bound on finding drops on the generator's busy hosts (see
- * oracle_bound), which each part's report also turns into the ceiling
+ * oracle_bound), which each part's report also turns into the ceilings
  * of its throughput drop recall (drop_ceiling);
  * BENCH_TRACE=RUN prints every alert of that run as JSON (all: of every
  * run).
@@ -152,6 +152,7 @@ typedef struct event {
 	int      paged;          /* blips: a warning or critical alert */
 	int      critical;       /* divergences: called critical (vitals) */
 	int      warned; /* drops: found by a warning or critical alert */
+	int      len;    /* drops: the steps it lasts */
 } event;
 
 typedef struct alert_rec {
@@ -767,8 +768,9 @@ simulate(sim *S, const runcfg *c)
 				mtps *= 1 - x->size;
 				for (int r = 0; r < c->nranks; r++)
 					lag[r] += 1 / (1 - x->size) - 1;
-				in_event  = 1;
-				x->ev->t1 = (int64_t) (t * 1e9);
+				in_event   = 1;
+				x->ev->t1  = (int64_t) (t * 1e9);
+				x->ev->len = (int) (i - x->i0 + 1);
 				break;
 			case EV_STRAGGLER:
 				mtps *= 1 / (1 + x->size);
@@ -918,10 +920,12 @@ typedef struct score {
 	struct busy_drop {
 		double sd, size; /* the host's noise; the drop's */
 		int    nranks;   /* the run's */
+		int    len;      /* the drop's steps */
 	} * busy_drop;
 	size_t   nbusy_drop;
 	uint64_t busy_healthy, busy_healthy_flagged;
-	double   ceiling; /* drops the oracle would find (drop_ceiling) */
+	double   ceiling[2]; /* busy drops the oracle would find within
+	                      * OR_LAG steps, while they last (drop_ceiling) */
 	/* False stall alerts (info; warning+): in no planned pause, in the
 	 * first, second or a later occurrence of its kind. */
 	uint64_t pz_false[4][2];
@@ -1207,7 +1211,7 @@ score_run(score *sc, sim *S)
 				abort();
 			sc->busy_drop = v;
 			v[sc->nbusy_drop++] = (struct busy_drop) { ev->busy,
-				ev->size, S->nranks };
+				ev->size, S->nranks, ev->len };
 		}
 		if (ev->kind == EV_DROP && ev->size >= 0.05) {
 			int b = ev->busy <= 0         ? 0
@@ -1404,100 +1408,131 @@ print_table(score *sc)
 	printf("slow divergences called critical: %" PRIu64 "/%" PRIu64
 	       ", within 200 steps of onset: %" PRIu64 "\n",
 	    sc->slowdiv_crit, sc->events[EV_SLOWDIV], sc->slowdiv_200);
-	if (sc->events[EV_DROP] > 0)
-		printf("throughput drop recall ceiling: %.3f (the oracle of "
-		       "--oracle finds %.2f of the %zu drops on busy hosts "
-		       "within 100 steps, at its threshold for 5%% of healthy "
-		       "busy runs; the %" PRIu64 " on quiet hosts counted "
-		       "found); vitals alerts drop or rise (any severity) on "
-		       "%" PRIu64 "/%" PRIu64 " healthy busy runs\n",
-		    sc->ceiling / (double) sc->events[EV_DROP],
-		    sc->ceiling
-		        - (double) (sc->events[EV_DROP] - sc->nbusy_drop),
-		    sc->nbusy_drop, sc->events[EV_DROP] - sc->nbusy_drop,
+	if (sc->events[EV_DROP] > 0) {
+		double quiet = (double) (sc->events[EV_DROP] - sc->nbusy_drop);
+
+		printf(
+		    "throughput drop recall ceiling: %.3f within 100 "
+		    "steps, %.3f while the drops last (the oracle of "
+		    "--oracle finds %.2f and %.2f of the %zu drops on busy "
+		    "hosts, at its thresholds for 5%% of healthy busy runs; "
+		    "the %.0f on quiet hosts counted found); vitals alerts "
+		    "drop or rise (any severity) on %" PRIu64 "/%" PRIu64
+		    " healthy busy runs\n",
+		    (sc->ceiling[0] + quiet) / (double) sc->events[EV_DROP],
+		    (sc->ceiling[1] + quiet) / (double) sc->events[EV_DROP],
+		    sc->ceiling[0], sc->ceiling[1], sc->nbusy_drop, quiet,
 		    sc->busy_healthy_flagged, sc->busy_healthy);
+	}
 }
 
 /* ---- the busy host's bound
  * ------------------------------------------------------ */
 
 #define OR_STEPS 6000
-#define OR_LAG 100
+#define OR_LAG 100      /* the steps for a drop of 5% */
+#define OR_LONG 3000    /* the longest drop the generator makes */
+#define OR_GRID 25      /* beyond OR_LAG, every 25th step is scored */
+#define OR_MEAN 128     /* steps before a change that its mean needs */
 #define OR_HEALTHY 2000 /* healthy busy runs that set its threshold */
+
+/* One run of the oracle: a busy host, its drop, and where it scores. */
+typedef struct or_case {
+	double sd;       /* the host's: sd of its log step time */
+	int    nranks;   /* the run's */
+	int    all;      /* the mean of all ranks (1), or rank 0 alone */
+	double d;        /* the drop's log size (0: none) */
+	int    t0, t1;   /* its steps [t0, t1) */
+	int    from, to; /* the steps scored */
+	int    horizon;  /* at most this many steps after a change */
+} or_case;
 
 /*
  * One busy host as the generator makes it: every rank's log step time is
  * the host's AR(1) level (coefficient 0.98, innovation 0.199 sd) plus
- * the rank's own white noise (0.5 to 4%), plus a drop of log size d from
- * step t0 on (0: none). The oracle knows all of it: it averages the
- * ranks' log step times (all of them, or rank 0 only), whitens the mean
- * by the known coefficient (e(t) = y(t) - 0.98 y(t-1): the host's new
- * change plus noise), and scores a change at step k seen at t (at most
- * OR_LAG steps later) with the matched filter: e(k) plus 2% of each e
- * after it (the host's pull back to its mean, which a lasting drop
- * does not follow), over its standard deviation. The largest score over
- * steps [from, to) is returned.
+ * the rank's own white noise (0.5 to 4%), plus the drop. The oracle
+ * knows the model but not the host's mean: it averages the ranks' log
+ * step times (all of them, or rank 0 only) and whitens the mean by the
+ * known coefficient (e(t) = y(t) - 0.98 y(t-1): the host's new change
+ * plus noise, plus 2% of its mean, which it estimates from the e before
+ * a change). It scores a change at step k seen at t (at most `horizon`
+ * steps later) with the matched filter: e(k) plus 2% of each e after it
+ * (the host's pull back to its mean, which a lasting drop does not
+ * follow), each less the mean's share, over its standard deviation (the
+ * estimate's included). The largest score over steps [from, to) is
+ * returned; beyond OR_LAG, every OR_GRID-th step is scored (a change
+ * that lasted that long moves little from one step to the next).
  */
 static double
-oracle_run(
-    rng *r, double sd, int nr, double d, int t0, int from, int to, int all)
+oracle_run(rng *r, const or_case *c)
 {
 	double  rn[MAXRANK] = { 0 }, x = 0, yp = 0, w2 = 0, se2, best = -1e9;
-	double *e = malloc(OR_STEPS * sizeof(double));
-	int     n = all ? nr : 1;
+	double *e    = malloc(OR_STEPS * sizeof(double));
+	double *p    = malloc((OR_STEPS + 1) * sizeof(double)); /* sums */
+	int     n    = c->all ? c->nranks : 1;
+	int     grid = c->horizon > OR_LAG ? OR_GRID : 1;
 
-	if (e == NULL)
+	if (e == NULL || p == NULL)
 		abort();
-	for (int k = 0; k < nr; k++)
+	for (int k = 0; k < c->nranks; k++)
 		rn[k] = uni(r, 0.005, 0.04);
 	for (int k = 0; k < n; k++)
 		w2 += rn[k] * rn[k] / ((double) n * n);
-	se2 = pow(0.199 * sd, 2) + (1 + 0.98 * 0.98) * w2;
+	se2 = pow(0.199 * c->sd, 2) + (1 + 0.98 * 0.98) * w2;
 	for (int i = 0; i < 500; i++)
-		x = 0.98 * x + 0.199 * sd * gauss(r);
+		x = 0.98 * x + 0.199 * c->sd * gauss(r);
+	p[0] = 0;
 	for (int t = 0; t < OR_STEPS; t++) {
-		double y = 0, tail = 0;
+		double y = 0;
 
-		x = 0.98 * x + 0.199 * sd * gauss(r);
-		for (int k = 0; k < nr; k++) {
-			double v = x + (t0 > 0 && t >= t0 ? d : 0)
+		x = 0.98 * x + 0.199 * c->sd * gauss(r);
+		for (int k = 0; k < c->nranks; k++) {
+			double v = x + (t >= c->t0 && t < c->t1 ? c->d : 0)
 			    + rn[k] * gauss(r);
 
 			if (k < n)
 				y += v / n;
 		}
-		e[t] = t ? y - 0.98 * yp : 0;
-		yp   = y;
-		if (t < from || t >= to || t < 2)
-			continue;
-		for (int k = t; k >= 1 && k >= t - OR_LAG; k--) {
-			double sc = (e[k] + 0.02 * tail)
-			    / sqrt(se2 * (1 + 0.0004 * (t - k)));
+		e[t]     = t ? y - 0.98 * yp : 0;
+		yp       = y;
+		p[t + 1] = p[t] + e[t];
+	}
+	for (int t = c->from; t < c->to; t += grid)
+		for (int k = t; k >= OR_MEAN && k >= t - c->horizon; k--) {
+			double m = p[k] / (k - 1), j = t - k; /* e[1, k) */
+			double sc
+			    = (e[k] - m + 0.02 * (p[t + 1] - p[k + 1] - j * m))
+			    / sqrt(se2
+			        * (1 + 0.0004 * j
+			            + pow(1 + 0.02 * j, 2) / (k - 1)));
 
 			if (sc > best)
 				best = sc;
-			tail += e[k];
 		}
-	}
 	free(e);
+	free(p);
 	return best;
 }
 
 /*
- * The oracle's threshold: the score that 5% of OR_HEALTHY healthy busy runs
- * of OR_STEPS steps pass (hosts and ranks drawn as the generator draws
- * them).
+ * The oracle's threshold at a horizon: the score that 5% of OR_HEALTHY
+ * healthy busy runs of OR_STEPS steps pass (hosts and ranks drawn as
+ * the generator draws them).
  */
 static double
-oracle_threshold(rng *r, int all)
+oracle_threshold(rng *r, int all, int horizon)
 {
 	static double h[OR_HEALTHY];
 
 	for (int i = 0; i < OR_HEALTHY; i++) {
-		double sd = uni(r, 0.05, 0.25);
-		int    nr = unif(r) < 0.5 ? 4 : 8;
+		or_case c = { .sd = uni(r, 0.05, 0.25),
+			.nranks   = unif(r) < 0.5 ? 4 : 8,
+			.all      = all,
+			.from     = OR_MEAN,
+			.to       = OR_STEPS,
+			.horizon  = horizon };
 
-		h[i] = oracle_run(r, sd, nr, 0, 0, 128, OR_STEPS, all);
+		h[i] = oracle_run(r, &c);
 	}
 	qsort(h, OR_HEALTHY, sizeof(*h), cmpd);
 	return h[(int) (0.95 * OR_HEALTHY)];
@@ -1508,38 +1543,49 @@ oracle_threshold(rng *r, int all)
  * the oracle's threshold is set so that 5% of healthy busy runs of
  * OR_STEPS steps are flagged (a sixth of the hosts are busy, so that is
  * under 1% of healthy runs, the issue's bound), and drops of 3 to 20%
- * (as the generator draws them) at step 3000 count as found when the
- * score passes it within OR_LAG steps. Printed by the drop's size over
- * the host's sd, as the bench's strata.
+ * lasting 1,500 to 3,000 steps (as the generator draws them) at step
+ * 3000 count as found when the score passes it within OR_LAG steps, or
+ * (horizon OR_LONG) while the drop lasts, as the bench counts a drop
+ * found. Printed by the drop's size over the host's sd, as the bench's
+ * strata.
  */
 static void
 oracle_bound(uint64_t seed)
 {
-	const int nd = 6000;
+	static const struct {
+		int all, horizon;
+	} way[] = { { 1, OR_LAG }, { 1, OR_LONG }, { 0, OR_LAG } };
 
-	for (int all = 1; all >= 0; all--) {
-		rng      r    = { seed * 7919 + (uint64_t) all };
-		double   thr  = oracle_threshold(&r, all);
+	for (size_t w = 0; w < sizeof(way) / sizeof(way[0]); w++) {
+		int      all = way[w].all, lag = way[w].horizon == OR_LAG;
+		rng      r    = { seed * 7919 + (uint64_t) all + 3 * !lag };
+		double   thr  = oracle_threshold(&r, all, way[w].horizon);
 		uint64_t n[3] = { 0 }, hit[3] = { 0 };
 
-		for (int i = 0; i < nd; i++) {
-			double sd = uni(&r, 0.05, 0.25),
-			       dr = uni(&r, 0.03, 0.2);
-			int nr    = unif(&r) < 0.5 ? 4 : 8;
-			int b     = dr < 0.5 * sd ? 0 : dr < sd ? 1 : 2;
+		for (int i = 0; i < 6000; i++) {
+			or_case c  = { .sd = uni(&r, 0.05, 0.25),
+				 .all      = all,
+				 .t0       = 3000,
+				 .from     = 3000,
+				 .horizon  = way[w].horizon };
+			double  dr = uni(&r, 0.03, 0.2);
+			int     b  = dr < 0.5 * c.sd ? 0 : dr < c.sd ? 1 : 2;
 
+			c.nranks = unif(&r) < 0.5 ? 4 : 8;
+			c.d      = -log(1 - dr);
+			c.t1     = 3000 + (int) uni(&r, 1500, OR_LONG);
+			c.to     = lag ? 3000 + OR_LAG + 1 : c.t1;
 			n[b]++;
-			hit[b] += oracle_run(&r, sd, nr, -log(1 - dr), 3000,
-			              3000, 3000 + OR_LAG + 1, all)
-			    > thr;
+			hit[b] += oracle_run(&r, &c) > thr;
 		}
-		printf("oracle on busy hosts (%s): threshold z %.2f flags 5%% "
-		       "of %d healthy busy runs; drops found within %d "
-		       "steps: < 0.5 sd %" PRIu64 "/%" PRIu64
-		       " (%.0f%%), 0.5-1 sd %" PRIu64 "/%" PRIu64
-		       " (%.0f%%), >= 1 sd %" PRIu64 "/%" PRIu64 " (%.0f%%)\n",
-		    all ? "the mean of all ranks" : "rank 0 alone", thr,
-		    OR_HEALTHY, OR_LAG, hit[0], n[0],
+		printf("oracle on busy hosts (%s, %s): threshold z %.2f "
+		       "flags 5%% of %d healthy busy runs; drops found: "
+		       "< 0.5 sd %" PRIu64 "/%" PRIu64 " (%.0f%%), 0.5-1 sd "
+		       "%" PRIu64 "/%" PRIu64 " (%.0f%%), >= 1 sd %" PRIu64
+		       "/%" PRIu64 " (%.0f%%)\n",
+		    all ? "the mean of all ranks" : "rank 0 alone",
+		    lag ? "within 100 steps" : "while the drop lasts", thr,
+		    OR_HEALTHY, hit[0], n[0],
 		    100.0 * (double) hit[0] / (double) n[0], hit[1], n[1],
 		    100.0 * (double) hit[1] / (double) n[1], hit[2], n[2],
 		    100.0 * (double) hit[2] / (double) n[2]);
@@ -1547,41 +1593,52 @@ oracle_bound(uint64_t seed)
 }
 
 /*
- * The ceiling of the throughput drop's recall on a part: each drop on a
- * busy host counts as the share of OR_DRAWS draws of its own host (sd,
- * ranks, size) that the oracle of all ranks finds within OR_LAG steps,
- * at the threshold of oracle_threshold; a drop on a quiet host counts
- * as found. Within OR_LAG steps, while the bench gives a drop its whole
- * length: the later steps add little (a lasting drop shows after its
- * step only in the host's pull back to its mean, 2% a step).
+ * The ceilings of the throughput drop's recall on a part: each drop on
+ * a busy host counts as the share of OR_DRAWS draws of its own host
+ * (sd, ranks, size, length) that the oracle of all ranks finds within
+ * OR_LAG steps (ceiling[0]) or while it lasts (ceiling[1]), at the
+ * threshold of oracle_threshold for that horizon; a drop on a quiet
+ * host counts as found.
  */
 #define OR_DRAWS 100
 
 static void
 drop_ceiling(score *sc, uint64_t seed, int part)
 {
-	static double thr;
+	static double thr[2];
 	static int    has_thr;
-	rng           r     = { seed * 7919 + 2 + (uint64_t) part };
-	double        found = 0;
+	rng           r        = { seed * 7919 + 2 + (uint64_t) part };
+	double        found[2] = { 0, 0 };
 
-	if (!has_thr) { /* the threshold --oracle prints */
-		rng rt  = { seed * 7919 + 1 };
-		thr     = oracle_threshold(&rt, 1);
+	if (!has_thr) { /* the thresholds --oracle prints */
+		rng rt = { seed * 7919 + 1 }, rl = { seed * 7919 + 4 };
+
+		thr[0]  = oracle_threshold(&rt, 1, OR_LAG);
+		thr[1]  = oracle_threshold(&rl, 1, OR_LONG);
 		has_thr = 1;
 	}
 	for (size_t i = 0; i < sc->nbusy_drop; i++) {
 		const struct busy_drop *v = &sc->busy_drop[i];
-		int                     n = 0;
 
-		for (int k = 0; k < OR_DRAWS; k++)
-			n += oracle_run(&r, v->sd, v->nranks,
-			         -log(1 - v->size), 3000, 3000,
-			         3000 + OR_LAG + 1, 1)
-			    > thr;
-		found += (double) n / OR_DRAWS;
+		for (int h = 0; h < 2; h++) {
+			or_case c = { .sd = v->sd,
+				.nranks   = v->nranks,
+				.all      = 1,
+				.d        = -log(1 - v->size),
+				.t0       = 3000,
+				.t1       = 3000 + v->len,
+				.from     = 3000,
+				.to = h ? 3000 + v->len : 3000 + OR_LAG + 1,
+				.horizon = h ? OR_LONG : OR_LAG };
+			int     n = 0;
+
+			for (int k = 0; k < OR_DRAWS; k++)
+				n += oracle_run(&r, &c) > thr[h];
+			found[h] += (double) n / OR_DRAWS;
+		}
 	}
-	sc->ceiling = found + (double) (sc->events[EV_DROP] - sc->nbusy_drop);
+	sc->ceiling[0] = found[0];
+	sc->ceiling[1] = found[1];
 }
 
 /* Draw a run's parameters. Wide on purpose: step intervals 50 ms to
