@@ -43,6 +43,11 @@
  * was latched at, so that the level's return would otherwise never be
  * seen, and a later shift would find the episode still firing.
  *
+ * A rule with `defer` (step time) asks its windows' test for a settled
+ * level too: the last `short` samples not still further off than C
+ * (see settled): a ramp of the work per step keeps going where a shift
+ * stops.
+ *
  * `confirm` (a rule with `defer`, step time): when the finding fires,
  * the series of a rule it defers to (throughput) is judged over the
  * same samples (the median of them against the window before, and for
@@ -395,6 +400,22 @@ learn(double *scale, uint64_t *nd, double d)
 	(*nd)++;
 }
 
+/*
+ * Whether the level has settled where the windows' test finds it: the
+ * last `short` samples S not still further off, the bad way, than C's
+ * median by half the threshold. A shift is a step and then a level; a
+ * ramp of the work per step keeps going, so that where it begins C is
+ * off B while S runs ahead of C. Only for a rule that defers (step
+ * time, which such ramps raise by design); a drop of throughput or
+ * entropy that keeps falling is still one.
+ */
+static int
+settled(const detect_rule *r, int quick_ok, double ms, double mc, double thr,
+    int up)
+{
+	return !r->defer || !quick_ok || shift_of(ms, mc, up) < thr / 2;
+}
+
 static void
 level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 {
@@ -475,7 +496,7 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 		    = quick_ok && fabs(mr - mb) / fabs(mb) < thr_s / 3;
 
 		cond = st->nd >= st->a.cap && shift_of(mc, mb, up) >= thr
-		    && steady;
+		    && steady && settled(r, quick_ok, ms, mc, thr, up);
 		if (cond) {
 			st->ref   = mb;
 			st->thr   = thr;
@@ -529,6 +550,9 @@ level_feed_dir(detect_ctx *c, detect_inst *in, const detect_sample *s, int up)
 		cond = shift_of(mc, st->ref, up)
 		    >= (st->fsm.state == DETECT_FSM_FIRING ? st->thr / 2
 		                                           : st->thr);
+		if (st->fsm.state == DETECT_FSM_PENDING)
+			cond = cond
+			    && settled(r, quick_ok, ms, mc, st->thr, up);
 	}
 	if (st->fsm.state == DETECT_FSM_FIRING) {
 		/* Back abruptly: the level returned within a window, by

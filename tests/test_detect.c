@@ -2459,6 +2459,59 @@ TEST(step_time_rise_on_a_busy_host_confirmed_at_its_own_lag)
 	CHECK(paged >= 3);
 }
 
+/* step_time (4 ranks, 1% noise each) and tokens_per_sec (rank 0, 3%
+ * jitter) of run "ramp", steps a to b, under a ramp of the work per
+ * step between steps 1500 and 1720: step time up 24%, tokens per step
+ * up 19%, so throughput falls 4% as planned. */
+static void
+ramp_tp_steps(detect_engine *e, uint64_t a, uint64_t b)
+{
+	for (uint64_t st = a; st < b; st++) {
+		double t   = 1.2 * (double) st;
+		double x   = st < 1500 ? 0
+		      : st < 1720      ? (double) (st - 1500) / 220
+		                       : 1;
+		double lvl = 1.2 * (1 + 0.24 * x);
+
+		feed(e, "ramp", 0, "tokens_per_sec", st, t,
+		    1e5 * (1 + 0.19 * x) / lvl * exp(0.03 * noise()));
+		for (int r = 0; r < 4; r++)
+			feed(e, "ramp", r, "step_time", st, t + r * 0.001,
+			    lvl * exp(0.01 * noise()));
+	}
+}
+
+TEST(step_time_ramp_with_throughput_falling_as_planned_is_not_paged)
+{
+	int paged = 0, noted = 0;
+
+	/* Where a fast ramp of the work per step begins (24% over 220
+	 * steps), C moves off B as a shift would, and throughput, falling
+	 * 4% as planned, confirms it over the same samples. But the step
+	 * time keeps rising past C's median: not a level yet, not a
+	 * slowdown. 30 runs: 2 paged and 30 noted before the windows' test
+	 * asked for a settled level, none since; a slowdown that is a step
+	 * still pages
+	 * (step_time_rise_pages_when_a_jittery_throughput_fell_with_it above).
+	 */
+	for (int k = 1; k <= 30; k++) {
+		detect_engine *e = engine(NULL);
+
+		REQUIRE(e != NULL);
+		S.n = 0;
+		noise_seed((uint64_t) k * 104729);
+		ramp_tp_steps(e, 0, 2400);
+		paged += count_sev("rise", DETECT_FIRING, DETECT_WARNING)
+		        + count_sev("drop", DETECT_FIRING, DETECT_WARNING)
+		    > 0;
+		noted += count("rise", DETECT_FIRING) > 0;
+		detect_engine_free(e);
+	}
+	printf("    ramps paged: %d of 30 (with any rise alert: %d)\n", paged,
+	    noted);
+	CHECK(paged == 0);
+}
+
 TEST(straggler_names_rank_and_host)
 {
 	detect_engine *e = engine(NULL);
@@ -3197,6 +3250,7 @@ main(void)
 	RUN(step_time_and_throughput_are_one_finding);
 	RUN(step_time_rise_pages_when_a_jittery_throughput_fell_with_it);
 	RUN(step_time_rise_on_a_busy_host_confirmed_at_its_own_lag);
+	RUN(step_time_ramp_with_throughput_falling_as_planned_is_not_paged);
 	RUN(straggler_names_rank_and_host);
 	RUN(threshold_entropy_collapse_relative);
 	RUN(flatline_stuck_grad_norm);
