@@ -2336,6 +2336,18 @@ TEST(step_time_and_throughput_are_one_finding)
 	detect_engine_free(e);
 }
 
+/* One step of run: tokens_per_sec tps on rank 0, then the step time
+ * lvl of each of n ranks with 1% noise of its own. */
+static void
+tp_step(detect_engine *e, const char *run, uint64_t step, double t, double tps,
+    double lvl, int n)
+{
+	feed(e, run, 0, "tokens_per_sec", step, t, tps);
+	for (int r = 0; r < n; r++)
+		feed(e, run, r, "step_time", step, t + r * 0.001,
+		    lvl * exp(0.01 * noise()));
+}
+
 /* tokens_per_sec (rank 0) with a sample's jitter of tps_sd and a quiet
  * step_time (4 ranks) of run "run", samples a to b, logged every
  * `every` steps: step time st_lvl, tokens per step tok. */
@@ -2346,11 +2358,8 @@ jittery_tp_steps(detect_engine *e, const char *run, uint64_t a, uint64_t b,
 	for (uint64_t i = a; i < b; i++) {
 		double t = 1000 + (double) i;
 
-		feed(e, run, 0, "tokens_per_sec", i * every, t,
-		    tok / st_lvl * exp(tps_sd * noise()));
-		for (int r = 0; r < 4; r++)
-			feed(e, run, r, "step_time", i * every, t + r * 0.001,
-			    st_lvl * exp(0.01 * noise()));
+		tp_step(e, run, i * every, t,
+		    tok / st_lvl * exp(tps_sd * noise()), st_lvl, 4);
 	}
 }
 
@@ -2415,11 +2424,8 @@ busy_tp_steps(detect_engine *e, uint64_t a, uint64_t b, double *x, double slow)
 
 		*x  = 0.98 * *x + 0.15 * 0.199 * noise();
 		lvl = 0.5 * exp(*x) * slow;
-		feed(e, "host", 0, "tokens_per_sec", st, t,
-		    1e5 / lvl * exp(0.03 * noise()));
-		for (int r = 0; r < 2; r++)
-			feed(e, "host", r, "step_time", st, t + r * 0.001,
-			    lvl * exp(0.01 * noise()));
+		tp_step(
+		    e, "host", st, t, 1e5 / lvl * exp(0.03 * noise()), lvl, 2);
 	}
 }
 
@@ -2473,11 +2479,8 @@ ramp_tp_steps(detect_engine *e, uint64_t a, uint64_t b)
 		                       : 1;
 		double lvl = 1.2 * (1 + 0.24 * x);
 
-		feed(e, "ramp", 0, "tokens_per_sec", st, t,
-		    1e5 * (1 + 0.19 * x) / lvl * exp(0.03 * noise()));
-		for (int r = 0; r < 4; r++)
-			feed(e, "ramp", r, "step_time", st, t + r * 0.001,
-			    lvl * exp(0.01 * noise()));
+		tp_step(e, "ramp", st, t,
+		    1e5 * (1 + 0.19 * x) / lvl * exp(0.03 * noise()), lvl, 4);
 	}
 }
 
