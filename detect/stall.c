@@ -540,6 +540,19 @@ in_phase(const st_slot *sl, double *len)
 	return NULL;
 }
 
+/* Whether a kind's pauses are of one length, within 1.5x. */
+static int
+even(const st_kind *k)
+{
+	double lo = k->iv[0], hi = k->iv[0];
+
+	for (uint32_t j = 1; j < k->n; j++) {
+		lo = fmin(lo, k->iv[j]);
+		hi = fmax(hi, k->iv[j]);
+	}
+	return hi <= 1.5 * lo;
+}
+
 /* The usual length of the learned recurring pauses (checkpoint,
  * evaluation) due after the slot's current step, or 0. Kinds due at the
  * same step add up: an evaluation and then a checkpoint. Inside a
@@ -570,8 +583,11 @@ due_pause(const st_slot *sl, int *sure, double *guess, int sounded)
 		*guess += guess_kind(sl, &sl->kind[i]);
 		d += k;
 		/* Two pauses cannot tell a timer from a step period: the
-		 * info level is not held back by the clock's window alone. */
-		*sure |= k > 0 && !(maybe && sl->kind[i].n < 3);
+		 * info level is not held back by the clock's window alone;
+		 * nor by two whose lengths differ by more than 1.5x (a
+		 * hang paired with the first checkpoint is no rhythm yet). */
+		*sure |= k > 0
+		    && !(sl->kind[i].n < 3 && (maybe || !even(&sl->kind[i])));
 	}
 	return d;
 }
