@@ -1820,7 +1820,7 @@ TEST(stall_rhythm_of_a_hang_and_a_checkpoint_is_not_sure)
 		paused_steps(e, "ck", &st, &t, 320, 300, 0, &last, 282);
 		if (j == 0 && stall_notes_at(899, 899) == 0)
 			dump();
-		/* Lengths a third apart or more: noted. Alike: the rhythm
+		/* Lengths more than 1.5x apart: noted. Alike: the rhythm
 		 * holds it back (the control). */
 		CHECK(j ? stall_notes_at(899, 899) == 0
 		        : stall_notes_at(899, 899) > 0);
