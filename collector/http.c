@@ -191,8 +191,9 @@ rwrite_family(expo_buf *b, int om, rwrite *rw, const char *name,
 		case 1: v = st.ok; break;
 		case 2: v = st.errors; break;
 		case 3: v = st.refused; break;
-		case 4: v = st.samples_refused; break;
-		case 5: v = st.skipped; break;
+		case 4:
+			v = st.samples_refused;
+			break;
 		case 6: v = st.pending; break;
 		}
 		expo_buf_printf(b, "%s%s{url=\"", name,
@@ -234,13 +235,8 @@ rwrite_metrics(expo_buf *b, int om, rwrite *rw)
 		}
 	}
 	rwrite_family(b, om, rw, "vitals_remote_write_samples_refused",
-	    "counter", "Samples skipped because the receiver refused them (4xx).",
-	    "", 4);
-	rwrite_family(b, om, rw, "vitals_remote_write_samples_skipped",
 	    "counter",
-	    "Samples stored with a time at or before the last one sent of "
-	    "their series: not forwarded.",
-	    "", 5);
+	    "Samples skipped because the receiver refused them (4xx).", "", 4);
 	rwrite_family(b, om, rw, "vitals_remote_write_pending_samples",
 	    "gauge", "Samples stored and not yet delivered.", "", 6);
 	rwrite_family(b, om, rw, "vitals_remote_write_lag_seconds", "gauge",

@@ -444,17 +444,11 @@ on_run(void *ctx, const char *run, size_t runlen, const run_rec *r)
 /* ---- reading the new samples of a series ------------------------------ */
 
 typedef struct collect {
-	target   *t;
-	store_pos pos;
-	int       all;  /* nothing sent yet: every sample is new */
-	int       mono; /* times never went back */
-	int64_t   last;
-	uint64_t  n;    /* new samples seen */
-	size_t    keep; /* how many to keep in smp */
+	target  *t;
+	uint64_t n;    /* new samples seen */
+	size_t   keep; /* how many to keep in smp */
 } collect;
 
-/* A sample is new if its step is past every step sent, or its time past
- * every time sent (a restart that went back in steps, at a later time). */
 static int
 on_sample(void *ctx, uint64_t step, int64_t time_ns, double value)
 {
@@ -462,13 +456,7 @@ on_sample(void *ctx, uint64_t step, int64_t time_ns, double value)
 	target    *t = c->t;
 	rw_sample *s;
 
-	if (!c->all && step <= c->pos.step && time_ns <= c->pos.time)
-		return 0;
-	if (c->n > 0 && time_ns < c->last)
-		c->mono = 0;
-	c->last = time_ns;
-	c->n++;
-	if (c->n > c->keep)
+	if (c->n++ >= c->keep)
 		return 0;
 	if (grow(&t->smp, &t->capsmp, t->nsmp + 1, sizeof(*t->smp)) != 0)
 		return -1;
@@ -491,70 +479,48 @@ by_time(const void *a, const void *b)
 	return 0;
 }
 
+/* Put a part's samples in time order: they mostly are already (only a
+ * sample stored after newer ones is not). */
+static void
+sort_part(rw_sample *s, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (by_time(&s[i - 1], &s[i]) > 0) {
+			qsort(s, n, sizeof(*s), by_time);
+			return;
+		}
+}
+
 /*
- * Read the new samples of it, oldest first, keeping at most room of them
- * (plus one, to cut between two times). In step order when times follow
- * steps (the usual case: one scan from the last step sent); after a
- * restart that went back in steps, every sample of the series is read
- * and the new ones sorted by time. Returns 0 or a store_err/-1.
+ * Read the new samples of it, in the order they were stored, keeping at
+ * most room of them: those after the first pos.count of the series.
+ * New is by arrival, not by step or time: a batch the emitter resent
+ * after newer ones were stored (a collector restart), or a spool sent
+ * after the run went on, comes after what was sent and goes out too.
+ * Returns 0 or a store_err/-1.
  */
 static int
-read_item(target *t, rw_item *it, size_t room, uint64_t *skipped)
+read_item(target *t, rw_item *it, size_t room)
 {
-	pos_slot *p        = &t->pos[it->sid];
-	uint64_t  expected = it->listed - p->pos.count;
+	pos_slot *p = &t->pos[it->sid];
 	collect   c;
-	size_t    k;
 	int       rc;
 
 	it->sent = 0;
 	memset(&c, 0, sizeof(c));
 	c.t     = t;
-	c.pos   = p->pos;
-	c.all   = p->pos.count == 0;
-	c.mono  = 1;
-	c.keep  = room + 1;
+	c.keep  = room;
 	it->off = t->nsmp;
-	rc      = scan_samples_in(t->rw->st, t->txn, t->jr, it->sid,
-            c.all ? 0 : p->pos.step, UINT64_MAX, on_sample, &c);
+	rc      = scan_samples_arrived(
+	         t->rw->st, t->txn, t->jr, it->sid, p->pos.count, on_sample, &c);
 	if (rc != 0)
 		return rc;
-	if (c.n < expected || !c.mono) {
-		t->nsmp = it->off;
-		c.n     = 0;
-		c.mono  = 1;
-		c.keep  = SIZE_MAX;
-		rc      = scan_samples_in(t->rw->st, t->txn, t->jr, it->sid, 0,
-		         UINT64_MAX, on_sample, &c);
-		if (rc != 0)
-			return rc;
-		qsort(t->smp + it->off, t->nsmp - it->off, sizeof(*t->smp),
-		    by_time);
-		/* Stored at or before the time of the last one sent, at or
-		 * below its step: no receiver would take it after those. */
-		if (c.n < expected)
-			*skipped += expected - c.n;
-	}
-	/* Read in a later transaction than it was listed in (a pass after
-	 * a cut one): what was stored since counts too. */
-	if (c.n > expected)
-		it->listed = p->pos.count + c.n;
-	k = t->nsmp - it->off;
-	if (k > room) {
-		/* Cut between two times: the rest goes in a later pass,
-		 * found by its later time. */
-		size_t cut = room;
-
-		while (cut > 0
-		    && t->smp[it->off + cut - 1].t == t->smp[it->off + cut].t)
-			cut--;
-		k            = cut > 0 ? cut : room;
-		it->complete = 0;
-	} else {
-		it->complete = 1;
-	}
-	t->nsmp = it->off + k;
-	it->n   = k;
+	/* What is stored now (read in a later transaction than it was
+	 * listed in, a pass after a cut one: what was stored since counts
+	 * too). */
+	it->listed   = p->pos.count + c.n;
+	it->complete = c.n <= room;
+	it->n        = t->nsmp - it->off;
 	return 0;
 }
 
@@ -1082,49 +1048,37 @@ send_loop(void *arg)
 }
 
 /*
- * Queue what the pass read, in requests of up to RWRITE_REQ_MAX samples;
- * a series is cut between two of its times only. Returns 0, or -1 when
- * stopping.
+ * Queue what the pass read, in requests of up to RWRITE_REQ_MAX samples.
+ * A part of a series is the next samples in the order they were stored
+ * (what its acknowledgement moves the position past), sent in time
+ * order: a receiver takes a series' samples oldest first. Returns 0, or
+ * -1 when stopping.
  */
 static int
 send_pass(target *t)
 {
 	size_t nparts = 0, nsamples = 0;
-	int    full = 0;
 
 	for (size_t i = t->first; i < t->last; i++) {
 		rw_item *it   = &t->items[i];
 		size_t   from = 0;
 
 		while (from < it->n) {
-			size_t m = it->n - from, left;
+			size_t m = it->n - from;
 
-			if (full || nsamples == RWRITE_REQ_MAX) {
+			if (nsamples == RWRITE_REQ_MAX) {
 				if (enqueue(t, nparts, nsamples) != 0)
 					return -1;
 				save_positions(t, 0);
 				nparts = nsamples = 0;
-				full              = 0;
 			}
-			left = RWRITE_REQ_MAX - nsamples;
-			if (m > left) {
-				const rw_sample *s = t->smp + it->off + from;
-
-				m = left;
-				while (m > 0 && s[m - 1].t == s[m].t)
-					m--;
-				if (m == 0 && nsamples > 0) {
-					full
-					    = 1; /* the rest in the next one */
-					continue;
-				}
-				if (m == 0)
-					m = left;
-			}
+			if (m > RWRITE_REQ_MAX - nsamples)
+				m = RWRITE_REQ_MAX - nsamples;
 			if (grow(&t->parts, &t->capparts, nparts + 1,
 			        sizeof(*t->parts))
 			    != 0)
 				return nap(t->rw, 1000) ? -1 : 0;
+			sort_part(t->smp + it->off + from, m);
 			t->parts[nparts].item = i;
 			t->parts[nparts].from = from;
 			t->parts[nparts].n    = m;
@@ -1133,7 +1087,7 @@ send_pass(target *t)
 			from += m;
 		}
 		if (it->n == 0 && it->complete) {
-			/* Nothing forwardable left (see read_item). */
+			/* Nothing new after all (see read_item). */
 			pos_slot *p = &t->pos[it->sid];
 
 			p->pos.count = it->listed;
@@ -1166,7 +1120,7 @@ static int
 pass(target *t, int64_t started, int64_t *read_ms)
 {
 	rwrite  *rw    = t->rw;
-	uint64_t total = 0, skipped = 0;
+	uint64_t total = 0;
 	size_t   room = RWRITE_PASS_MAX, i;
 	int      rc, all, cut = 0, listed = 0;
 
@@ -1212,7 +1166,7 @@ pass(target *t, int64_t started, int64_t *read_ms)
 			break;
 		if (i >= t->jend && (rc = load_journal(t, i, room)) != 0)
 			goto store_fail;
-		if ((rc = read_item(t, it, room, &skipped)) != 0)
+		if ((rc = read_item(t, it, room)) != 0)
 			goto store_fail;
 		room -= it->n;
 		if (!it->complete) {
@@ -1232,9 +1186,6 @@ pass(target *t, int64_t started, int64_t *read_ms)
 	t->txn   = NULL;
 	*read_ms = mono_ms() - started;
 	t->total = total;
-	pthread_mutex_lock(&rw->mu);
-	t->st.skipped += skipped;
-	pthread_mutex_unlock(&rw->mu);
 	set_pending(t);
 	if (send_pass(t) != 0)
 		return -1;

@@ -17,7 +17,10 @@
  * requests in order: the backlog is the store itself, so a receiver that
  * is down or slow never slows ingest. Both run at nice +10: on a machine
  * short of cores ingest gets the CPU first. Per series the forwarder
- * keeps how far the receiver acknowledged (store_pos, in the store under
+ * keeps how many of its samples, in the order stored
+ * (scan_samples_arrived), the receiver acknowledged: a sample stored
+ * after newer ones of its series (a batch resent behind them, a late
+ * spool) is sent as well (store_pos, in the store under
  * "rw:" and a hash of the URL, saved at most once a second and at a
  * clean stop), so after a restart or a SIGKILL it resumes there: delivery
  * is at least once (what was acknowledged in the last second before a
@@ -72,8 +75,6 @@ typedef struct rwrite_stats {
 	uint64_t    ok, errors;      /* requests: 2xx; failed and retried */
 	uint64_t    refused;         /* requests refused with a 4xx */
 	uint64_t    samples_refused; /* their samples, skipped */
-	uint64_t    skipped;         /* stored with a time at or before the
-	                              * series' last one sent: not forwardable */
 	uint64_t pending; /* stored, not yet delivered (last pass) */
 	double   lag_seconds;
 } rwrite_stats;

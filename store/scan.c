@@ -938,18 +938,114 @@ scan_journal_free(scan_journal *j)
 	free(j);
 }
 
-int
-scan_samples_in(store *st, store_txn *txn, const scan_journal *j, uint32_t sid,
-    uint64_t from, uint64_t to, scan_sample_fn fn, void *ctx)
+static int
+vblock_no_cmp(const void *a, const void *b)
 {
-	const sj_series *e = j != NULL ? sj_find(j, sid, 0) : NULL;
+	const vblock *x = a, *y = b;
 
-	if (e == NULL) /* not loaded: looked up in the journal */
-		return scan_samples(st, txn, sid, from, to, fn, ctx);
-	if (e->n > 0)
-		return samples_with_journal(
-		    st, txn, sid, j->all + e->off, e->n, from, to, fn, ctx);
-	return samples_blocks(st, txn, sid, from, to, fn, ctx);
+	return x->no < y->no ? -1 : x->no > y->no;
+}
+
+/* Emit the samples of one block past the first *skip (which it lowers by
+ * those it passes). Returns 0, the callback's value or a store_err. */
+static int
+arrived_block(store *st, uint32_t sid, const vblock *b, uint64_t *skip,
+    scan_sample_fn fn, void *ctx)
+{
+	block_info info;
+	block_dec  dec;
+	uint64_t   step;
+	int64_t    time;
+	double     value;
+	int        rc;
+
+	if (block_peek(b->data, b->len, &info) != BLOCK_OK) {
+		snprintf(st->err, sizeof(st->err),
+		    "%s: block header of series %u is corrupt", st->dir, sid);
+		return STORE_ECORRUPT;
+	}
+	if (*skip >= info.count) {
+		*skip -= info.count;
+		return 0;
+	}
+	if (block_dec_init(&dec, b->data, b->len) != BLOCK_OK)
+		goto corrupt;
+	while ((rc = block_dec_next(&dec, &step, &time, &value)) == 1) {
+		if (*skip > 0) {
+			(*skip)--;
+			continue;
+		}
+		if ((rc = fn(ctx, step, time, value)) != 0)
+			return rc;
+	}
+	if (rc == 0)
+		return 0;
+corrupt:
+	snprintf(st->err, sizeof(st->err), "%s: block of series %u is corrupt",
+	    st->dir, sid);
+	return STORE_ECORRUPT;
+}
+
+int
+scan_samples_arrived(store *st, store_txn *txn, const scan_journal *j,
+    uint32_t sid, uint64_t skip, scan_sample_fn fn, void *ctx)
+{
+	const sj_series *e  = j != NULL ? sj_find(j, sid, 0) : NULL;
+	store_sample    *js = NULL, *own = NULL;
+	size_t           jn = 0;
+	MDB_cursor      *cur;
+	MDB_val          k, v;
+	uint8_t          key[16];
+	vlist            l = { 0 };
+	int              rc;
+
+	if (e != NULL) {
+		js = j->all + e->off;
+		jn = e->n;
+	} else if ((rc = journal_of_series(txn, sid, &own, &jn)) != 0) {
+		return rc;
+	} else {
+		js = own;
+	}
+	if ((rc = mdb_cursor_open(txn->txn, st->blocks, &cur)) != 0) {
+		free(own);
+		return store_fail(st, rc, "reading blocks");
+	}
+	store_block_key(key, sid, 0, 0);
+	k.mv_data = key;
+	k.mv_size = 16;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		const uint8_t *kp = k.mv_data;
+
+		if (k.mv_size != 16 || memcmp(kp, key, 4) != 0)
+			break;
+		rc = vlist_add(&l, be_get64(kp + 4),
+		    (uint32_t) (be_get64(kp + 8) & 0xffffffffu), v.mv_data,
+		    v.mv_size, 0);
+		if (rc != 0)
+			goto out;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND) {
+		rc = store_fail(st, rc, "reading blocks");
+		goto out;
+	}
+	rc = 0;
+	/* Key order is step order; arrival order is number order. */
+	if (l.n > 1)
+		qsort(l.b, l.n, sizeof(*l.b), vblock_no_cmp);
+	for (size_t i = 0; i < l.n && rc == 0; i++)
+		rc = arrived_block(st, sid, &l.b[i], &skip, fn, ctx);
+	for (size_t i = skip; rc == 0 && i < jn; i++)
+		rc = fn(ctx, js[i].step, js[i].time_ns, js[i].value);
+out:
+	if (rc == STORE_ENOMEM)
+		snprintf(
+		    st->err, sizeof(st->err), "%s: out of memory", st->dir);
+	free(l.b);
+	free(own);
+	mdb_cursor_close(cur);
+	return rc;
 }
 
 int

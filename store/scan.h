@@ -102,10 +102,9 @@ int scan_samples(store *st, store_txn *txn, uint32_t sid, uint64_t from,
  * x series. scan_journal_load reads the journal once for the series
  * sids (n of them, any order, repeats allowed), in txn, into j (what j
  * held before is dropped; its memory is kept for the next load);
- * scan_samples_in then reads a series exactly as scan_samples does (the
- * same samples in the same order), in the same txn, without the
- * lookups. A series not loaded is looked up as scan_samples does (also
- * after a failed load). j holds the loaded series' journal samples (24
+ * scan_samples_arrived then reads a series in the same txn without the
+ * lookups. A series not loaded is looked up (also after a failed
+ * load). j holds the loaded series' journal samples (24
  * bytes each); one thread at a time. scan_journal_new: an empty one,
  * caller frees with scan_journal_free (NULL is a no-op). Return 0 or a
  * store_err.
@@ -115,8 +114,21 @@ int  scan_journal_new(scan_journal **out);
 int  scan_journal_load(store *st, store_txn *txn, scan_journal *j,
      const uint32_t *sids, size_t n);
 void scan_journal_free(scan_journal *j);
-int  scan_samples_in(store *st, store_txn *txn, const scan_journal *j,
-     uint32_t sid, uint64_t from, uint64_t to, scan_sample_fn fn, void *ctx);
+
+/*
+ * Every sample of series sid in the order it was stored, less the first
+ * skip: its blocks by block number (a block is appended to in arrival
+ * order; a new one is numbered one past the highest), then its samples
+ * still in the journal, in record order. A reader that keeps how many
+ * samples of a series it has handled reads what came since, whatever
+ * their steps and times: a batch resent after newer ones were stored, a
+ * spool sent after the run went on. Blocks within the skip are passed
+ * over by their header. j: its journal samples read once
+ * (scan_journal_load, above), or NULL: looked up. Returns
+ * 0, the callback's non-zero value or a store_err.
+ */
+int scan_samples_arrived(store *st, store_txn *txn, const scan_journal *j,
+    uint32_t sid, uint64_t skip, scan_sample_fn fn, void *ctx);
 
 /* Space used by the data: pages in use times page size, and the entries
  * and bytes of the blocks database. */

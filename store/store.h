@@ -189,7 +189,8 @@ size_t store_emitter_key(uint8_t *buf, const char *run, size_t runlen,
  */
 #define STORE_POS_NAME_MAX 64
 typedef struct store_pos {
-	uint64_t count; /* samples of the series handled so far */
+	uint64_t count; /* the series' first samples handled, in the order
+	                 * stored (scan_samples_arrived) */
 	uint64_t step;  /* the highest step among them */
 	int64_t  time;  /* the latest time among them, ns */
 } store_pos;

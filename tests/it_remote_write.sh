@@ -158,6 +158,26 @@ check "victoria-metrics: the restarted vitalsd resumed where it was (sent fewer 
 	sh -c "[ '$SENT2' -lt 1000000 ]"
 check "victoria-metrics: nothing pending" metric_is vitals_remote_write_pending_samples 0
 
+# Samples stored after newer ones of their series were sent (a spool
+# sent once the run went on; a batch the emitter resent after a restart
+# of vitalsd, behind newer ones) are sent too: what is new is what was
+# stored since, whatever its step and time.
+stop_collector
+VITALS_CLOSE_TIMEOUT_MS=300 VITALS_RUN=late "$BIN/tests/trainer" emit --ranks 1 --metrics 5 \
+	--steps 100 --step-us 2000 --finite --flush-ms 50 >/dev/null 2>"$T/late.err"
+check "late: the trainer without vitalsd spooled its 500 samples" \
+	grep -q '^vitals: 500 samples not acknowledged .*spooled to' "$T/late.err"
+start_vitalsd --remote-write "$URL"
+VITALS_RUN=late "$BIN/tests/trainer" emit --ranks 1 --metrics 5 --steps 100 --first-step 100 --step-us 2000 \
+	--finite --flush-ms 50 >/dev/null 2>&1
+count_check "late: the later steps forwarded (500 samples)" \
+	"$VP" 'sum(count_over_time(vitals_value{run="late"}[1y]))' 500 60
+"$BIN/vitals" spool send >"$T/send.out" 2>&1
+check "late: the spool sent afterwards is stored" grep -q ': 500 stored, 0 already stored' "$T/send.out"
+count_check "late: the spooled, earlier samples forwarded too (1,000 samples)" \
+	"$VP" 'sum(count_over_time(vitals_value{run="late"}[1y]))' 1000 60
+check "late: nothing pending" wait_for 10 metric_is vitals_remote_write_pending_samples 0
+
 # A path the receiver refuses: a 4xx is logged, counted and skipped;
 # ingest goes on.
 stop_collector
