@@ -428,6 +428,12 @@ alerting_close(alerting *al)
 		    "checked\n",
 		    (unsigned long long) ds.series_evicted,
 		    (unsigned long long) ds.budget_refused);
+	if (ds.late > 0)
+		fprintf(stderr,
+		    "vitalsd: detection: %llu late samples (older than their "
+		    "series' last, at a lower step: a resent batch, a spool "
+		    "sent late) stored, not checked\n",
+		    (unsigned long long) ds.late);
 	for (size_t i = 0; i < al->nq; i++)
 		free(al->q[i].json);
 	free(al->q);

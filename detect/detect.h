@@ -300,7 +300,10 @@ void detect_engine_free(detect_engine *e);
 /**
  * Feed one sample. Alerts it causes are passed to emit (may be NULL)
  * before this returns. O(1) amortised; a new series costs one bounded
- * PCRE2 match per rule.
+ * PCRE2 match per rule. A late sample, older than its series' last and
+ * at a lower step (a resent batch behind newer ones, a spool sent
+ * late), is counted (detect_stats.late) and not checked: it is no
+ * restart, which goes back in steps at a later time.
  */
 void detect_feed(
     detect_engine *e, const detect_sample *s, detect_emit_fn emit, void *ctx);
@@ -350,6 +353,8 @@ typedef struct detect_stats {
 	uint64_t series_evicted; /* idle series forgotten to make room */
 	uint64_t budget_refused; /* samples of new series of runs over
 	                          * their budget */
+	uint64_t late; /* older than their series' last, at a lower step:
+	                * not checked (detect_feed) */
 } detect_stats;
 
 void detect_engine_stats(const detect_engine *e, detect_stats *out);

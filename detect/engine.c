@@ -1261,6 +1261,16 @@ detect_feed(detect_engine *e, const detect_sample *sample, detect_emit_fn emit,
 found:
 	e->last = ser->idx;
 	prefetch_ahead(e, ser->idx);
+	/* Late: older than the series' last sample and at a lower step (a
+	 * batch the emitter resent behind newer ones, a spool sent after
+	 * the run went on). The store keeps it; the detectors have moved
+	 * past its time, and it is no restart, which goes back in steps at
+	 * a later time. */
+	if (ser->seen && s->time_ns < ser->last_time
+	    && s->step < ser->last_step) {
+		e->st.late++;
+		return;
+	}
 	if (ser->rk->ended) {
 		ser->rk->ended = 0;
 		ser->run->nended--;

@@ -93,4 +93,25 @@ VITALS_RUN=fine "$TR" emit --ranks 1 --steps 100 --metrics 2 --flush-ms 5000 >/d
 check "collector up: exit 0, no spool line, no file" \
 	sh -c "[ $? = 0 ] && [ ! -s '$T/fine.err' ] && ! ls '$T/spool' | grep -q vtspool"
 stop_collector
+
+# A spool sent after the run went on (the job restarted while vitalsd
+# was away; `vitals spool send` ran later): its samples are older and at
+# lower steps than those stored since. Stored; no restart alert, and
+# vitalsd counts them as late when it stops.
+VITALS_RUN=went_on "$TR" emit --ranks 2 --steps 300 --metrics 3 --step-us 1000 --flush-ms 50 \
+	>/dev/null 2>/dev/null
+start_collector
+VITALS_RUN=went_on "$TR" emit --ranks 2 --steps 300 --first-step 300 --metrics 3 --step-us 1000 \
+	--flush-ms 50 >/dev/null 2>&1
+"$BIN/vitals" spool send >"$T/send5.out" 2>&1
+check "late spool: stored" sh -c "[ \$(grep -c ': 900 stored, 0 already stored' '$T/send5.out') = 2 ]"
+stop_collector
+q went_on >"$T/went_on.csv"
+check "late spool: both attempts' samples there (3,600)" \
+	sh -c "[ \$(tail -n +2 '$T/went_on.csv' | grep -vc ',vitals/end,') = 3600 ]"
+"$BIN/vitals" alerts --db "$DB" --run went_on >"$T/went_on_alerts.csv" 2>&1
+check "late spool: no restart alert (steps went back at earlier times)" \
+	sh -c "! grep -q restart '$T/went_on_alerts.csv'"
+check "late spool: vitalsd counted the 1,800 late samples" \
+	grep -q 'detection: 1800 late samples' "$T/vitalsd.log"
 finish

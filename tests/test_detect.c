@@ -590,6 +590,57 @@ TEST(restart_is_one_event_and_not_a_spike)
 	detect_engine_free(e);
 }
 
+/* Steps [a, b) of ranks 0-3 of run "job" (step_time, and loss on rank
+ * 0), at 2 s a step from t0 (the time of step a). */
+static void
+job_span(detect_engine *e, uint64_t a, uint64_t b, double t0)
+{
+	for (uint64_t st = a; st < b; st++)
+		for (int r = 0; r < 4; r++) {
+			double t = t0 + 2.0 * (double) (st - a) + r * 0.01;
+
+			feed(e, "job", r, "step_time", st, t,
+			    1.0 + 0.01 * noise());
+			if (r == 0)
+				feed(e, "job", 0, "loss", st, t,
+				    loss_at(st) * exp(0.02 * noise()));
+		}
+}
+
+/*
+ * Samples that arrive late, older than their series' last and at a
+ * lower step (a batch the emitter resent behind newer ones, a spool sent
+ * after the run went on), are no restart: steps 0-999 delivered after
+ * steps 1000-2999 raise nothing (their early loss is no spike) and are
+ * counted; a real restart after them, back in steps at a later time, is
+ * reported as ever.
+ */
+TEST(late_samples_are_not_a_restart)
+{
+	detect_engine *e = engine(NULL);
+	detect_stats   ds;
+	const got     *g;
+
+	noise_seed(4242);
+	REQUIRE(e != NULL);
+	job_span(e, 1000, 3000, 2000);
+	job_span(e, 0, 1000, 0); /* the spool */
+	job_span(e, 3000, 3100, 6000);
+	CHECK_EQ_INT(S.n, 0);
+	if (S.n)
+		dump();
+	detect_engine_stats(e, &ds);
+	CHECK_EQ_INT(ds.late, 5000);
+	/* Back to step 2500 after 100 s down. */
+	job_span(e, 2500, 2600, 6300);
+	CHECK(count("restart", DETECT_FIRING) == 1);
+	g = first("restart", DETECT_FIRING);
+	REQUIRE(g != NULL);
+	CHECK(g->step == 2500 && g->baseline == 3099);
+	CHECK(count("spike", -1) == 0 && count("divergence", -1) == 0);
+	detect_engine_free(e);
+}
+
 /* n steps of ranks 0-3 of run "job" from *st, 10 s apart, rank r 10 ms
  * after rank 0: a healthy run's step_time. Advances *st and *t. */
 static void
@@ -3250,6 +3301,7 @@ main(void)
 	RUN(spike_divergence_is_critical);
 	RUN(slow_divergence_fires_before_nan);
 	RUN(restart_is_one_event_and_not_a_spike);
+	RUN(late_samples_are_not_a_restart);
 	RUN(drop_sustained_not_periodic);
 	RUN(drop_recovery_does_not_teach_noise);
 	RUN(drop_coming_in_does_not_raise_its_own_threshold);
