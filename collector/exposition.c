@@ -499,10 +499,19 @@ series_key(char *k, const wire_batch *b, const char *m, size_t mlen)
 	return n + sizeof(b->id.rank);
 }
 
+/* Older than what e shows and at a lower step: a late batch (resent
+ * behind newer ones, a spool sent after the run went on), which leaves
+ * the newer value; a restart goes back in steps at a later time. */
+static int
+late(const ent *e, int64_t t, uint64_t step)
+{
+	return t < e->t && step < e->u;
+}
+
 /*
  * The batch's last sample of each name becomes its series' latest value
- * (samples of a name are in order within a batch, and batches of an
- * emitter are stored in order).
+ * (samples of a name are in order within a batch), unless the batch is
+ * late (late()).
  */
 void
 expo_batch(expo *x, const wire_batch *b)
@@ -552,6 +561,8 @@ expo_batch(expo *x, const wire_batch *b)
 			continue;
 		}
 		wire_batch_sample(b, x->last[i], &ws);
+		if (late(e, ws.time_ns, ws.step))
+			continue;
 		e->v = ws.value;
 		e->t = ws.time_ns;
 		e->u = ws.step;
@@ -563,7 +574,7 @@ expo_batch(expo *x, const wire_batch *b)
 	memcpy(key + klen, &b->id.rank, sizeof(b->id.rank));
 	klen += sizeof(b->id.rank);
 	e = get_series(x, &x->ranks, key, klen, 1, rank_labels, b);
-	if (e != NULL && e->hidden == SHOWN) {
+	if (e != NULL && e->hidden == SHOWN && !late(e, maxt, maxstep)) {
 		e->u  = maxstep;
 		e->t  = maxt;
 		e->u2 = b->dropped;

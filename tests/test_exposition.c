@@ -13,9 +13,11 @@
 
 static uint8_t msg[65536];
 
-/* A batch of run "r", rank 0, host "h": each name once per step. */
+/* A batch of run "r", rank 0, host "h": each name once per step, steps
+ * s0 .. s0 + steps - 1 at t0, t0 + 1, ... s, valued v0, v0 + 1, ... */
 static void
-feed(expo *x, const char *const *names, int n, int steps, double v0)
+feed_at(expo *x, const char *const *names, int n, int steps, double v0,
+    uint64_t s0, int64_t t0)
 {
 	wire_ident id = { 0 };
 	wire_batch b;
@@ -34,8 +36,8 @@ feed(expo *x, const char *const *names, int n, int steps, double v0)
 	wire_put_samples_count(msg, &off, (uint32_t) (n * steps));
 	for (int s = 0; s < steps; s++)
 		for (int i = 0; i < n; i++) {
-			wire_sample w = { (uint16_t) i, (uint64_t) s,
-				1000000000ll * (s + 1), v0 + s };
+			wire_sample w = { (uint16_t) i, s0 + (uint64_t) s,
+				1000000000ll * (t0 + s), v0 + s };
 			wire_put_sample(msg, &off, &w);
 		}
 	if (wire_batch_decode(msg, off, &b, err, sizeof(err)) != 0) {
@@ -43,6 +45,13 @@ feed(expo *x, const char *const *names, int n, int steps, double v0)
 		return;
 	}
 	expo_batch(x, &b);
+}
+
+/* Steps 0 .. steps - 1 at 1, 2, ... s. */
+static void
+feed(expo *x, const char *const *names, int n, int steps, double v0)
+{
+	feed_at(x, names, n, steps, v0, 0, 1);
 }
 
 static char *
@@ -82,6 +91,46 @@ TEST(latest_value_and_escaping)
 	page = render(x, 1);
 	CHECK(strstr(page, "# TYPE vitals_samples_stored counter\n") != NULL);
 	CHECK(strstr(page, "\nvitals_samples_stored_total 0\n") != NULL);
+	free(page);
+	expo_close(x);
+}
+
+/*
+ * A late batch (older than what was shown, at lower steps: resent behind
+ * newer ones, a spool sent after the run went on) leaves the newer value
+ * and step; a restart (lower steps at a later time) shows.
+ */
+TEST(late_batch_leaves_the_latest_value)
+{
+	expo_opts   o;
+	expo       *x;
+	char        err[256], *page;
+	const char *names[] = { "loss" };
+
+	expo_opts_init(&o);
+	REQUIRE(expo_open(&o, &x, err, sizeof(err)) == 0);
+	feed_at(x, names, 1, 5, 100, 100, 101); /* steps 100-104 */
+	feed_at(x, names, 1, 5, 7, 0, 1);       /* steps 0-4, late */
+	page = render(x, 0);
+	REQUIRE(page != NULL);
+	CHECK(strstr(page,
+	          "vitals_value{run=\"r\",metric=\"loss\","
+	          "rank=\"0\",host=\"h\"} 104\n")
+	    != NULL);
+	CHECK(strstr(page, "vitals_step{run=\"r\",rank=\"0\"} 104\n") != NULL);
+	CHECK(strstr(page,
+	          "vitals_last_sample_timestamp_seconds{run=\"r\","
+	          "rank=\"0\"} 105\n")
+	    != NULL);
+	free(page);
+	feed_at(x, names, 1, 3, 50, 50, 200); /* back to step 50 */
+	page = render(x, 0);
+	REQUIRE(page != NULL);
+	CHECK(strstr(page,
+	          "vitals_value{run=\"r\",metric=\"loss\","
+	          "rank=\"0\",host=\"h\"} 52\n")
+	    != NULL);
+	CHECK(strstr(page, "vitals_step{run=\"r\",rank=\"0\"} 52\n") != NULL);
 	free(page);
 	expo_close(x);
 }
@@ -220,6 +269,7 @@ int
 main(void)
 {
 	RUN(latest_value_and_escaping);
+	RUN(late_batch_leaves_the_latest_value);
 	RUN(bounds_are_counted);
 	RUN(alerts_counted_per_group);
 	RUN(health);
