@@ -609,6 +609,36 @@ vblock_cmp(const void *a, const void *b)
 	return x->no < y->no ? -1 : x->no > y->no;
 }
 
+/* The stored blocks of series sid into l, in key order (by first step,
+ * then number), with cur on the blocks database. Returns 0 or a
+ * store_err. */
+static int
+list_blocks(store *st, MDB_cursor *cur, uint32_t sid, vlist *l)
+{
+	MDB_val k, v;
+	uint8_t key[16];
+	int     rc;
+
+	store_block_key(key, sid, 0, 0);
+	k.mv_data = key;
+	k.mv_size = 16;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		const uint8_t *kp = k.mv_data;
+
+		if (k.mv_size != 16 || memcmp(kp, key, 4) != 0)
+			break;
+		rc = vlist_add(l, be_get64(kp + 4),
+		    (uint32_t) (be_get64(kp + 8) & 0xffffffffu), v.mv_data,
+		    v.mv_size, 0);
+		if (rc != 0)
+			return rc;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return store_fail(st, rc, "reading blocks");
+	return 0;
+}
+
 /*
  * Whether the journal samples js of a series come, steps strictly
  * ascending, after every step of its stored blocks (l, in key order):
@@ -645,8 +675,6 @@ samples_with_journal(store *st, store_txn *txn, uint32_t sid,
     scan_sample_fn fn, void *ctx)
 {
 	MDB_cursor *cur;
-	MDB_val     k, v;
-	uint8_t     key[16];
 	vlist       l = { 0 };
 	merge       m = { 0 };
 	block_enc  *enc;
@@ -659,25 +687,8 @@ samples_with_journal(store *st, store_txn *txn, uint32_t sid,
 		free(enc);
 		return store_fail(st, rc, "reading blocks");
 	}
-	store_block_key(key, sid, 0, 0);
-	k.mv_data = key;
-	k.mv_size = 16;
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		const uint8_t *kp = k.mv_data;
-
-		if (k.mv_size != 16 || memcmp(kp, key, 4) != 0)
-			break;
-		rc = vlist_add(&l, be_get64(kp + 4),
-		    (uint32_t) (be_get64(kp + 8) & 0xffffffffu), v.mv_data,
-		    v.mv_size, 0);
-		if (rc != 0)
-			goto out;
-	}
-	if (rc != 0 && rc != MDB_NOTFOUND) {
-		rc = store_fail(st, rc, "reading blocks");
+	if ((rc = list_blocks(st, cur, sid, &l)) != 0)
 		goto out;
-	}
 	l.stored = l.n;
 	if (journal_after_blocks(&l, js, jn)) {
 		/* The usual case, near the head of a run: what the fold
@@ -994,8 +1005,6 @@ scan_samples_arrived(store *st, store_txn *txn, const scan_journal *j,
 	store_sample    *js = NULL, *own = NULL;
 	size_t           jn = 0;
 	MDB_cursor      *cur;
-	MDB_val          k, v;
-	uint8_t          key[16];
 	vlist            l = { 0 };
 	int              rc;
 
@@ -1011,25 +1020,8 @@ scan_samples_arrived(store *st, store_txn *txn, const scan_journal *j,
 		free(own);
 		return store_fail(st, rc, "reading blocks");
 	}
-	store_block_key(key, sid, 0, 0);
-	k.mv_data = key;
-	k.mv_size = 16;
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		const uint8_t *kp = k.mv_data;
-
-		if (k.mv_size != 16 || memcmp(kp, key, 4) != 0)
-			break;
-		rc = vlist_add(&l, be_get64(kp + 4),
-		    (uint32_t) (be_get64(kp + 8) & 0xffffffffu), v.mv_data,
-		    v.mv_size, 0);
-		if (rc != 0)
-			goto out;
-	}
-	if (rc != 0 && rc != MDB_NOTFOUND) {
-		rc = store_fail(st, rc, "reading blocks");
+	if ((rc = list_blocks(st, cur, sid, &l)) != 0)
 		goto out;
-	}
 	rc = 0;
 	/* Key order is step order; arrival order is number order. */
 	if (l.n > 1)
