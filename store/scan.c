@@ -112,7 +112,8 @@ scan_ranks(
 	if (rc == 0) {
 		for (size_t i = 0; i < c.n; i++)
 			c.by[i] = &c.v[i];
-		qsort(c.by, c.n, sizeof(*c.by), ranks_cmp);
+		if (c.n > 1)
+			qsort(c.by, c.n, sizeof(*c.by), ranks_cmp);
 		for (size_t i = 0, j; rc == 0 && i < c.n; i = j) {
 			scan_rank r;
 
@@ -242,7 +243,8 @@ list_flush(store_txn *txn, list_batch *b, scan_series_fn fn, void *ctx)
 			nby++;
 		}
 	}
-	qsort(b->by, nby, sizeof(*b->by), slot_cmp);
+	if (nby > 1)
+		qsort(b->by, nby, sizeof(*b->by), slot_cmp);
 	for (size_t i = 0; i < nby; i++)
 		b->recs[i] = b->s[b->by[i].i].rec;
 	rc = store_journal_add_stats(txn, b->recs, nby);
