@@ -256,7 +256,8 @@ cmd_emitters(const cli_args *a)
 	}
 	rc = scan_emitters(r.st, r.txn, a->run, each_emitter, &c);
 	if (rc == 0) {
-		qsort(c.v, c.n, sizeof(*c.v), by_first_seen);
+		if (c.n > 1)
+			qsort(c.v, c.n, sizeof(*c.v), by_first_seen);
 		if (a->format == OUT_CSV)
 			puts("run,incarnation,host,pid,rank,local_rank,"
 			     "world_size,first_seen,last_seen,batches,samples,"

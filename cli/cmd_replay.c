@@ -196,7 +196,8 @@ held_cmp(const void *a, const void *b)
 static void
 held_replay(detect_engine *e, held_set *h, replay_out *o)
 {
-	qsort(h->v, h->n, sizeof(*h->v), held_cmp);
+	if (h->n > 1)
+		qsort(h->v, h->n, sizeof(*h->v), held_cmp);
 	for (size_t i = 0; i < h->n && !o->failed; i++) {
 		const detect_sample *s = &h->v[i].s;
 
