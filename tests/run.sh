@@ -7,7 +7,7 @@
 # and the integration scripts in SAN_SCRIPTS run again against it, and
 # count in the same total.
 B=${B:-build}
-SAN_SCRIPTS=${SAN_SCRIPTS:-"it_e2e it_cli it_detect it_faults it_replay"}
+SAN_SCRIPTS=${SAN_SCRIPTS:-"it_e2e it_cli it_detect it_faults it_replay it_remote_write it_spool"}
 passed=0
 failed=0
 # Emitters the tests close without a collector spool their samples
