@@ -499,19 +499,11 @@ series_key(char *k, const wire_batch *b, const char *m, size_t mlen)
 	return n + sizeof(b->id.rank);
 }
 
-/* Older than what e shows and at a lower step: a late batch (resent
- * behind newer ones, a spool sent after the run went on), which leaves
- * the newer value; a restart goes back in steps at a later time. */
-static int
-late(const ent *e, int64_t t, uint64_t step)
-{
-	return t < e->t && step < e->u;
-}
-
 /*
  * The batch's last sample of each name becomes its series' latest value
  * (samples of a name are in order within a batch), unless the batch is
- * late (late()).
+ * late (detect_late: a spool sent after the run went on leaves the newer
+ * value).
  */
 void
 expo_batch(expo *x, const wire_batch *b)
@@ -561,7 +553,7 @@ expo_batch(expo *x, const wire_batch *b)
 			continue;
 		}
 		wire_batch_sample(b, x->last[i], &ws);
-		if (late(e, ws.time_ns, ws.step))
+		if (detect_late(ws.time_ns, ws.step, e->t, e->u))
 			continue;
 		e->v = ws.value;
 		e->t = ws.time_ns;
@@ -574,7 +566,8 @@ expo_batch(expo *x, const wire_batch *b)
 	memcpy(key + klen, &b->id.rank, sizeof(b->id.rank));
 	klen += sizeof(b->id.rank);
 	e = get_series(x, &x->ranks, key, klen, 1, rank_labels, b);
-	if (e != NULL && e->hidden == SHOWN && !late(e, maxt, maxstep)) {
+	if (e != NULL && e->hidden == SHOWN
+	    && !detect_late(maxt, maxstep, e->t, e->u)) {
 		e->u  = maxstep;
 		e->t  = maxt;
 		e->u2 = b->dropped;

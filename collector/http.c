@@ -191,9 +191,7 @@ rwrite_family(expo_buf *b, int om, rwrite *rw, const char *name,
 		case 1: v = st.ok; break;
 		case 2: v = st.errors; break;
 		case 3: v = st.refused; break;
-		case 4:
-			v = st.samples_refused;
-			break;
+		case 4: v = st.samples_refused; break;
 		case 6: v = st.pending; break;
 		}
 		expo_buf_printf(b, "%s%s{url=\"", name,

@@ -799,6 +799,8 @@ advance(target *t, size_t nparts, rw_req *q)
 		const rw_sample *s  = t->smp + it->off + pa->from;
 		pos_slot        *p  = &t->pos[it->sid];
 
+		/* Step and time are no longer read here; an older vitalsd
+		 * on this store resumes by them. */
 		for (size_t j = 0; j < pa->n; j++) {
 			if (s[j].step > p->pos.step)
 				p->pos.step = s[j].step;

@@ -309,6 +309,19 @@ void detect_feed(
     detect_engine *e, const detect_sample *s, detect_emit_fn emit, void *ctx);
 
 /**
+ * Whether a sample at time t and step is late against the last one of
+ * its series (last_t, last_step): older and at a lower step, as a batch
+ * resent behind newer ones or a spool sent after the run went on. A
+ * restart goes back in steps at a later time. detect_feed skips late
+ * samples; /metrics keeps the newer value (collector/exposition.c).
+ */
+static inline int
+detect_late(int64_t t, uint64_t step, int64_t last_t, uint64_t last_step)
+{
+	return t < last_t && step < last_step;
+}
+
+/**
  * Advance the clock (ns since the epoch) to now_ns and report stalls that
  * became due. A clock that goes backwards is ignored. Costs O(number of
  * (run, rank) pairs under stall rules).

@@ -1266,8 +1266,9 @@ found:
 	 * the run went on). The store keeps it; the detectors have moved
 	 * past its time, and it is no restart, which goes back in steps at
 	 * a later time. */
-	if (ser->seen && s->time_ns < ser->last_time
-	    && s->step < ser->last_step) {
+	if (ser->seen
+	    && detect_late(
+	        s->time_ns, s->step, ser->last_time, ser->last_step)) {
 		e->st.late++;
 		return;
 	}

@@ -1024,7 +1024,6 @@ scan_samples_arrived(store *st, store_txn *txn, const scan_journal *j,
 	}
 	if ((rc = list_blocks(st, cur, sid, &l)) != 0)
 		goto out;
-	rc = 0;
 	/* Key order is step order; arrival order is number order. */
 	if (l.n > 1)
 		qsort(l.b, l.n, sizeof(*l.b), vblock_no_cmp);
